@@ -1,0 +1,413 @@
+"""BackendManager: the backend MCP servers, each with one owning task for its session.
+
+A backend's session (process + `ClientSession`) is entered and exited by its owner task
+only (the anyio rule); callers reach it through `Backend.call`. The owner starts the
+process, initialises, lists tools, then waits for one of: the process dying, a
+`tools/list_changed` notification (it lists again), or a stop. A backend that died or
+never started is restarted on its next use, after an exponential backoff.
+
+Raises (from `call`): `BackendUnavailable`, `BackendError`, `TaskTimeout`.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup
+from loguru import logger
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+
+from agentify import __version__
+from agentify.config import BackendConfig
+from agentify.errors import BackendError, BackendUnavailable, TaskTimeout
+from agentify.transport import BackendProcess, spawn_backend
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+StateListener = Callable[["BackendStatus"], None]
+
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+STABLE_AFTER = 60.0  # seconds alive after which the backoff starts over
+STDERR_TAIL = 200
+STDERR_LOG_RATE = 200  # lines a second logged per backend; the rest are counted, not logged
+
+
+class BackendState(enum.StrEnum):
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+    RESTARTING = "restarting"
+    STOPPED = "stopped"
+
+
+_TRANSITIONS: dict[BackendState, set[BackendState]] = {
+    BackendState.STOPPED: {BackendState.STARTING, BackendState.RESTARTING},
+    BackendState.STARTING: {BackendState.READY, BackendState.FAILED, BackendState.STOPPED},
+    BackendState.RESTARTING: {BackendState.READY, BackendState.FAILED, BackendState.STOPPED},
+    BackendState.READY: {BackendState.FAILED, BackendState.STOPPED},
+    BackendState.FAILED: {BackendState.RESTARTING, BackendState.STOPPED},
+}
+_SETTLED = (BackendState.READY, BackendState.FAILED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendStatus:
+    """A snapshot of one backend, as `list_backends`, `doctor` and the console show it."""
+
+    id: str
+    description: str
+    state: BackendState
+    pid: int | None
+    tools: tuple[str, ...]
+    restarts: int
+    last_error: str | None
+    stderr_tail: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "description": self.description,
+            "state": self.state.value,
+            "pid": self.pid,
+            "tools": list(self.tools),
+            "restarts": self.restarts,
+            "lastError": self.last_error,
+            "stderrTail": list(self.stderr_tail),
+        }
+
+
+class Backend:
+    """One backend server. Public methods are safe to call from any task."""
+
+    def __init__(self, spec: BackendConfig, on_state: StateListener | None = None) -> None:
+        self.spec = spec
+        self.state = BackendState.STOPPED
+        self.tools: list[types.Tool] = []
+        self.restarts = 0
+        self.last_error: str | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self._on_state = on_state
+        self._session: ClientSession | None = None
+        self._process: BackendProcess | None = None
+        self._state_changed = anyio.Event()
+        self._wake = anyio.Event()
+        self._refresh = anyio.Event()
+        self._closing = False
+        self._backoff = 0.0
+        self._next_start_at = 0.0
+        self._log = logger.bind(backend=spec.id)
+        self._stderr_window = (0.0, 0, 0)  # (second, logged, suppressed)
+
+    # ----- what callers use ------------------------------------------------------------------
+
+    def status(self) -> BackendStatus:
+        return BackendStatus(
+            id=self.spec.id,
+            description=self.spec.description,
+            state=self.state,
+            pid=self._process.pid if self._process and self.state is BackendState.READY else None,
+            tools=tuple(t.name for t in self.tools),
+            restarts=self.restarts,
+            last_error=self.last_error,
+            stderr_tail=tuple(self.stderr_tail),
+        )
+
+    async def wait_settled(self, seconds: float | None = None) -> None:
+        """Waits (bounded) until this backend is ready or has failed; returns at once if it is disabled."""
+        with anyio.move_on_after(seconds if seconds is not None else self.spec.startup_timeout_seconds + 1):
+            while self.spec.enabled and not self._closing and self.state not in _SETTLED:
+                await self._state_changed.wait()
+
+    async def ready_session(self) -> ClientSession:
+        """The live session; starts or restarts the backend first when needed (bounded wait).
+
+        Raises:
+            BackendUnavailable: it is disabled, shutting down, or could not be started in time.
+        """
+        if not self.spec.enabled:
+            raise BackendUnavailable(
+                f"backend {self.spec.id!r} is disabled in the configuration; set enabled to true to use it"
+            )
+        if self.state is not BackendState.READY and not self._closing:
+            self._wake.set()
+            backoff_left = max(0.0, self._next_start_at - time.monotonic())
+            attempted = False
+            with anyio.move_on_after(backoff_left + self.spec.startup_timeout_seconds + 1):
+                while self.state is not BackendState.READY and not self._closing:
+                    attempted = attempted or self.state in (BackendState.STARTING, BackendState.RESTARTING)
+                    if attempted and self.state is BackendState.FAILED:
+                        break
+                    await self._state_changed.wait()
+        if self.state is not BackendState.READY or self._session is None:
+            detail = f": {self.last_error}" if self.last_error else ""
+            raise BackendUnavailable(
+                f"backend {self.spec.id!r} is not available ({self.state.value}){detail}. "
+                f"Check its command and arguments with `agentify doctor`; it is retried on the next call."
+            )
+        return self._session
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None = None
+    ) -> types.CallToolResult:
+        """Calls one tool with the backend's timeout. Cancelling the caller cancels the backend's call.
+
+        Raises:
+            BackendUnavailable, BackendError, TaskTimeout.
+        """
+        session = await self.ready_session()
+        timeout = self.spec.timeout_seconds
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
+        try:
+            with anyio.fail_after(timeout):
+                return await session.send_request(request, types.CallToolResult, progress_callback=progress)
+        except TimeoutError:
+            raise TaskTimeout(
+                f"{self.spec.id}.{tool} did not answer within {timeout:g} s and was cancelled. "
+                f"If it needs longer, raise timeoutSeconds for backend {self.spec.id!r} in the config."
+            ) from None
+        except MCPError as exc:
+            if exc.error.code == types.CONNECTION_CLOSED:
+                await self._wait_for_exit_code()
+                code = self._process.returncode if self._process else None
+                raise BackendError(
+                    f"backend {self.spec.id!r} exited during the call to {tool}"
+                    + (f" (exit code {code})" if code is not None else "")
+                    + f"; it will be restarted on the next call. {self._stderr_hint()}"
+                ) from exc
+            raise BackendError(
+                f"backend {self.spec.id!r} rejected the call to {tool}: {exc.error.message} (code {exc.error.code})"
+            ) from exc
+
+    # ----- the owner task -----------------------------------------------------------------------
+
+    async def own(self) -> None:
+        """Runs for the manager's lifetime: every session of this backend is entered and left here."""
+        if self.spec.enabled:
+            self._wake.set()
+        while not self._closing:
+            await self._wake.wait()
+            if self._closing:
+                break
+            self._wake = anyio.Event()
+            delay = self._next_start_at - time.monotonic()
+            if delay > 0:
+                await anyio.sleep(delay)
+            started = time.monotonic()
+            await self._run_session()
+            alive = time.monotonic() - started
+            self._backoff = 0.0 if alive > STABLE_AFTER else min(BACKOFF_MAX, max(BACKOFF_FIRST, self._backoff * 2))
+            self._next_start_at = time.monotonic() + self._backoff
+        self._set_state(BackendState.STOPPED)
+
+    def stop(self) -> None:
+        self._closing = True
+        self._wake.set()
+        self._refresh.set()
+        self._state_changed.set()
+
+    async def _run_session(self) -> None:
+        first = self.state is BackendState.STOPPED and self.restarts == 0 and self.last_error is None
+        if not first:
+            self.restarts += 1
+        self._set_state(BackendState.STARTING if first else BackendState.RESTARTING)
+        spec = self.spec
+        self._log.info("starting: {} {}", spec.command, " ".join(spec.args))
+        try:
+            async with AsyncExitStack() as stack:
+                process = await stack.enter_async_context(
+                    spawn_backend(spec.command, spec.args, spec.env, spec.cwd, self._on_stderr_line)
+                )
+                self._process = process
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        process.read_stream,
+                        process.write_stream,
+                        message_handler=self._on_message,
+                        client_info=types.Implementation(name="agentify", version=__version__),
+                    )
+                )
+                await self._initialise(session, process)
+                self._session = session
+                self.last_error = None
+                self._set_state(BackendState.READY)
+                await self._serve(session, process)
+        except _StartFailure as exc:
+            self._fail(str(exc))
+        except OSError as exc:
+            self._fail(f"cannot start {spec.command!r}: {exc.strerror or exc} (cwd {spec.cwd})")
+        finally:
+            self._session = None
+
+    async def _initialise(self, session: ClientSession, process: BackendProcess) -> None:
+        timeout = self.spec.startup_timeout_seconds
+        try:
+            with anyio.fail_after(timeout):
+                await session.initialize()
+                self.tools = await self._list_tools(session)
+        except TimeoutError:
+            raise _StartFailure(
+                f"did not finish initialize and tools/list within {timeout:g} s "
+                f"(raise startupTimeoutSeconds if it needs longer). {self._stderr_hint()}"
+            ) from None
+        except MCPError as exc:
+            await self._wait_for_exit_code()
+            code = process.returncode
+            reason = f"exited with code {code}" if code is not None else f"failed: {exc.error.message}"
+            raise _StartFailure(f"{reason} during start-up. {self._stderr_hint()}") from exc
+        self._log.info("ready: {} tools", len(self.tools))
+
+    async def _serve(self, session: ClientSession, process: BackendProcess) -> None:
+        while not self._closing:
+            self._refresh = anyio.Event()
+            async with anyio.create_task_group() as tg:
+
+                async def on_exit() -> None:
+                    await process.stdout_closed.wait()
+                    tg.cancel_scope.cancel()
+
+                async def on_refresh() -> None:
+                    await self._refresh.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(on_exit)
+                tg.start_soon(on_refresh)
+            if process.stdout_closed.is_set():
+                await self._wait_for_exit_code()
+                code = process.returncode
+                self._fail(f"exited (code {code}); restarted on the next call. {self._stderr_hint()}")
+                return
+            if not self._closing:
+                try:
+                    with anyio.fail_after(self.spec.startup_timeout_seconds):
+                        self.tools = await self._list_tools(session)
+                    self._log.info("tools changed: now {} tools", len(self.tools))
+                    self._emit_state()
+                except (TimeoutError, MCPError) as exc:
+                    self._log.warning("listing tools again failed: {}", exc)
+
+    async def _list_tools(self, session: ClientSession) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            result = await session.send_request(types.ListToolsRequest(params=params), types.ListToolsResult)
+            tools.extend(result.tools)
+            cursor = result.next_cursor
+            if not cursor:
+                break
+        return [t for t in tools if self.spec.tools.permits(t.name)]
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._refresh.set()
+        elif isinstance(message, Exception):
+            self._log.warning("unreadable message from the backend: {}", str(message)[:300])
+
+    def _on_stderr_line(self, line: str) -> None:
+        self.stderr_tail.append(line)
+        second = int(time.monotonic())
+        window, logged, suppressed = self._stderr_window
+        if second != window:
+            if suppressed:
+                self._log.warning("stderr: {} more lines not logged (see the console for the tail)", suppressed)
+            window, logged, suppressed = second, 0, 0
+        if logged < STDERR_LOG_RATE:
+            self._log.info("stderr: {}", line)
+            logged += 1
+        else:
+            suppressed += 1
+        self._stderr_window = (window, logged, suppressed)
+
+    async def _wait_for_exit_code(self) -> None:
+        if self._process is not None:
+            await self._process.wait_exit(1.0)
+
+    def _stderr_hint(self) -> str:
+        lines = [line for line in self.stderr_tail if line.strip()][-3:]
+        return ("Last stderr: " + " / ".join(lines)) if lines else "It printed nothing on stderr."
+
+    def _fail(self, message: str) -> None:
+        self.last_error = message
+        self._log.warning("failed: {}", message)
+        self._set_state(BackendState.FAILED)
+
+    def _set_state(self, new: BackendState) -> None:
+        if new is self.state:
+            return
+        if new not in _TRANSITIONS[self.state]:
+            raise RuntimeError(f"backend {self.spec.id}: illegal state change {self.state.value} -> {new.value}")
+        self.state = new
+        changed, self._state_changed = self._state_changed, anyio.Event()
+        changed.set()
+        self._emit_state()
+
+    def _emit_state(self) -> None:
+        if self._on_state is not None:
+            self._on_state(self.status())
+
+
+class _StartFailure(Exception):
+    pass
+
+
+class BackendManager:
+    """Starts every backend concurrently in the background and owns their tasks."""
+
+    def __init__(self, specs: Iterable[BackendConfig], on_state: StateListener | None = None) -> None:
+        self._on_state = on_state
+        self.backends: dict[str, Backend] = {s.id: Backend(s, on_state) for s in specs}
+        self._tg: TaskGroup | None = None
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Owns the backends until cancelled or `close` is called; every backend starts at once."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            for backend in self.backends.values():
+                tg.start_soon(backend.own)
+            task_status.started()
+        self._tg = None
+
+    def reconcile(self, specs: Iterable[BackendConfig]) -> None:
+        """Applies a new backend list: removed or changed backends stop, new ones start."""
+        assert self._tg is not None, "reconcile needs a running manager"
+        wanted = {s.id: s for s in specs}
+        for backend_id, backend in list(self.backends.items()):
+            if wanted.get(backend_id) != backend.spec:
+                backend.stop()
+                del self.backends[backend_id]
+        for backend_id, spec in wanted.items():
+            if backend_id not in self.backends:
+                backend = Backend(spec, self._on_state)
+                self.backends[backend_id] = backend
+                self._tg.start_soon(backend.own)
+
+    def get(self, backend_id: str) -> Backend:
+        try:
+            return self.backends[backend_id]
+        except KeyError:
+            known = ", ".join(sorted(self.backends)) or "none"
+            raise BackendUnavailable(f"there is no backend {backend_id!r}; configured: {known}") from None
+
+    def statuses(self) -> list[BackendStatus]:
+        return [b.status() for b in self.backends.values()]
+
+    async def wait_all_settled(self, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            async with anyio.create_task_group() as tg:
+                for backend in self.backends.values():
+                    if backend.spec.enabled:
+                        tg.start_soon(backend.wait_settled, seconds)
+
+    def close(self) -> None:
+        """Asks every owner to close its session; `run` returns once they have."""
+        for backend in self.backends.values():
+            backend.stop()

@@ -1,0 +1,94 @@
+"""The error tree of agentify: one subclass per error code of the contract (DESIGN.md).
+
+    AgentifyError                      code
+    ├── InvalidInput                   invalid_input
+    ├── NoPlan                         no_plan
+    ├── PlannerUnavailable             planner_unavailable
+    ├── PlannerError                   planner_error
+    ├── InvalidPlan                    invalid_plan
+    ├── BackendUnavailable             backend_unavailable
+    ├── BackendError                   backend_error
+    ├── TaskTimeout                    timeout
+    ├── TaskCancelled                  cancelled
+    └── Denied                         denied
+
+    ConfigError                        (start-up only: exit code 2, never reaches a client)
+
+Lower layers (OpenAI, MCP, subprocesses) are translated into this tree where they are
+called, with `raise ... from exc`; the MCP result is built from it in `results.py` only.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class AgentifyError(Exception):
+    """A failure a person and a model can act on: `message` says what went wrong and what to do."""
+
+    code: ClassVar[str] = "internal_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(AgentifyError):
+    code = "invalid_input"
+
+
+class NoPlan(AgentifyError):
+    code = "no_plan"
+
+
+class PlannerUnavailable(AgentifyError):
+    code = "planner_unavailable"
+
+
+class PlannerError(AgentifyError):
+    code = "planner_error"
+
+
+class InvalidPlan(AgentifyError):
+    code = "invalid_plan"
+
+
+class BackendUnavailable(AgentifyError):
+    code = "backend_unavailable"
+
+
+class BackendError(AgentifyError):
+    code = "backend_error"
+
+
+class TaskTimeout(AgentifyError):
+    code = "timeout"
+
+
+class TaskCancelled(AgentifyError):
+    code = "cancelled"
+
+
+class Denied(AgentifyError):
+    code = "denied"
+
+
+ERROR_CODES: tuple[str, ...] = tuple(
+    cls.code
+    for cls in (
+        InvalidInput,
+        NoPlan,
+        PlannerUnavailable,
+        PlannerError,
+        InvalidPlan,
+        BackendUnavailable,
+        BackendError,
+        TaskTimeout,
+        TaskCancelled,
+        Denied,
+    )
+)
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the field and the fix."""

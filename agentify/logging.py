@@ -1,0 +1,82 @@
+"""loguru set-up: one stderr sink (never stdout: it is the MCP wire) that redacts secrets.
+
+Other modules only `from loguru import logger` and `bind()` context (backend, trace).
+`configure` is called once by the composition root; `set_level` changes the level later
+(for instance when the `initialize` request carries `logLevel`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from loguru import logger
+
+from agentify.redact import Redactor
+
+_TEXT_FORMAT = "{time:HH:mm:ss.SSS} | {level: <7} | {name} | {message}{extra[extra_text]}"
+
+
+class LogSetup:
+    """Owns the stderr sink; records also go to `listeners` (the console), redacted."""
+
+    def __init__(self, redactor: Redactor, stream: TextIO | None = None, json_lines: bool = False) -> None:
+        self.redactor = redactor
+        self._stream = stream or sys.stderr
+        self._json = json_lines
+        self._sink_id: int | None = None
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+
+    def configure(self, level: str) -> None:
+        logger.remove()
+        logger.configure(patcher=_extra_text)
+        self._sink_id = logger.add(self._write, level=level.upper(), format=_TEXT_FORMAT, colorize=False)
+
+    def set_level(self, level: str) -> None:
+        if self._sink_id is not None:
+            logger.remove(self._sink_id)
+        self._sink_id = logger.add(self._write, level=level.upper(), format=_TEXT_FORMAT, colorize=False)
+
+    def _write(self, message: Any) -> None:
+        record = message.record
+        if self._json:
+            line = json.dumps(self.as_event(record), ensure_ascii=False) + "\n"
+        else:
+            line = self.redactor.text(str(message))
+            if not line.endswith("\n"):
+                line += "\n"
+        try:
+            self._stream.write(line)
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass  # stderr closed by the parent: there is nobody left to tell
+        if self.listeners:
+            event = self.as_event(record)
+            for listener in list(self.listeners):
+                listener(event)
+
+    def as_event(self, record: Any) -> dict[str, Any]:
+        """A log record as redacted JSON-ready data (for the console and JSON lines)."""
+        extra = {k: v for k, v in record["extra"].items() if k != "extra_text"}
+        text = record["message"]
+        if record["exception"] is not None:
+            text += "\n" + "".join(_format_exception(record["exception"]))
+        return {
+            "time": record["time"].timestamp(),
+            "level": record["level"].name,
+            "logger": record["name"],
+            "message": self.redactor.text(text),
+            "extra": self.redactor.data({k: str(v) for k, v in extra.items()}),
+        }
+
+
+def _extra_text(record: Any) -> None:
+    extra = {k: v for k, v in record["extra"].items() if k != "extra_text"}
+    record["extra"]["extra_text"] = "".join(f" | {k}={v}" for k, v in extra.items())
+
+
+def _format_exception(exception: Any) -> list[str]:
+    return traceback.format_exception(exception.type, exception.value, exception.traceback)
