@@ -366,6 +366,7 @@ class BackendManager:
         self._on_state = on_state
         self.backends: dict[str, Backend] = {s.id: Backend(s, on_state) for s in specs}
         self._tg: TaskGroup | None = None
+        self.closed = anyio.Event()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Owns the backends until cancelled or `close` is called; every backend starts at once."""
@@ -375,6 +376,7 @@ class BackendManager:
                 tg.start_soon(backend.own)
             task_status.started()
         self._tg = None
+        self.closed.set()
 
     def reconcile(self, specs: Iterable[BackendConfig]) -> None:
         """Applies a new backend list: removed or changed backends stop, new ones start."""

@@ -31,6 +31,7 @@ class AgentifyError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        self.trace_id: str | None = None
 
 
 class InvalidInput(AgentifyError):

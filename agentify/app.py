@@ -1,0 +1,87 @@
+"""The composition root's long-lived state: one `Gateway` owns every resource of a run.
+
+`open_gateway` starts the backends in the background and yields at once; leaving it
+closes every backend session (shielded, bounded), also when the caller is cancelled.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from loguru import logger
+
+from agentify.backends import BackendManager, BackendStatus
+from agentify.config import Config, ConfigSources
+from agentify.errors import ConfigError
+from agentify.events import EventBus
+from agentify.logging import LogSetup
+from agentify.planner.select import PlannerSelector
+from agentify.tasks import TaskRunner
+from agentify.traces import TraceStore
+
+SHUTDOWN_SECONDS = 10.0
+
+
+@dataclass
+class Gateway:
+    sources: ConfigSources
+    config: Config
+    logs: LogSetup
+    bus: EventBus
+    traces: TraceStore
+    manager: BackendManager
+    planners: PlannerSelector
+    runner: TaskRunner
+    started: float = field(default_factory=time.time)
+
+    def apply_init_options(self, options: Mapping[str, Any]) -> None:
+        """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal."""
+        try:
+            config = self.sources.resolve(options)
+        except ConfigError as exc:
+            logger.error("initializationOptions ignored: {}", exc)
+            return
+        self.logs.redactor.add(config.secrets())
+        if config.log_level != self.config.log_level:
+            self.logs.set_level(config.log_level)
+        if config.planner != self.config.planner:
+            self.planners = PlannerSelector(config.planner)
+            self.runner.planners = self.planners
+        if config.backends != self.config.backends:
+            self.manager.reconcile(config.backends)
+        self.config = config
+        logger.info("initializationOptions applied: {} backends", len(config.backends))
+
+
+def _on_backend_state(bus: EventBus) -> Any:
+    def publish(status: BackendStatus) -> None:
+        bus.publish("backend", status.as_dict())
+
+    return publish
+
+
+@asynccontextmanager
+async def open_gateway(sources: ConfigSources, config: Config, logs: LogSetup) -> AsyncIterator[Gateway]:
+    bus = EventBus()
+    logs.listeners.append(lambda record: bus.publish("log", record))
+    traces = TraceStore(bus, logs.redactor, file=config.trace_file)
+    manager = BackendManager(config.backends, on_state=_on_backend_state(bus))
+    planners = PlannerSelector(config.planner)
+    runner = TaskRunner(manager, planners, traces, config.max_query_chars)
+    gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner)
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        try:
+            yield gateway
+        finally:
+            with anyio.CancelScope(shield=True):
+                manager.close()
+                with anyio.move_on_after(SHUTDOWN_SECONDS):
+                    await manager.closed.wait()
+                await gateway.planners.aclose()
+            tg.cancel_scope.cancel()

@@ -1,0 +1,188 @@
+"""Command line: `serve` (default), `run`, `doctor`, `arbigent`. Parsing and wiring only.
+
+Exit codes: 0 ok; 1 the task or a check failed; 2 the configuration or the command line is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from loguru import logger
+
+from agentify import __version__
+from agentify.config import Config, ConfigSources, load_sources
+from agentify.errors import AgentifyError, ConfigError
+from agentify.logging import LogSetup
+from agentify.redact import Redactor
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentify", description="One MCP server that routes tasks to your MCP tools.")
+    parser.add_argument("--version", action="version", version=f"agentify {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="config file (default: $AGENTIFY_CONFIG, else ./agentify.json)")
+        p.add_argument("--log-level", help="TRACE, DEBUG, INFO, WARNING or ERROR")
+
+    serve = sub.add_parser("serve", help="run the gateway as an MCP server (the default)")
+    common(serve)
+    serve.add_argument("--transport", choices=["stdio"], default="stdio", help="only stdio in this version")
+    serve.add_argument("--debug-port", type=int, help="serve the debug console on this port")
+
+    run = sub.add_parser("run", help="run one task from the terminal and print the result")
+    common(run)
+    run.add_argument("query", help="the task, e.g. 'list the files in docs'")
+    run.add_argument("--cwd", help="working directory the task refers to (default: the current directory)")
+    run.add_argument("--dry-run", action="store_true", help="only show the plan")
+    run.add_argument("--json", action="store_true", help="print the MCP result as JSON")
+
+    doctor = sub.add_parser("doctor", help="check the config, the planner and every backend")
+    common(doctor)
+
+    sub.add_parser("arbigent", help="the Arbigent test-runner MCP server (see `agentify arbigent --help`)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["arbigent"]:
+        from agentify.arbigent.cli import main as arbigent_main
+
+        return arbigent_main(argv[1:])
+    args = _parser().parse_args(argv or ["serve"])
+    command = args.command or "serve"
+    flags: dict[str, Any] = {"logLevel": args.log_level}
+    if command == "serve" and args.debug_port is not None:
+        flags["debugPort"] = args.debug_port
+    redactor = Redactor()
+    logs = LogSetup(redactor)
+    logs.configure(os.environ.get("AGENTIFY_LOG_LEVEL") or args.log_level or "INFO")
+    try:
+        sources = load_sources(args.config, flags)
+        config = sources.resolve()
+    except ConfigError as exc:
+        print(f"agentify: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    redactor.add(config.secrets())
+    logs.set_level(config.log_level if command == "serve" else (args.log_level or "WARNING"))
+    if command == "serve":
+        return _run_async(lambda: _serve(sources, config, logs))
+    if command == "run":
+        args.cwd = os.path.abspath(args.cwd or os.getcwd())
+        return _run_async(lambda: _run_task(sources, config, logs, args))
+    return _run_async(lambda: _doctor(sources, config, logs))
+
+
+def _run_async(main: Callable[[], Awaitable[int]]) -> int:
+    """Runs `main`; SIGTERM and SIGINT cancel it so every backend is shut down before exit."""
+    result = EXIT_OK
+
+    async def runner() -> None:
+        nonlocal result
+        async with anyio.create_task_group() as tg:
+
+            async def watch_signals(scope: anyio.CancelScope) -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        logger.info("signal {} received: shutting down", signal.Signals(signum).name)
+                        scope.cancel()
+                        return
+
+            with anyio.CancelScope() as scope:
+                tg.start_soon(watch_signals, scope)
+                result = await main()
+            tg.cancel_scope.cancel()
+
+    anyio.run(runner)
+    return result
+
+
+async def _serve(sources: ConfigSources, config: Config, logs: LogSetup) -> int:
+    from mcp.server.lowlevel.server import NotificationOptions
+    from mcp.server.stdio import stdio_server
+
+    from agentify.server import build_server
+
+    server = build_server(sources, config, logs, on_closed=_exit_watchdog)
+    logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options(NotificationOptions()))
+    return EXIT_OK
+
+
+def _exit_watchdog() -> None:
+    """Called once every backend is closed. The SDK's stdin reader is a thread that only ends at EOF,
+    so after a signal the process could wait for input forever: leave if it has not exited by itself."""
+
+    def hard_exit() -> None:
+        logger.info("agentify stopped")
+        sys.stderr.flush()
+        os._exit(EXIT_OK)
+
+    timer = threading.Timer(2.0, hard_exit)
+    timer.daemon = True
+    timer.start()
+
+
+async def _run_task(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:
+    from agentify.app import open_gateway
+    from agentify.results import error_result, outcome_result, plan_result
+
+    task = {"query": args.query, "context": {"currentWorkingDirectory": args.cwd}}
+    async with open_gateway(sources, config, logs) as gateway:
+        try:
+            outcome = await gateway.runner.run(task, execute=not args.dry_run)
+            result = plan_result(outcome) if args.dry_run else outcome_result(outcome)
+        except AgentifyError as exc:
+            result = error_result(exc)
+    if args.json:
+        print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), indent=2))
+    else:
+        meta = (result.meta or {}).get("agentify/plan")
+        if meta:
+            print(f"# {meta['backend']}.{meta['tool']} {json.dumps(meta['arguments'])} ({meta['durationMs']:.0f} ms)")
+        for block in result.content:
+            print(getattr(block, "text", None) or f"[{block.type} content]")
+    return EXIT_FAILED if result.is_error else EXIT_OK
+
+
+async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int:
+    from agentify.app import open_gateway
+
+    print(f"agentify {__version__}")
+    print(f"config: {sources.file_path or '(no config file: defaults and environment only)'}")
+    async with open_gateway(sources, config, logs) as gateway:
+        limit = max((b.startup_timeout_seconds for b in config.backends), default=1.0) + 1
+        await gateway.manager.wait_all_settled(limit)
+        choice = gateway.planners.describe()
+        statuses = gateway.manager.statuses()
+    print(f"planner: {choice.reason}")
+    width = max([len(s.id) for s in statuses] + [7])
+    print(f"\n{'BACKEND':<{width}}  {'STATE':<10}  {'TOOLS':>5}  DETAIL")
+    broken = choice.name is None
+    for status, spec in zip(statuses, config.backends, strict=True):
+        state = status.state.value if spec.enabled else "disabled"
+        if spec.enabled and status.last_error:
+            broken = True
+        detail = status.last_error or ", ".join(status.tools)
+        print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {logs.redactor.text(detail)}")
+    if not statuses:
+        print("(no backends configured: see backends.example.json)")
+        broken = True
+    print("\nresult: " + ("problems found (see above)" if broken else "all good"))
+    return EXIT_FAILED if broken else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

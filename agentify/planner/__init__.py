@@ -1,0 +1,66 @@
+"""Planners: turn a task (query + IDE context) into exactly one backend tool call.
+
+The `Planner` protocol is what the task runner sees; `openai.py` implements it today,
+and `catalog.py` holds what every planner shares (tool naming, argument validation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from agentify.planner.catalog import Catalog
+
+
+class TaskContext(BaseModel):
+    """What the IDE knows about where the user is; every field optional."""
+
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="ignore")
+
+    active_document_uri: str | None = Field(default=None, alias="activeDocumentURI")
+    current_working_directory: str | None = None
+    selection_text: str | None = None
+
+
+class TaskInput(BaseModel):
+    """The input of `orchestrate_task` and `plan_task`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    query: str = Field(min_length=1)
+    context: TaskContext | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanUsage:
+    """What planning cost: recorded on the task's trace."""
+
+    provider: str
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+    tools_offered: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """One tool call chosen by a planner; its arguments already validated against the tool's schema."""
+
+    backend: str
+    tool: str
+    arguments: dict[str, Any]
+    planner: str
+    reasoning: str | None = None
+    usage: PlanUsage = field(default_factory=lambda: PlanUsage(provider="none"))
+
+
+class Planner(Protocol):
+    """Chooses one tool for a task. Raises NoPlan, InvalidPlan, PlannerError or PlannerUnavailable."""
+
+    name: str
+
+    async def plan(self, task: TaskInput, catalog: Catalog) -> Plan: ...

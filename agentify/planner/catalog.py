@@ -1,0 +1,108 @@
+"""The tool catalog every planner sees: backend tools under unique, model-safe names.
+
+Names are `<backend>__<tool>` reduced to `^[a-zA-Z0-9_-]{1,64}$`. A name that had to be
+shortened, or that would collide with another, gets a short hash of the original pair,
+so two different tools can never share a name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import jsonschema
+import mcp_types as types
+from jsonschema.exceptions import best_match
+from jsonschema.validators import validator_for
+
+MAX_NAME = 64
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+@dataclass(frozen=True)
+class CatalogTool:
+    """One backend tool as offered to a planner."""
+
+    name: str
+    backend: str
+    backend_description: str
+    tool: types.Tool
+
+    @property
+    def description(self) -> str:
+        text = self.tool.description or self.tool.title or self.tool.name
+        prefix = f"[{self.backend}" + (f": {self.backend_description}" if self.backend_description else "") + "] "
+        return prefix + text
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        schema = dict(self.tool.input_schema or {})
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        return schema
+
+    @cached_property
+    def _validator(self) -> jsonschema.protocols.Validator:
+        cls = validator_for(self.input_schema)
+        return cls(self.input_schema, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
+
+    def validation_error(self, arguments: Any) -> str | None:
+        """None when `arguments` fit the tool's input schema, else a one-line reason naming the field."""
+        if not isinstance(arguments, dict):
+            return f"arguments must be a JSON object, not {type(arguments).__name__}"
+        try:
+            error = best_match(self._validator.iter_errors(arguments))
+        except jsonschema.exceptions.SchemaError as exc:
+            return f"the tool's own input schema is invalid: {exc.message}"
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
+        return f"{where}: {error.message}"
+
+
+class Catalog:
+    """Immutable view of every offered tool, keyed by its planner-facing name."""
+
+    def __init__(self, tools: Iterable[CatalogTool]) -> None:
+        self.tools: dict[str, CatalogTool] = {t.name: t for t in tools}
+
+    @classmethod
+    def build(cls, backends: Iterable[tuple[str, str, Iterable[types.Tool]]]) -> Catalog:
+        """From (backend id, backend description, tools) triples."""
+        entries = [(bid, desc, tool) for bid, desc, tools in backends for tool in tools]
+        names = [_base_name(bid, tool.name) for bid, _, tool in entries]
+        counts: dict[str, int] = {}
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+        result = []
+        for (bid, desc, tool), name in zip(entries, names, strict=True):
+            if counts[name] > 1:
+                name = _hashed(name, bid, tool.name)
+            result.append(CatalogTool(name=name, backend=bid, backend_description=desc, tool=tool))
+        return cls(result)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def get(self, name: str) -> CatalogTool | None:
+        return self.tools.get(name)
+
+    def find(self, backend: str, tool: str) -> CatalogTool | None:
+        return next((t for t in self.tools.values() if t.backend == backend and t.tool.name == tool), None)
+
+
+def _base_name(backend: str, tool: str) -> str:
+    raw = f"{backend}__{tool}"
+    name = _UNSAFE.sub("_", raw)
+    if name != raw and _UNSAFE.sub("_", tool) != tool:
+        return _hashed(name, backend, tool)
+    return name if len(name) <= MAX_NAME else _hashed(name, backend, tool)
+
+
+def _hashed(name: str, backend: str, tool: str) -> str:
+    digest = hashlib.sha256(f"{backend}\0{tool}".encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - len(digest) - 1]}_{digest}"

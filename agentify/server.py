@@ -1,0 +1,170 @@
+"""The gateway's MCP server: tool definitions and thin handlers over the task runner.
+
+Nothing here plans, spawns or formats beyond turning MCP requests into `TaskRunner`
+calls and outcomes into results (`results.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp_types as types
+from loguru import logger
+from mcp.server import Server
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+
+from agentify import __version__
+from agentify.app import Gateway, open_gateway
+from agentify.config import Config, ConfigSources
+from agentify.errors import AgentifyError, BackendError
+from agentify.logging import LogSetup
+from agentify.results import error_result, outcome_result, plan_result
+
+_TASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "description": "What to do, in plain words: 'read README.md', 'run the login tests', "
+            "'open localhost:3000/login and show me the page'.",
+        },
+        "context": {
+            "type": ["object", "null"],
+            "description": "Where the user is in the IDE, so relative paths resolve.",
+            "properties": {
+                "activeDocumentURI": {"type": ["string", "null"], "description": "file:// URI of the open document"},
+                "currentWorkingDirectory": {"type": ["string", "null"], "description": "the workspace folder"},
+                "selectionText": {"type": ["string", "null"], "description": "the selected text, if any"},
+            },
+        },
+    },
+    "required": ["query"],
+}
+
+TOOLS = [
+    types.Tool(
+        name="orchestrate_task",
+        description="Do one task with the right tool of the configured MCP servers (files, tests, browser). "
+        "A planner picks exactly one tool on one backend, calls it and returns that tool's result. "
+        "Pass the workspace folder as context.currentWorkingDirectory so relative paths resolve.",
+        input_schema=_TASK_SCHEMA,
+        annotations=types.ToolAnnotations(title="Run a task on the best backend tool", open_world_hint=True),
+    ),
+    types.Tool(
+        name="plan_task",
+        description="Show which backend tool and arguments orchestrate_task would use for a task, without running it.",
+        input_schema=_TASK_SCHEMA,
+        annotations=types.ToolAnnotations(title="Plan a task (dry run)", read_only_hint=True),
+    ),
+    types.Tool(
+        name="list_backends",
+        description="List the configured backend MCP servers: state, last error and tool names, "
+        "and which planner is in use.",
+        input_schema={"type": "object", "properties": {}},
+        annotations=types.ToolAnnotations(title="List backends", read_only_hint=True),
+    ),
+]
+
+
+def build_server(
+    sources: ConfigSources, config: Config, logs: LogSetup, on_closed: Callable[[], None] | None = None
+) -> Server[Gateway]:
+    @asynccontextmanager
+    async def lifespan(_: Server[Gateway]) -> AsyncIterator[Gateway]:
+        try:
+            async with open_gateway(sources, config, logs) as gateway:
+                yield gateway
+        finally:
+            if on_closed is not None:
+                on_closed()
+
+    server: Server[Gateway] = Server(
+        "agentify",
+        version=__version__,
+        instructions="agentify routes a task to the right tool on its backend MCP servers. "
+        "Call orchestrate_task with the task in plain words.",
+        lifespan=lifespan,
+        on_list_tools=_list_tools,
+        on_call_tool=_call_tool,
+    )
+    server.middleware.append(_read_initialization_options)
+    return server
+
+
+async def _read_initialization_options(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """The SDK drops `initializationOptions`; read them from the raw `initialize` params."""
+    if ctx.method == "initialize" and ctx.params:
+        options = ctx.params.get("initializationOptions")
+        if isinstance(options, dict) and options:
+            ctx.lifespan_context.apply_init_options(options)
+    return await call_next(ctx)
+
+
+async def _list_tools(
+    ctx: ServerRequestContext[Gateway], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=TOOLS)
+
+
+async def _call_tool(ctx: ServerRequestContext[Gateway], params: types.CallToolRequestParams) -> types.CallToolResult:
+    gateway = ctx.lifespan_context
+    arguments = params.arguments or {}
+    if params.name == "list_backends":
+        return _backends_result(gateway)
+    if params.name not in ("orchestrate_task", "plan_task"):
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"unknown tool {params.name!r}; use orchestrate_task")],
+            is_error=True,
+            _meta={"agentify/error": {"code": "invalid_input", "traceId": None}},
+        )
+    steps = 0
+
+    async def progress(message: str) -> None:
+        nonlocal steps
+        steps += 1
+        await ctx.session.report_progress(steps, None, message)
+
+    execute = params.name == "orchestrate_task"
+    capabilities = ctx.session.client_capabilities
+    try:
+        outcome = await gateway.runner.run(
+            arguments,
+            execute=execute,
+            progress=progress,
+            sampling_available=bool(capabilities and capabilities.sampling),
+        )
+    except AgentifyError as exc:
+        return error_result(exc)
+    except Exception as exc:  # top-level handler: a bug must still answer the IDE
+        logger.exception("unexpected failure in {}", params.name)
+        return error_result(BackendError(f"internal error in agentify ({type(exc).__name__}); see its log"))
+    return outcome_result(outcome) if execute else plan_result(outcome)
+
+
+def _backends_result(gateway: Gateway) -> types.CallToolResult:
+    choice = gateway.planners.describe()
+    statuses = gateway.manager.statuses()
+    lines = [f"planner: {choice.reason}"]
+    for status in statuses:
+        line = f"- {status.id}: {status.state.value}, {len(status.tools)} tools"
+        if status.tools:
+            line += ": " + ", ".join(status.tools)
+        if status.last_error:
+            line += f" (last error: {status.last_error})"
+        lines.append(line)
+    if not statuses:
+        lines.append("no backends are configured: add some to the config file (see backends.example.json)")
+    structured = {
+        "planner": {"name": choice.name, "reason": choice.reason},
+        "backends": [
+            {"id": s.id, "state": s.state.value, "lastError": s.last_error, "tools": list(s.tools)} for s in statuses
+        ],
+    }
+    text = gateway.logs.redactor.text("\n".join(lines))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=gateway.logs.redactor.data(structured),
+    )

@@ -1,0 +1,197 @@
+"""The task runner: validate input, plan, call the backend, trace every step.
+
+Transport-agnostic: the MCP server, the `run` command and the console all come through
+`TaskRunner.run`, so a task behaves the same whichever way it arrives.
+
+Raises `AgentifyError` subclasses (with `trace_id` set) for every failure a user can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from loguru import logger
+from pydantic import ValidationError
+
+from agentify.backends import BackendManager, BackendState
+from agentify.errors import AgentifyError, InvalidInput, InvalidPlan, TaskCancelled
+from agentify.planner import Plan, TaskInput
+from agentify.planner.catalog import Catalog
+from agentify.planner.select import PlannerSelector
+from agentify.traces import TraceStore
+
+Progress = Callable[[str], Awaitable[None]]
+CATALOG_WAIT_MAX = 30.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskOutcome:
+    plan: Plan
+    trace_id: str
+    duration_ms: float
+    result: types.CallToolResult | None = None  # None when only planned
+
+    def plan_meta(self) -> dict[str, Any]:
+        return {
+            "backend": self.plan.backend,
+            "tool": self.plan.tool,
+            "arguments": self.plan.arguments,
+            "planner": self.plan.planner,
+            "traceId": self.trace_id,
+            "durationMs": self.duration_ms,
+        }
+
+
+class TaskRunner:
+    def __init__(
+        self, manager: BackendManager, planners: PlannerSelector, traces: TraceStore, max_query_chars: int
+    ) -> None:
+        self.manager = manager
+        self.planners = planners
+        self.traces = traces
+        self.max_query_chars = max_query_chars
+
+    async def catalog(self) -> Catalog:
+        """The tools of every usable backend; waits (bounded) for backends that are still starting."""
+        starting = [b for b in self.manager.backends.values() if b.state is not BackendState.READY]
+        if starting:
+            limit = min(CATALOG_WAIT_MAX, max(b.spec.startup_timeout_seconds for b in starting) + 1)
+            await self.manager.wait_all_settled(limit)
+        return Catalog.build(
+            (b.spec.id, b.spec.description, b.tools) for b in self.manager.backends.values() if b.spec.enabled
+        )
+
+    async def run(
+        self,
+        raw_input: Any,
+        *,
+        execute: bool = True,
+        progress: Progress | None = None,
+        sampling_available: bool = False,
+    ) -> TaskOutcome:
+        trace = self.traces.start("orchestrate" if execute else "plan", _as_dict(raw_input))
+        started = time.monotonic()
+        log = logger.bind(trace=trace.id)
+        try:
+            span = self.traces.span(trace, "validate")
+            try:
+                task = self._validate(raw_input)
+            except InvalidInput as exc:
+                self.traces.end_span(trace, span, error=exc.message)
+                raise
+            self.traces.end_span(trace, span)
+
+            await _report(progress, "planning")
+            plan = await self._plan(task, trace, sampling_available)
+            log.info("plan: {}.{} {}", plan.backend, plan.tool, json.dumps(plan.arguments)[:500])
+            result = None
+            if execute:
+                await _report(progress, f"calling {plan.backend}.{plan.tool}")
+                result = await self._call(plan, trace, progress)
+                await _report(progress, "done")
+            outcome = TaskOutcome(
+                plan=plan, trace_id=trace.id, duration_ms=round((time.monotonic() - started) * 1000, 2), result=result
+            )
+            self.traces.finish(trace)
+            return outcome
+        except AgentifyError as exc:
+            exc.trace_id = trace.id
+            log.warning("task failed ({}): {}", exc.code, exc.message)
+            self.traces.finish(trace, exc.code, exc.message)
+            raise
+        except anyio.get_cancelled_exc_class():
+            self.traces.finish(trace, TaskCancelled.code, "cancelled by the client")
+            raise
+
+    def _validate(self, raw_input: Any) -> TaskInput:
+        try:
+            task = TaskInput.model_validate(raw_input)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}"
+                for e in exc.errors(include_url=False, include_input=False)
+            )
+            raise InvalidInput(
+                f'invalid task input: {problems}. Send {{"query": "what to do", "context": {{...}}}}.'
+            ) from None
+        if not task.query.strip():
+            raise InvalidInput("the query is empty: say what to do, for example 'read README.md'")
+        if len(task.query) > self.max_query_chars:
+            raise InvalidInput(
+                f"the query is {len(task.query)} characters long; the limit is {self.max_query_chars}. "
+                "Shorten it, or put long content in a file and name the file in the task."
+            )
+        return task
+
+    async def _plan(self, task: TaskInput, trace: Any, sampling_available: bool) -> Plan:
+        span = self.traces.span(trace, "plan")
+        try:
+            planner = self.planners.choose(sampling_available=sampling_available)
+            span.attributes["provider"] = planner.name
+            catalog = await self.catalog()
+            plan = await planner.plan(task, catalog)
+            if catalog.find(plan.backend, plan.tool) is None:
+                raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
+        except AgentifyError as exc:
+            self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
+            raise
+        usage = plan.usage
+        self.traces.end_span(
+            trace,
+            span,
+            model=usage.model,
+            promptTokens=usage.prompt_tokens,
+            completionTokens=usage.completion_tokens,
+            requests=usage.requests,
+            toolsOffered=usage.tools_offered,
+            backend=plan.backend,
+            tool=plan.tool,
+            arguments=plan.arguments,
+        )
+        return plan
+
+    async def _call(self, plan: Plan, trace: Any, progress: Progress | None) -> types.CallToolResult:
+        span = self.traces.span(trace, "call")
+        span.attributes.update(backend=plan.backend, tool=plan.tool)
+
+        async def relay(value: float, total: float | None, message: str | None) -> None:
+            done = f"{value:g}/{total:g}" if total else f"{value:g}"
+            await _report(progress, f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
+
+        try:
+            result = await self.manager.get(plan.backend).call(plan.tool, plan.arguments, relay)
+        except AgentifyError as exc:
+            self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
+            raise
+        except anyio.get_cancelled_exc_class():
+            self.traces.end_span(trace, span, error="cancelled")
+            raise
+        size = len(json.dumps([c.model_dump(mode="json") for c in result.content], default=str))
+        self.traces.end_span(trace, span, resultBytes=size, isError=bool(result.is_error), result=_preview(result))
+        return result
+
+
+def _preview(result: types.CallToolResult) -> str:
+    texts = [c.text for c in result.content if isinstance(c, types.TextContent)]
+    text = "\n".join(texts)
+    return text[:2000] + (f" [... {len(text) - 2000} more characters]" if len(text) > 2000 else "")
+
+
+def _as_dict(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        query = raw.get("query")
+        if isinstance(query, str) and len(query) > 2000:
+            raw = {**raw, "query": query[:2000] + f" [... {len(query) - 2000} more characters]"}
+        return raw
+    return {"input": repr(raw)[:2000]}
+
+
+async def _report(progress: Progress | None, message: str) -> None:
+    if progress is not None:
+        await progress(message)

@@ -1,0 +1,93 @@
+"""A small MCP backend for behaviours the real servers cannot be made to show on demand.
+
+Flags: --hang-initialize (never answers initialize), --exit-at-start (exits at once with
+code 3), --marker FILE (records events: "started <pid>", "cancelled slow"). Tools: echo,
+slow(seconds) reporting progress, crash (exits mid-call), flood_stderr(bytes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hang-initialize", action="store_true")
+    parser.add_argument("--exit-at-start", action="store_true")
+    parser.add_argument("--marker")
+    args = parser.parse_args()
+
+    def mark(event: str) -> None:
+        if args.marker:
+            with open(args.marker, "a", encoding="utf-8") as handle:
+                handle.write(event + "\n")
+
+    print("fake backend starting", file=sys.stderr, flush=True)
+    if args.exit_at_start:
+        print("fatal: cannot open the database", file=sys.stderr, flush=True)
+        sys.exit(3)
+    if args.hang_initialize:
+        time.sleep(3600)
+    mark(f"started {os.getpid()}")
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        slow = {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}
+        flood = {"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name="echo", description="Echo the text back", input_schema=schema),
+                types.Tool(name="slow", description="Wait some seconds, reporting progress", input_schema=slow),
+                types.Tool(name="crash", description="Exit the process during the call", input_schema={}),
+                types.Tool(name="flood_stderr", description="Write bytes to stderr", input_schema=flood),
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = params.arguments or {}
+        if params.name == "echo":
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="echo: " + arguments["text"])],
+                structured_content={"echoed": arguments["text"]},
+            )
+        if params.name == "slow":
+            seconds = float(arguments["seconds"])
+            try:
+                steps = 10
+                for step in range(steps):
+                    await ctx.session.report_progress(step + 1, steps, f"step {step + 1}")
+                    await anyio.sleep(seconds / steps)
+            except anyio.get_cancelled_exc_class():
+                mark("cancelled slow")
+                raise
+            return types.CallToolResult(content=[types.TextContent(type="text", text=f"slept {seconds}")])
+        if params.name == "crash":
+            os._exit(7)
+        if params.name == "flood_stderr":
+            chunk = "x" * 99 + "\n"
+            for _ in range(int(arguments["bytes"]) // 100):
+                sys.stderr.write(chunk)
+            sys.stderr.flush()
+            return types.CallToolResult(content=[types.TextContent(type="text", text="flooded")])
+        return types.CallToolResult(content=[types.TextContent(type="text", text="unknown tool")], is_error=True)
+
+    server = Server("fake-backend", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()
