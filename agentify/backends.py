@@ -221,6 +221,7 @@ class Backend:
         self._set_state(BackendState.STARTING if first else BackendState.RESTARTING)
         spec = self.spec
         self._log.info("starting: {} {}", spec.command, " ".join(spec.args))
+        failure: str | None = None
         try:
             async with AsyncExitStack() as stack:
                 process = await stack.enter_async_context(
@@ -235,37 +236,43 @@ class Backend:
                         client_info=types.Implementation(name="agentify", version=__version__),
                     )
                 )
-                await self._initialise(session, process)
-                self._session = session
-                self.last_error = None
-                self._set_state(BackendState.READY)
-                await self._serve(session, process)
-        except _StartFailure as exc:
-            self._fail(str(exc))
+                failure = await self._initialise(session, process)
+                if failure is None:
+                    self._session = session
+                    self.last_error = None
+                    self._set_state(BackendState.READY)
+                    failure = await self._serve(session, process)
         except OSError as exc:
-            self._fail(f"cannot start {spec.command!r}: {exc.strerror or exc} (cwd {spec.cwd})")
+            failure = f"cannot start {spec.command!r}: {exc.strerror or exc} (cwd {spec.cwd})"
+        except Exception as exc:  # the owner task must survive anything a backend does
+            self._log.opt(exception=exc).error("backend session failed unexpectedly")
+            failure = f"unexpected failure: {type(exc).__name__}: {exc}"
         finally:
             self._session = None
+        if failure is not None:
+            self._fail(failure)
 
-    async def _initialise(self, session: ClientSession, process: BackendProcess) -> None:
+    async def _initialise(self, session: ClientSession, process: BackendProcess) -> str | None:
+        """Initialize and list tools; returns why it failed, or None."""
         timeout = self.spec.startup_timeout_seconds
         try:
             with anyio.fail_after(timeout):
                 await session.initialize()
                 self.tools = await self._list_tools(session)
         except TimeoutError:
-            raise _StartFailure(
+            return (
                 f"did not finish initialize and tools/list within {timeout:g} s "
                 f"(raise startupTimeoutSeconds if it needs longer). {self._stderr_hint()}"
-            ) from None
+            )
         except MCPError as exc:
-            await self._wait_for_exit_code()
-            code = process.returncode
+            code = await process.wait_exit(1.0)
             reason = f"exited with code {code}" if code is not None else f"failed: {exc.error.message}"
-            raise _StartFailure(f"{reason} during start-up. {self._stderr_hint()}") from exc
+            return f"{reason} during start-up. {self._stderr_hint()}"
         self._log.info("ready: {} tools", len(self.tools))
+        return None
 
-    async def _serve(self, session: ClientSession, process: BackendProcess) -> None:
+    async def _serve(self, session: ClientSession, process: BackendProcess) -> str | None:
+        """Serves until the process dies (returns why) or the backend is stopped (returns None)."""
         while not self._closing:
             self._refresh = anyio.Event()
             async with anyio.create_task_group() as tg:
@@ -281,10 +288,8 @@ class Backend:
                 tg.start_soon(on_exit)
                 tg.start_soon(on_refresh)
             if process.stdout_closed.is_set():
-                await self._wait_for_exit_code()
-                code = process.returncode
-                self._fail(f"exited (code {code}); restarted on the next call. {self._stderr_hint()}")
-                return
+                code = await process.wait_exit(1.0)
+                return f"exited (code {code}); restarted on the next call. {self._stderr_hint()}"
             if not self._closing:
                 try:
                     with anyio.fail_after(self.spec.startup_timeout_seconds):
@@ -293,6 +298,7 @@ class Backend:
                     self._emit_state()
                 except (TimeoutError, MCPError) as exc:
                     self._log.warning("listing tools again failed: {}", exc)
+        return None
 
     async def _list_tools(self, session: ClientSession) -> list[types.Tool]:
         tools: list[types.Tool] = []
@@ -353,10 +359,6 @@ class Backend:
     def _emit_state(self) -> None:
         if self._on_state is not None:
             self._on_state(self.status())
-
-
-class _StartFailure(Exception):
-    pass
 
 
 class BackendManager:

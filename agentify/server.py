@@ -160,7 +160,15 @@ def _backends_result(gateway: Gateway) -> types.CallToolResult:
     structured = {
         "planner": {"name": choice.name, "reason": choice.reason},
         "backends": [
-            {"id": s.id, "state": s.state.value, "lastError": s.last_error, "tools": list(s.tools)} for s in statuses
+            {
+                "id": s.id,
+                "state": s.state.value,
+                "pid": s.pid,
+                "restarts": s.restarts,
+                "lastError": s.last_error,
+                "tools": list(s.tools),
+            }
+            for s in statuses
         ],
     }
     text = gateway.logs.redactor.text("\n".join(lines))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from typing import Any
@@ -24,6 +25,7 @@ def main() -> None:
     parser.add_argument("--hang-initialize", action="store_true")
     parser.add_argument("--exit-at-start", action="store_true")
     parser.add_argument("--marker")
+    parser.add_argument("--spawn-child", action="store_true", help="start a grandchild that outlives nothing")
     args = parser.parse_args()
 
     def mark(event: str) -> None:
@@ -37,7 +39,11 @@ def main() -> None:
         sys.exit(3)
     if args.hang_initialize:
         time.sleep(3600)
-    mark(f"started {os.getpid()}")
+    mark(f"started {os.getpid()} {os.getppid()}")
+    if args.spawn_child:
+        child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
+        mark(f"child {child.pid}")
+    extra_tools: list[types.Tool] = []
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
@@ -47,8 +53,10 @@ def main() -> None:
             tools=[
                 types.Tool(name="echo", description="Echo the text back", input_schema=schema),
                 types.Tool(name="slow", description="Wait some seconds, reporting progress", input_schema=slow),
-                types.Tool(name="crash", description="Exit the process during the call", input_schema={}),
+                types.Tool(name="crash", description="Exit the process during the call", input_schema={"type": "object"}),
                 types.Tool(name="flood_stderr", description="Write bytes to stderr", input_schema=flood),
+                types.Tool(name="grow", description="Add a tool and announce the change", input_schema={"type": "object"}),
+                *extra_tools,
             ]
         )
 
@@ -72,6 +80,10 @@ def main() -> None:
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"slept {seconds}")])
         if params.name == "crash":
             os._exit(7)
+        if params.name == "grow":
+            extra_tools.append(types.Tool(name=f"grown{len(extra_tools)}", input_schema={"type": "object"}))
+            await ctx.session.send_tool_list_changed()
+            return types.CallToolResult(content=[types.TextContent(type="text", text="grown")])
         if params.name == "flood_stderr":
             chunk = "x" * 99 + "\n"
             for _ in range(int(arguments["bytes"]) // 100):

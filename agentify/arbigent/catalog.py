@@ -1,0 +1,110 @@
+"""The runner's tools, derived from a project: names, what each selects, and descriptions.
+
+Tag to tool name: `run-arbigent-test-<tag>` with every character outside `[A-Za-z0-9_-]` replaced
+by `_`. When several tags map to the same name (`a b` and `a_b`, or a tag that would take the name
+of `run-arbigent-test-all`), the tag that needed no replacement keeps the plain name and every other
+one gets a suffix made from a hash of the exact tag. The suffix depends only on the tag itself, so a
+name never changes because another tag was added. Names are kept within 64 characters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agentify.arbigent.project import Project
+
+ALL_TOOL = "run-arbigent-test-all"
+TAG_TOOL_PREFIX = "run-arbigent-test-"
+LIST_TOOL = "list-arbigent-scenarios"
+IDS_TOOL = "run-arbigent-scenarios"
+
+MAX_TOOL_NAME = 64
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_HASH_LENGTHS = (8, 16, 40)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunTool:
+    """A tool that runs a fixed selection: all leaves (`tag is None`) or one tag."""
+
+    name: str
+    tag: str | None
+    selects: tuple[str, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    project: Project
+    run_tools: tuple[RunTool, ...]
+    unselectable_tags: tuple[str, ...]
+    """Tags containing `,`: the CLI splits `--tags` on commas, so no tool can select them."""
+
+    def find(self, name: str) -> RunTool | None:
+        return next((tool for tool in self.run_tools if tool.name == name), None)
+
+    def tool_for_tag(self, tag: str) -> RunTool | None:
+        return next((tool for tool in self.run_tools if tool.tag == tag), None)
+
+
+def build_catalog(project: Project) -> Catalog:
+    tags = project.tags()
+    selectable = [tag for tag in tags if "," not in tag]
+    names = tag_tool_names(selectable)
+    tools = [RunTool(name=ALL_TOOL, tag=None, selects=tuple(project.select_all()), description="")]
+    tools += [RunTool(name=names[tag], tag=tag, selects=tuple(project.select_tags([tag])), description="") for tag in selectable]
+    described = tuple(
+        RunTool(name=t.name, tag=t.tag, selects=t.selects, description=describe(project, t.tag, t.selects)) for t in tools
+    )
+    return Catalog(project, described, tuple(tag for tag in tags if "," in tag))
+
+
+def tag_tool_names(tags: Iterable[str]) -> dict[str, str]:
+    """Maps each distinct tag to a unique tool name (see the module docstring for the rules)."""
+    groups: dict[str, list[str]] = {}
+    for tag in dict.fromkeys(tags):
+        groups.setdefault(TAG_TOOL_PREFIX + _UNSAFE.sub("_", tag), []).append(tag)
+    for length in _HASH_LENGTHS:
+        names: dict[str, str] = {}
+        for base, members in groups.items():
+            plain_ok = base != ALL_TOOL and len(base) <= MAX_TOOL_NAME
+            for tag in members:
+                exact = plain_ok and tag != "" and TAG_TOOL_PREFIX + tag == base
+                names[tag] = base if exact else _suffixed(base, tag, length)
+        if len(set(names.values())) == len(names):
+            return names
+    raise AssertionError("tool names collide even with full-length hashes")  # pragma: no cover
+
+
+def _suffixed(base: str, tag: str, length: int) -> str:
+    digest = hashlib.sha1(tag.encode("utf-8")).hexdigest()[:length]
+    return f"{base[: MAX_TOOL_NAME - length - 1]}-{digest}"
+
+
+def describe(project: Project, tag: str | None, selects: tuple[str, ...]) -> str:
+    """A description naming the tag and the scenario ids the tool runs (and their chains)."""
+    runs = _describe_selection(project, selects)
+    if tag is None:
+        head = (
+            "Run the whole Arbigent test suite (`arbigent run` without filters): the leaf scenarios, "
+            "each after its dependency chain, so every scenario is exercised."
+        )
+    else:
+        head = f"Run the Arbigent tests tagged '{tag}' (`arbigent run --tags={tag}`)."
+    return (
+        f"{head} Runs: {runs}. Returns a one-line verdict, per-scenario results, the exit code and the "
+        "paths of result.yml and report.html; a failing scenario makes the result an error naming it."
+    )
+
+
+def _describe_selection(project: Project, selects: tuple[str, ...]) -> str:
+    if not selects:
+        return "nothing (the project has no scenarios)"
+    parts = []
+    for scenario_id in selects:
+        chain = project.chain(scenario_id)
+        parts.append(scenario_id if len(chain) == 1 else f"{scenario_id} (after {' -> '.join(chain[:-1])})")
+    return ", ".join(parts)

@@ -1,0 +1,198 @@
+"""`agentify arbigent`: argument parsing, start-up checks and logging, then the MCP server on stdio.
+
+Every start-up check fails with one clear line on stderr and exit code 1 before anything is served
+(argument errors: argparse's usage message and exit code 2). The MCP SDK is imported only once the
+checks passed, so a misconfiguration is reported in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import anyio
+from loguru import logger
+
+from agentify.arbigent.catalog import Catalog, build_catalog
+from agentify.arbigent.errors import StartupError
+from agentify.arbigent.project import load_project
+from agentify.arbigent.runs import DEFAULT_GRACE_SECONDS, DEFAULT_TIMEOUT_SECONDS, RunnerConfig
+from agentify.arbigent.settings import API_KEY_ENV, SETTINGS_FILES, RunSettings, load_settings, stray_settings
+from agentify.redact import Redactor
+
+GRACE_ENV = "AGENTIFY_ARBIGENT_GRACE_SECONDS"
+"""Seconds between SIGTERM and SIGKILL when a run is stopped (default 10); tests shorten it."""
+EXECUTABLES = ("arbigent", "arbigent-cli")
+INSTALL_HINT = (
+    "Install it with `brew install takahirom/repo/arbigent`, or unpack a release from "
+    "https://github.com/takahirom/arbigent/releases and pass --arbigent-bin-path <dir>/bin/arbigent"
+)
+_KEY_ENV_BY_AI_TYPE = {"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY", "azureopenai": "AZURE_OPENAI_API_KEY"}
+_LOG_FORMAT = "{time:HH:mm:ss.SSS} {level: <7} arbigent-runner | {message}"
+
+
+def main(argv: list[str]) -> int:
+    """Runs `agentify arbigent ARGS`; returns the process exit code."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed usage and the error (or --help) already
+        return exc.code if isinstance(exc.code, int) else 2
+    redactor = Redactor(os.environ.get(name, "") for name in API_KEY_ENV.values())
+    configure_logging(args.log_level, redactor)
+    try:
+        config, catalog = startup(args, redactor)
+    except StartupError as exc:
+        sys.stderr.write(f"agentify arbigent: error: {exc}\n")
+        return 1
+    anyio.run(_serve, config, catalog, redactor)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentify arbigent",
+        description="MCP server (stdio) that runs the Arbigent scenarios of one project through the arbigent CLI.",
+    )
+    parser.add_argument("--project", required=True, help="the Arbigent project YAML (arbigent-project.yaml)")
+    parser.add_argument(
+        "--config", required=True, help="settings YAML turned into `arbigent run` options (API keys go to env)"
+    )
+    parser.add_argument("--arbigent-bin-path", help="the arbigent executable (default: `arbigent` on PATH)")
+    parser.add_argument("--working-directory", help="where arbigent runs (default: the project file's directory)")
+    parser.add_argument(
+        "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT_SECONDS, help="seconds per run (default: 1800)"
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=["debug", "info", "warning", "error"],
+        default=os.environ.get("AGENTIFY_LOG_LEVEL", "info").lower(),
+        help="stderr log level (default: info, or AGENTIFY_LOG_LEVEL)",
+    )
+    return parser
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
+def configure_logging(level: str, redactor: Redactor) -> None:
+    """One stderr sink that redacts every formatted record (tracebacks included) on the way out."""
+
+    def sink(message: object) -> None:
+        sys.stderr.write(redactor.text(str(message)))
+        sys.stderr.flush()
+
+    logger.remove()
+    logger.add(sink, level=level.upper(), format=_LOG_FORMAT, colorize=False, backtrace=False, diagnose=False)
+
+
+def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig, Catalog]:
+    """Every check that must pass before serving.
+
+    Raises:
+        StartupError: with the message to print.
+    """
+    project_file = Path(args.project).expanduser().resolve()
+    catalog = build_catalog(load_project(project_file))
+    settings = load_settings(Path(args.config).expanduser())
+    redactor.add(settings.secrets)
+    binary = resolve_binary(args.arbigent_bin_path)
+    working_directory = Path(args.working_directory).expanduser().resolve() if args.working_directory else project_file.parent
+    if not working_directory.is_dir():
+        raise StartupError(f"working directory does not exist or is not a directory: {working_directory}")
+    problem = stray_settings(working_directory)
+    if problem is not None:
+        raise StartupError(problem)
+    config = RunnerConfig(
+        binary=binary,
+        project_file=project_file,
+        working_directory=working_directory,
+        settings=settings,
+        timeout=args.timeout,
+        grace=_grace_seconds(),
+    )
+    _warn_about(settings, working_directory)
+    logger.info(
+        "serving {} tools for {} (arbigent: {}, working directory: {})",
+        len(catalog.run_tools) + 2,
+        project_file,
+        binary,
+        working_directory,
+    )
+    return config, catalog
+
+
+def resolve_binary(explicit: str | None) -> Path:
+    """The arbigent executable: `--arbigent-bin-path`, else `arbigent`, else `arbigent-cli` on PATH.
+
+    Raises:
+        StartupError: the given path is missing or not executable, or nothing was found on PATH.
+    """
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.exists():
+            raise StartupError(f"--arbigent-bin-path {explicit}: no such file")
+        if path.is_dir():
+            raise StartupError(f"--arbigent-bin-path {explicit} is a directory; pass the executable, e.g. {path}/bin/arbigent")
+        if not os.access(path, os.X_OK):
+            raise StartupError(f"--arbigent-bin-path {explicit} is not executable (chmod +x {explicit})")
+        return path.resolve()
+    for name in EXECUTABLES:
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    searched = os.environ.get("PATH", "") or "(PATH is empty)"
+    raise StartupError(
+        f"the arbigent CLI was not found: looked for {' then '.join(EXECUTABLES)} on PATH ({searched}). {INSTALL_HINT}"
+    )
+
+
+def _grace_seconds() -> float:
+    raw = os.environ.get(GRACE_ENV)
+    if raw is None:
+        return DEFAULT_GRACE_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        raise StartupError(f"{GRACE_ENV}={raw!r} is not a number of seconds") from None
+    if value < 0:
+        raise StartupError(f"{GRACE_ENV} must not be negative, got {raw}")
+    return value
+
+
+def _warn_about(settings: RunSettings, working_directory: Path) -> None:
+    for key, why in settings.ignored:
+        logger.warning("config key '{}' is ignored: {}", key, why)
+    for key in settings.unknown:
+        logger.warning("config key '{}' is not a known `arbigent run` option; passing it as --{} anyway", key, key)
+    ai_type = (settings.value_of("ai-type") or "openai").lower()
+    env_name = _KEY_ENV_BY_AI_TYPE.get(ai_type)
+    has_settings_file = any((working_directory / ".arbigent" / name).exists() for name in SETTINGS_FILES)
+    if env_name is None or settings.argument_file is not None or has_settings_file:
+        return
+    if not (settings.env or {}).get(env_name) and not os.environ.get(env_name):
+        logger.warning(
+            "no API key for ai-type {}: runs will fail until {} is set or the config has {}",
+            ai_type,
+            env_name,
+            next(key for key, env in API_KEY_ENV.items() if env == env_name),
+        )
+
+
+async def _serve(config: RunnerConfig, catalog: Catalog, redactor: Redactor) -> None:
+    from agentify.arbigent.runs import Runs
+    from agentify.arbigent.server import ArbigentServer, serve_stdio
+
+    kill_now = anyio.Event()
+    app = ArbigentServer(catalog=catalog, runs=Runs(config, redactor, kill_now), redactor=redactor)
+    await serve_stdio(app, kill_now)

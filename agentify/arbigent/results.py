@@ -1,0 +1,237 @@
+"""What a run produced: the CLI's stdout read line by line, result.yml, and the MCP-facing report.
+
+`StdoutObserver` follows the non-interactive output of `arbigent run` (`HH:MM:SS L: message`):
+the execution plan, which selected scenario is running, the `Final Results` block and the result
+paths. `OutputCapture` keeps the head and tail of a stream so a huge output costs bounded memory and
+the report states how much was cut.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_LINE = re.compile(r"^\d\d:\d\d:\d\d ([DIWE]): ?(.*)$")
+_SELECTED = re.compile(r"\[Execution Plan\] Selected scenarios for execution: \[(.*)\]\s*$")
+_STARTED = re.compile(r"^⏺ (.+) scenario has been started$")
+_FINAL_HEADER = "📋 Final Results:"
+_FINAL_ITEM = re.compile(r"^(\S+) (.+): (\w+)$")
+_YAML_RESULTS = re.compile(r"^•\s*YAML Results:\s*(.+)$")
+_HTML_REPORT = re.compile(r"^•\s*HTML Report:\s*(.+)$")
+_MODIFIED_SLACK_NS = 50_000_000
+"""File timestamps come from a coarse kernel clock that can lag the start time we took by a tick."""
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    id: str
+    success: bool
+
+
+class OutputCapture:
+    """Keeps the first and last `limit // 2` characters of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self._head_limit = limit // 2
+        self._tail_limit = limit - self._head_limit
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self.total = 0
+
+    def write(self, text: str) -> None:
+        self.total += len(text)
+        room = self._head_limit - self._head_len
+        if room > 0:
+            self._head.append(text[:room])
+            self._head_len += len(text[:room])
+            text = text[room:]
+        if not text:
+            return
+        self._tail.append(text)
+        self._tail_len += len(text)
+        while self._tail_len - len(self._tail[0]) >= self._tail_limit:
+            self._tail_len -= len(self._tail.popleft())
+
+    @property
+    def cut(self) -> int:
+        return max(0, self.total - self._head_limit - self._tail_limit)
+
+    def render(self) -> str:
+        head = "".join(self._head)
+        tail = "".join(self._tail)[-self._tail_limit :] if self._tail_limit else ""
+        if not self.cut:
+            return head + tail
+        return f"{head}\n[... {self.cut} characters cut from the middle of this output ...]\n{tail}"
+
+
+class StdoutObserver:
+    """Incremental reader of `arbigent run` stdout."""
+
+    def __init__(self) -> None:
+        self.selected: list[str] | None = None
+        self.running: int | None = None
+        """1-based index in `selected` of the scenario that started last."""
+        self.final: list[ScenarioResult] = []
+        self.result_file: str | None = None
+        self.report_file: str | None = None
+        self._in_final = False
+
+    def feed(self, line: str) -> None:
+        match = _LINE.match(line.rstrip())
+        if match is None:
+            self._in_final = False
+            return
+        message = match.group(2).strip()
+        if self._in_final:
+            item = _FINAL_ITEM.match(message)
+            if item is not None:
+                self.final.append(ScenarioResult(item.group(2), item.group(3) == "Success"))
+                return
+            self._in_final = False
+        if message == _FINAL_HEADER:
+            self._in_final = True
+            self.final = []
+        elif (selected := _SELECTED.search(message)) is not None:
+            inner = selected.group(1).strip()
+            self.selected = [s.strip() for s in inner.split(", ")] if inner else []
+        elif (started := _STARTED.match(message)) is not None and self.selected and started.group(1) in self.selected:
+            self.running = self.selected.index(started.group(1)) + 1
+        elif (path := _YAML_RESULTS.match(message)) is not None:
+            self.result_file = path.group(1).strip()
+        elif (path := _HTML_REPORT.match(message)) is not None:
+            self.report_file = path.group(1).strip()
+
+    def position(self) -> str | None:
+        """"scenario k of n" once a selected scenario has started."""
+        if self.selected and self.running is not None:
+            return f"scenario {self.running} of {len(self.selected)}"
+        return None
+
+
+def fresh_file(path: Path, started_ns: int) -> Path | None:
+    """`path` if it exists and was written by the run that started at `started_ns` (not a leftover)."""
+    try:
+        return path if path.stat().st_mtime_ns >= started_ns - _MODIFIED_SLACK_NS else None
+    except OSError:
+        return None
+
+
+def read_result_yml(path: Path) -> list[ScenarioResult]:
+    """Per-scenario results from result.yml (`scenarios: [{id, isSuccess, ...}]`); [] if unreadable."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []
+    items = data.get("scenarios") if isinstance(data, dict) else None
+    results = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            scenario_id = item.get("id", item.get("scenarioId"))
+            if isinstance(scenario_id, str):
+                results.append(ScenarioResult(scenario_id, item.get("isSuccess") is True))
+    return results
+
+
+def merge_results(final: list[ScenarioResult], from_file: list[ScenarioResult]) -> list[ScenarioResult]:
+    """The Final Results block wins; result.yml adds what stdout did not report (e.g. after a kill)."""
+    seen = {r.id for r in final}
+    return final + [r for r in from_file if r.id not in seen]
+
+
+class RunStatus(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    EMPTY = "empty"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunReport:
+    selection: str
+    """What was asked for, for people: "tag 'login'", "all scenarios", "scenarios a, b"."""
+    status: RunStatus
+    exit_code: int | None
+    scenarios: tuple[ScenarioResult, ...]
+    result_file: str | None
+    report_file: str | None
+    duration_ms: int
+    command: str
+    working_directory: str
+    stdout: OutputCapture
+    stderr: OutputCapture
+    timeout_seconds: float
+
+    @property
+    def is_error(self) -> bool:
+        return self.status is not RunStatus.PASSED
+
+    def structured(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "exitCode": self.exit_code,
+            "scenarios": [{"id": r.id, "success": r.success} for r in self.scenarios],
+            "resultFile": self.result_file,
+            "reportFile": self.report_file,
+            "durationMs": self.duration_ms,
+        }
+
+    def verdict(self) -> str:
+        seconds = f"{self.duration_ms / 1000:.1f} s"
+        failed = [r.id for r in self.scenarios if not r.success]
+        if self.status is RunStatus.TIMEOUT:
+            return (
+                f"TIMED OUT: the arbigent run for {self.selection} was stopped after {self.timeout_seconds:g} s "
+                "(raise the limit with the runner's --timeout SECONDS)."
+            )
+        if self.status is RunStatus.EMPTY:
+            return f"FAILED: {self.selection} matched no scenario, so nothing ran (arbigent selected [])."
+        if self.status is RunStatus.PASSED:
+            ids = ", ".join(r.id for r in self.scenarios)
+            done = f"{len(self.scenarios)} scenario(s) passed: {ids}" if ids else "arbigent exited 0"
+            return f"PASSED: {done} ({self.selection}, {seconds})."
+        if failed:
+            return (
+                f"FAILED: {len(failed)} of {len(self.scenarios)} scenario(s) failed: {', '.join(failed)} "
+                f"({self.selection}, exit code {self.exit_code}, {seconds})."
+            )
+        reason = _failure_reason(self.stderr.render(), self.stdout.render())
+        because = f": {reason}" if reason else ""
+        return f"FAILED: arbigent exited with code {self.exit_code} before reporting scenario results ({self.selection}){because}"
+
+    def text(self) -> str:
+        lines = [
+            self.verdict(),
+            f"Exit code: {self.exit_code if self.exit_code is not None else 'none (killed)'}",
+            f"Command: {self.command}",
+            f"Working directory: {self.working_directory}",
+        ]
+        if self.scenarios:
+            lines.append("Scenarios:")
+            lines += [f"  {'passed' if r.success else 'FAILED'}: {r.id}" for r in self.scenarios]
+        lines.append(f"Result file: {self.result_file or 'not written'}")
+        lines.append(f"HTML report: {self.report_file or 'not written'}")
+        for name, capture in (("stdout", self.stdout), ("stderr", self.stderr)):
+            if capture.total:
+                lines += [f"--- {name} ({capture.total} characters) ---", capture.render().rstrip("\n")]
+        return "\n".join(lines)
+
+
+def _failure_reason(stderr: str, stdout: str) -> str | None:
+    """The line that best explains a run that ended before any scenario result: a usage error, a JVM
+    exception, or else the last `E:` line of stdout."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("Error:", "Exception in thread")):
+            return line[:300]
+    errors = [m.group(2) for m in map(_LINE.match, stdout.splitlines()) if m is not None and m.group(1) == "E"]
+    if errors:
+        return errors[-1][:300]
+    return lines[0][:300] if lines else None

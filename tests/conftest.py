@@ -1,0 +1,123 @@
+"""Shared fixtures: the scripted model server, a workspace, configs and a gateway driven like an IDE."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.fakes.model_server import ModelServer
+
+REPO = Path(__file__).resolve().parent.parent
+FS_SERVER = REPO / "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+FAKE_BACKEND = REPO / "tests/fakes/mcp_backend.py"
+AGENTIFY = Path(sys.executable).with_name("agentify")
+API_KEY = "sk-test-a1b2c3d4e5f6g7h8i9j0SECRET"
+ENV_SECRET = "env-secret-value-4711-do-not-log"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    server = ModelServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    (root / "docs").mkdir(parents=True)
+    (root / "notes.txt").write_text("remember the milk\n")
+    (root / "docs" / "guide.md").write_text("# Guide\n")
+    (root / "docs" / "faq.md").write_text("# FAQ\n")
+    return root
+
+
+def fs_backend(root: Path, **extra: Any) -> dict[str, Any]:
+    if not FS_SERVER.exists():
+        pytest.fail(f"{FS_SERVER} is missing: run scripts/setup.sh (npm install) first")
+    return {"id": "fs", "command": "node", "args": [str(FS_SERVER), str(root)], "description": "workspace files"} | extra
+
+
+def fake_backend(backend_id: str = "fake", *flags: str, **extra: Any) -> dict[str, Any]:
+    return {"id": backend_id, "command": sys.executable, "args": [str(FAKE_BACKEND), *flags]} | extra
+
+
+def write_config(directory: Path, backends: list[dict[str, Any]], **top: Any) -> Path:
+    path = directory / "agentify.json"
+    path.write_text(json.dumps({"backends": backends, **top}))
+    return path
+
+
+def gateway_env(model: ModelServer | None, **extra: str) -> dict[str, str]:
+    env = {"AGENTIFY_LOG_LEVEL": "DEBUG", "PYTHONPATH": str(REPO)}
+    if model is not None:
+        env |= {"OPENAI_API_KEY": API_KEY, "OPENAI_BASE_URL": model.base_url}
+    return env | extra
+
+
+@asynccontextmanager
+async def gateway(
+    config: Path, env: dict[str, str], stderr: Path, *, init_options: dict[str, Any] | None = None
+) -> AsyncIterator[ClientSession]:
+    """`agentify serve` as a subprocess, driven by the official MCP client, as an IDE does."""
+    params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config)], env=env)
+    with stderr.open("a") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            if init_options is not None:
+                write = _with_initialization_options(write, init_options)
+            async with ClientSession(read, write) as session:
+                with anyio.fail_after(30):
+                    await session.initialize()
+                yield session
+
+
+def _with_initialization_options(write: Any, options: dict[str, Any]) -> Any:
+    """Adds `initializationOptions` to the outgoing `initialize`, as IDE clients on the TS SDK can."""
+
+    class Injecting:
+        async def send(self, message: Any) -> None:
+            root = message.message
+            if getattr(root, "method", None) == "initialize" and isinstance(root.params, dict):
+                root.params["initializationOptions"] = options
+            await write.send(message)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(write, name)
+
+    return Injecting()
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def error_code(result: Any) -> str | None:
+    meta = result.meta or {}
+    return (meta.get("agentify/error") or {}).get("code")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie still answers kill(0): look at its state
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
