@@ -21,6 +21,7 @@ from agentify.errors import ConfigError
 from agentify.events import EventBus
 from agentify.logging import LogSetup
 from agentify.planner.select import PlannerSelector
+from agentify.redact import Redactor
 from agentify.tasks import TaskRunner
 from agentify.traces import TraceStore
 
@@ -37,6 +38,7 @@ class Gateway:
     manager: BackendManager
     planners: PlannerSelector
     runner: TaskRunner
+    credentials: Redactor
     started: float = field(default_factory=time.time)
 
     def apply_init_options(self, options: Mapping[str, Any]) -> None:
@@ -47,6 +49,7 @@ class Gateway:
             logger.error("initializationOptions ignored: {}", exc)
             return
         self.logs.redactor.add(config.secrets())
+        self.credentials.add(config.credential_secrets())
         if config.log_level != self.config.log_level:
             self.logs.set_level(config.log_level)
         if config.planner != self.config.planner:
@@ -73,7 +76,8 @@ async def open_gateway(sources: ConfigSources, config: Config, logs: LogSetup) -
     manager = BackendManager(config.backends, on_state=_on_backend_state(bus))
     planners = PlannerSelector(config.planner)
     runner = TaskRunner(manager, planners, traces, config.max_query_chars)
-    gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner)
+    credentials = Redactor(config.credential_secrets())
+    gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner, credentials)
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
         try:

@@ -164,6 +164,12 @@ class Backend:
             BackendUnavailable, BackendError, TaskTimeout.
         """
         session = await self.ready_session()
+        if self._process is not None and self._process.stdout_closed.is_set():
+            # It died after the last call and the owner has not noticed yet: let it restart first.
+            with anyio.move_on_after(2.0):
+                while self.state is BackendState.READY:
+                    await self._state_changed.wait()
+            session = await self.ready_session()
         timeout = self.spec.timeout_seconds
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
         try:
@@ -369,6 +375,7 @@ class BackendManager:
         self.backends: dict[str, Backend] = {s.id: Backend(s, on_state) for s in specs}
         self._tg: TaskGroup | None = None
         self.closed = anyio.Event()
+        self._stopping = anyio.Event()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Owns the backends until cancelled or `close` is called; every backend starts at once."""
@@ -377,6 +384,7 @@ class BackendManager:
             for backend in self.backends.values():
                 tg.start_soon(backend.own)
             task_status.started()
+            await self._stopping.wait()
         self._tg = None
         self.closed.set()
 
@@ -415,3 +423,4 @@ class BackendManager:
         """Asks every owner to close its session; `run` returns once they have."""
         for backend in self.backends.values():
             backend.stop()
+        self._stopping.set()

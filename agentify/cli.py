@@ -143,7 +143,8 @@ async def _run_task(sources: ConfigSources, config: Config, logs: LogSetup, args
     async with open_gateway(sources, config, logs) as gateway:
         try:
             outcome = await gateway.runner.run(task, execute=not args.dry_run)
-            result = plan_result(outcome) if args.dry_run else outcome_result(outcome)
+            credentials = gateway.credentials
+            result = plan_result(outcome, credentials) if args.dry_run else outcome_result(outcome, credentials)
         except AgentifyError as exc:
             result = error_result(exc)
     if args.json:

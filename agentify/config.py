@@ -99,11 +99,27 @@ class Config(_Model):
         return self
 
     def secrets(self) -> list[str]:
-        """Every literal secret of this config: the API key and every value of a backend's env."""
+        """What logs, traces and the console mask: the API key and every value of a backend's env."""
         values = [self.planner.api_key or ""]
         for backend in self.backends:
             values.extend(backend.env.values())
         return [v for v in values if v]
+
+    def credential_secrets(self) -> list[str]:
+        """What is also masked inside backend results: the API key and env values that are credentials
+        (by name, or long random-looking values); `NODE_ENV=production` must not blank out a file's text."""
+        values = [self.planner.api_key or ""]
+        for backend in self.backends:
+            values.extend(v for k, v in backend.env.items() if _is_credential(k, v))
+        return [v for v in values if v]
+
+
+_CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|private|session|cookie")
+
+
+def _is_credential(name: str, value: str) -> bool:
+    random_looking = len(value) >= 16 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+    return bool(_CREDENTIAL_NAME.search(name)) or (random_looking and "/" not in value)
 
 
 @dataclass

@@ -34,20 +34,22 @@ class Redactor:
         # Longest first, so a secret that contains another is masked whole.
         self._secrets = tuple(sorted(merged, key=len, reverse=True))
 
-    def text(self, value: str) -> str:
+    def text(self, value: str, *, patterns: bool = True) -> str:
+        """Masks the known secrets and, unless `patterns` is off, secret-shaped substrings."""
         for secret in self._secrets:
             if secret in value:
                 value = value.replace(secret, MASK)
-        for pattern in _PATTERNS:
-            value = pattern.sub(lambda m: m.group(1) + MASK, value)
+        if patterns:
+            for pattern in _PATTERNS:
+                value = pattern.sub(lambda m: m.group(1) + MASK, value)
         return value
 
-    def data(self, value: Any) -> Any:
+    def data(self, value: Any, *, patterns: bool = True) -> Any:
         """Redacts every string inside JSON-like data, returning a copy."""
         if isinstance(value, str):
-            return self.text(value)
+            return self.text(value, patterns=patterns)
         if isinstance(value, dict):
-            return {k: self.data(v) for k, v in value.items()}
+            return {k: self.data(v, patterns=patterns) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self.data(v) for v in value]
+            return [self.data(v, patterns=patterns) for v in value]
         return value

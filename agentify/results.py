@@ -2,34 +2,46 @@
 
 from __future__ import annotations
 
+import json
+
 import mcp_types as types
 
 from agentify.errors import AgentifyError
+from agentify.redact import Redactor
 from agentify.tasks import TaskOutcome
 
 
-def outcome_result(outcome: TaskOutcome) -> types.CallToolResult:
-    """The backend's own result, unchanged, plus `_meta["agentify/plan"]`."""
+def outcome_result(outcome: TaskOutcome, credentials: Redactor) -> types.CallToolResult:
+    """The backend's own result plus `_meta["agentify/plan"]`, unchanged but for credentials it echoed."""
     backend = outcome.result
     assert backend is not None, "an executed task has a backend result"
-    meta = dict(backend.meta or {})
-    meta["agentify/plan"] = outcome.plan_meta()
+    meta = credentials.data(dict(backend.meta or {}), patterns=False)
+    meta["agentify/plan"] = credentials.data(outcome.plan_meta(), patterns=False)
+    content = [
+        block.model_copy(update={"text": credentials.text(block.text, patterns=False)})
+        if isinstance(block, types.TextContent)
+        else block
+        for block in backend.content
+    ]
     return types.CallToolResult(
-        content=backend.content,
-        structured_content=backend.structured_content,
+        content=content,
+        structured_content=credentials.data(backend.structured_content, patterns=False),
         is_error=backend.is_error,
         _meta=meta,
     )
 
 
-def plan_result(outcome: TaskOutcome) -> types.CallToolResult:
+def plan_result(outcome: TaskOutcome, credentials: Redactor) -> types.CallToolResult:
     plan = outcome.plan
-    structured = outcome.plan_meta() | {"reasoning": plan.reasoning}
-    text = f"Plan: call {plan.backend}.{plan.tool} with {plan.arguments} (planner: {plan.planner}; not executed)"
+    meta = credentials.data(outcome.plan_meta(), patterns=False)
+    structured = meta | {"reasoning": plan.reasoning}
+    text = (
+        f"Plan: call {plan.backend}.{plan.tool} with {json.dumps(meta['arguments'])} (planner: {plan.planner}; not run)"
+    )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=structured,
-        _meta={"agentify/plan": outcome.plan_meta()},
+        _meta={"agentify/plan": meta},
     )
 
 

@@ -141,7 +141,7 @@ async def _call_tool(ctx: ServerRequestContext[Gateway], params: types.CallToolR
     except Exception as exc:  # top-level handler: a bug must still answer the IDE
         logger.exception("unexpected failure in {}", params.name)
         return error_result(BackendError(f"internal error in agentify ({type(exc).__name__}); see its log"))
-    return outcome_result(outcome) if execute else plan_result(outcome)
+    return outcome_result(outcome, gateway.credentials) if execute else plan_result(outcome, gateway.credentials)
 
 
 def _backends_result(gateway: Gateway) -> types.CallToolResult:

@@ -50,7 +50,12 @@ def workspace(tmp_path: Path) -> Path:
 def fs_backend(root: Path, **extra: Any) -> dict[str, Any]:
     if not FS_SERVER.exists():
         pytest.fail(f"{FS_SERVER} is missing: run scripts/setup.sh (npm install) first")
-    return {"id": "fs", "command": "node", "args": [str(FS_SERVER), str(root)], "description": "workspace files"} | extra
+    return {
+        "id": "fs",
+        "command": "node",
+        "args": [str(FS_SERVER), str(root)],
+        "description": "workspace files",
+    } | extra
 
 
 def fake_backend(backend_id: str = "fake", *flags: str, **extra: Any) -> dict[str, Any]:
@@ -96,6 +101,13 @@ def _with_initialization_options(write: Any, options: dict[str, Any]) -> Any:
                 root.params["initializationOptions"] = options
             await write.send(message)
 
+        async def __aenter__(self) -> Any:
+            await write.__aenter__()
+            return self
+
+        async def __aexit__(self, *exc: Any) -> Any:
+            return await write.__aexit__(*exc)
+
         def __getattr__(self, name: str) -> Any:
             return getattr(write, name)
 
@@ -109,6 +121,13 @@ def text_of(result: Any) -> str:
 def error_code(result: Any) -> str | None:
     meta = result.meta or {}
     return (meta.get("agentify/error") or {}).get("code")
+
+
+async def wait_until(predicate: Any, seconds: float = 15.0) -> None:
+    """Polls a condition of another process (no event exists across processes), bounded."""
+    with anyio.fail_after(seconds):
+        while not predicate():  # noqa: ASYNC110 - the state lives in another process
+            await anyio.sleep(0.05)
 
 
 def pid_alive(pid: int) -> bool:

@@ -1,10 +1,10 @@
 """The runner's tools, derived from a project: names, what each selects, and descriptions.
 
 Tag to tool name: `run-arbigent-test-<tag>` with every character outside `[A-Za-z0-9_-]` replaced
-by `_`. When several tags map to the same name (`a b` and `a_b`, or a tag that would take the name
-of `run-arbigent-test-all`), the tag that needed no replacement keeps the plain name and every other
-one gets a suffix made from a hash of the exact tag. The suffix depends only on the tag itself, so a
-name never changes because another tag was added. Names are kept within 64 characters.
+by `_`. When several tags map to the same name (`a b` and `a_b`), the tag that needed no replacement
+keeps the plain name and every other one gets a suffix made from a hash of the exact tag, so the
+result does not depend on the order of the tags. A tag named `all` (which would take the name of
+`run-arbigent-test-all`), an empty tag and a name beyond 64 characters get the hash suffix too.
 """
 
 from __future__ import annotations
@@ -55,9 +55,13 @@ def build_catalog(project: Project) -> Catalog:
     selectable = [tag for tag in tags if "," not in tag]
     names = tag_tool_names(selectable)
     tools = [RunTool(name=ALL_TOOL, tag=None, selects=tuple(project.select_all()), description="")]
-    tools += [RunTool(name=names[tag], tag=tag, selects=tuple(project.select_tags([tag])), description="") for tag in selectable]
+    tools += [
+        RunTool(name=names[tag], tag=tag, selects=tuple(project.select_tags([tag])), description="")
+        for tag in selectable
+    ]
     described = tuple(
-        RunTool(name=t.name, tag=t.tag, selects=t.selects, description=describe(project, t.tag, t.selects)) for t in tools
+        RunTool(name=t.name, tag=t.tag, selects=t.selects, description=describe(project, t.tag, t.selects))
+        for t in tools
     )
     return Catalog(project, described, tuple(tag for tag in tags if "," in tag))
 
@@ -72,8 +76,9 @@ def tag_tool_names(tags: Iterable[str]) -> dict[str, str]:
         for base, members in groups.items():
             plain_ok = base != ALL_TOOL and len(base) <= MAX_TOOL_NAME
             for tag in members:
-                exact = plain_ok and tag != "" and TAG_TOOL_PREFIX + tag == base
-                names[tag] = base if exact else _suffixed(base, tag, length)
+                alone = len(members) == 1 and tag != ""
+                exact = TAG_TOOL_PREFIX + tag == base
+                names[tag] = base if plain_ok and (alone or exact) else _suffixed(base, tag, length)
         if len(set(names.values())) == len(names):
             return names
     raise AssertionError("tool names collide even with full-length hashes")  # pragma: no cover

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from loguru import logger
 from agentify.arbigent.catalog import Catalog, build_catalog
 from agentify.arbigent.errors import StartupError
 from agentify.arbigent.project import load_project
-from agentify.arbigent.runs import DEFAULT_GRACE_SECONDS, DEFAULT_TIMEOUT_SECONDS, RunnerConfig
+from agentify.arbigent.runs import DEFAULT_GRACE_SECONDS, DEFAULT_TIMEOUT_SECONDS, RunnerConfig, Runs
 from agentify.arbigent.settings import API_KEY_ENV, SETTINGS_FILES, RunSettings, load_settings, stray_settings
 from agentify.redact import Redactor
 
@@ -107,7 +108,9 @@ def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig,
     settings = load_settings(Path(args.config).expanduser())
     redactor.add(settings.secrets)
     binary = resolve_binary(args.arbigent_bin_path)
-    working_directory = Path(args.working_directory).expanduser().resolve() if args.working_directory else project_file.parent
+    working_directory = (
+        Path(args.working_directory).expanduser().resolve() if args.working_directory else project_file.parent
+    )
     if not working_directory.is_dir():
         raise StartupError(f"working directory does not exist or is not a directory: {working_directory}")
     problem = stray_settings(working_directory)
@@ -143,7 +146,9 @@ def resolve_binary(explicit: str | None) -> Path:
         if not path.exists():
             raise StartupError(f"--arbigent-bin-path {explicit}: no such file")
         if path.is_dir():
-            raise StartupError(f"--arbigent-bin-path {explicit} is a directory; pass the executable, e.g. {path}/bin/arbigent")
+            raise StartupError(
+                f"--arbigent-bin-path {explicit} is a directory; pass the executable, e.g. {path}/bin/arbigent"
+            )
         if not os.access(path, os.X_OK):
             raise StartupError(f"--arbigent-bin-path {explicit} is not executable (chmod +x {explicit})")
         return path.resolve()
@@ -190,9 +195,35 @@ def _warn_about(settings: RunSettings, working_directory: Path) -> None:
 
 
 async def _serve(config: RunnerConfig, catalog: Catalog, redactor: Redactor) -> None:
-    from agentify.arbigent.runs import Runs
-    from agentify.arbigent.server import ArbigentServer, serve_stdio
+    """Serves over stdin/stdout until EOF, SIGTERM or SIGINT.
+
+    A signal sets `kill_now`, so a run in progress skips its grace period: whoever sent the signal
+    (often an MCP client closing down, which kills this process two seconds later) will not wait.
+    """
+    from mcp.server.stdio import stdio_server
+
+    from agentify.arbigent.server import ArbigentServer
 
     kill_now = anyio.Event()
     app = ArbigentServer(catalog=catalog, runs=Runs(config, redactor, kill_now), redactor=redactor)
-    await serve_stdio(app, kill_now)
+    received: list[int] = []
+    async with stdio_server() as (read_stream, write_stream):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signal, tg.cancel_scope, kill_now, received)
+            await app.serve(read_stream, write_stream)
+            tg.cancel_scope.cancel()
+        if received:
+            # Every run has been stopped by now. Leaving stdio_server would wait for its stdin
+            # reader thread, which is blocked in a read that no cancellation interrupts.
+            sys.stderr.flush()
+            os._exit(128 + received[0])
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, kill_now: anyio.Event, received: list[int]) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            logger.info("received {}; stopping runs and shutting down", signal.Signals(signum).name)
+            received.append(signum)
+            kill_now.set()
+            scope.cancel()
+            return

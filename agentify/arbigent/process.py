@@ -55,7 +55,7 @@ async def run_process(
     stderr: OutputCapture,
     on_stdout_line: LineHandler,
     on_stderr_line: LineHandler,
-    timeout: float,
+    time_limit: float,
     grace: float,
     kill_now: anyio.Event,
 ) -> ProcessOutcome:
@@ -84,11 +84,11 @@ async def run_process(
             drained = (anyio.Event(), anyio.Event())
             tg.start_soon(_pump, process.stdout, stdout, on_stdout_line, drained[0])
             tg.start_soon(_pump, process.stderr, stderr, on_stderr_line, drained[1])
-            with anyio.move_on_after(timeout) as deadline:
-                await _wait_exit(process)
+            with anyio.move_on_after(time_limit) as deadline:
+                await process.wait()
             if deadline.cancelled_caught:
                 timed_out = True
-                log.warning("arbigent run exceeded the timeout of {} s; stopping it", timeout)
+                log.warning("arbigent run exceeded the timeout of {} s; stopping it", time_limit)
                 await stop_process_group(process, grace, kill_now)
             with anyio.move_on_after(_DRAIN_SECONDS):
                 for event in drained:
@@ -110,20 +110,21 @@ async def stop_process_group(process: anyio.abc.Process, grace: float, kill_now:
     logger.bind(pid=pgid).info("stopping arbigent (process group {}): SIGTERM, {} s grace, then SIGKILL", pgid, grace)
     _signal_group(pgid, signal.SIGTERM)
     with anyio.move_on_after(grace):
-        while _group_alive(pgid) and not kill_now.is_set():
-            await anyio.sleep(_POLL_SECONDS)
+        await _group_gone(pgid, unless=kill_now)
     if _group_alive(pgid):
         _signal_group(pgid, signal.SIGKILL)
     with anyio.move_on_after(_KILL_REAP_SECONDS):
-        while _group_alive(pgid) or process.returncode is None:
-            await anyio.sleep(_POLL_SECONDS)
+        await _group_gone(pgid)
+        await process.wait()
     if _group_alive(pgid):
         logger.bind(pid=pgid).error("process group {} is still alive after SIGKILL", pgid)
 
 
-async def _wait_exit(process: anyio.abc.Process) -> None:
-    # Not process.wait(): on asyncio it also waits for pipe EOF, which an escaped grandchild can hold.
-    while process.returncode is None:
+async def _group_gone(pgid: int, unless: anyio.Event | None = None) -> None:
+    """Returns once no process of the group is left (or `unless` is set); the kernel offers no event for it."""
+    while _group_alive(pgid):
+        if unless is not None and unless.is_set():
+            return
         await anyio.sleep(_POLL_SECONDS)
 
 
@@ -183,18 +184,18 @@ class WorkdirLocks:
 
     @asynccontextmanager
     async def hold(
-        self, directory: Path, on_queued: Callable[[], Awaitable[None]], *, timeout: float
+        self, directory: Path, on_queued: Callable[[], Awaitable[None]], *, time_limit: float
     ) -> AsyncIterator[None]:
-        """Holds `directory` for one run; awaits `on_queued` first if another run holds it.
+        """Holds `directory` (an absolute, resolved path) for one run; awaits `on_queued` first if
+        another run holds it.
 
         Raises:
-            ToolCallError: the directory stayed busy for more than `timeout` seconds.
+            ToolCallError: the directory stayed busy for more than `time_limit` seconds.
         """
-        directory = directory.resolve()
         lock = self._locks.setdefault(directory, anyio.Lock())
         async with AsyncExitStack() as held:
             try:
-                with anyio.fail_after(timeout):
+                with anyio.fail_after(time_limit):
                     if not _try_acquire(lock):
                         await on_queued()
                         on_queued = _nothing
@@ -208,7 +209,7 @@ class WorkdirLocks:
                         await anyio.sleep(_LOCK_POLL_SECONDS)
             except TimeoutError:
                 raise ToolCallError(
-                    f"another arbigent run kept {directory} busy for more than {timeout:g} s; try again later"
+                    f"another arbigent run kept {directory} busy for more than {time_limit:g} s; try again later"
                 ) from None
             yield
 

@@ -143,7 +143,7 @@ def _parse_scenario(item: Any, index: int, path: Path) -> Scenario:
 def _parse_tags(raw: Any, where: str) -> tuple[str, ...]:
     if raw is None:
         return ()
-    shape = "`tags` must be a list of maps like `- name: \"login\"`"
+    shape = '`tags` must be a list of maps like `- name: "login"`'
     if not isinstance(raw, list):
         raise ProjectError(f"{where}: {shape}")
     names: list[str] = []
@@ -166,7 +166,9 @@ def _check_references(scenarios: tuple[Scenario, ...], path: Path) -> None:
         current = s.dependency
         while current is not None:
             if current not in by_id:
-                raise ProjectError(f"project file {path}: scenario '{seen[-1]}' depends on unknown scenario '{current}'")
+                raise ProjectError(
+                    f"project file {path}: scenario '{seen[-1]}' depends on unknown scenario '{current}'"
+                )
             if current in seen:
                 cycle = " -> ".join([*seen[seen.index(current) :], current])
                 raise ProjectError(f"project file {path}: dependency cycle {cycle}")

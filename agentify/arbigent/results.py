@@ -24,6 +24,7 @@ _FINAL_HEADER = "📋 Final Results:"
 _FINAL_ITEM = re.compile(r"^(\S+) (.+): (\w+)$")
 _YAML_RESULTS = re.compile(r"^•\s*YAML Results:\s*(.+)$")
 _HTML_REPORT = re.compile(r"^•\s*HTML Report:\s*(.+)$")
+_FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MODIFIED_SLACK_NS = 50_000_000
 """File timestamps come from a coarse kernel clock that can lag the start time we took by a tick."""
 
@@ -110,7 +111,7 @@ class StdoutObserver:
             self.report_file = path.group(1).strip()
 
     def position(self) -> str | None:
-        """"scenario k of n" once a selected scenario has started."""
+        """ "scenario k of n" once a selected scenario has started."""
         if self.selected and self.running is not None:
             return f"scenario {self.running} of {len(self.selected)}"
         return None
@@ -127,7 +128,7 @@ def fresh_file(path: Path, started_ns: int) -> Path | None:
 def read_result_yml(path: Path) -> list[ScenarioResult]:
     """Per-scenario results from result.yml (`scenarios: [{id, isSuccess, ...}]`); [] if unreadable."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_FAST_SAFE_LOADER)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return []
     items = data.get("scenarios") if isinstance(data, dict) else None
@@ -204,7 +205,10 @@ class RunReport:
             )
         reason = _failure_reason(self.stderr.render(), self.stdout.render())
         because = f": {reason}" if reason else ""
-        return f"FAILED: arbigent exited with code {self.exit_code} before reporting scenario results ({self.selection}){because}"
+        return (
+            f"FAILED: arbigent exited with code {self.exit_code} before reporting scenario results "
+            f"({self.selection}){because}"
+        )
 
     def text(self) -> str:
         lines = [

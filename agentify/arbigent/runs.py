@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream
 from loguru import logger
 
@@ -22,6 +23,7 @@ from agentify.arbigent.results import (
     OutputCapture,
     RunReport,
     RunStatus,
+    ScenarioResult,
     StdoutObserver,
     fresh_file,
     merge_results,
@@ -109,7 +111,7 @@ class Runs:
             logger.info("run for {} is queued behind another run in {}", selection.describe(), cwd)
             await progress(f"queued: another arbigent run is using {cwd}; this run starts when it ends")
 
-        async with self._locks.hold(cwd, queued, timeout=self.config.timeout):
+        async with self._locks.hold(cwd, queued, time_limit=self.config.timeout):
             return await self._execute(selection, progress)
 
     async def _execute(self, selection: Selection, progress: Progress) -> RunReport:
@@ -153,7 +155,7 @@ class Runs:
                         stderr=stderr,
                         on_stdout_line=on_stdout,
                         on_stderr_line=on_stderr,
-                        timeout=config.timeout,
+                        time_limit=config.timeout,
                         grace=config.grace,
                         kill_now=self._kill_now,
                     )
@@ -163,14 +165,16 @@ class Runs:
                 await relayed.wait()
             tg.cancel_scope.cancel()
         if spawn_error is not None:
-            raise ToolCallError(f"could not start {config.binary}: {spawn_error.strerror or spawn_error}") from spawn_error
+            raise ToolCallError(
+                f"could not start {config.binary}: {spawn_error.strerror or spawn_error}"
+            ) from spawn_error
         if dropped:
             log.warning("{} progress lines were not relayed: the client read them too slowly", dropped)
 
         duration_ms = int((anyio.current_time() - started) * 1000)
-        result_file = fresh_file(self._artifact(observer.result_file, "result.yml"), started_ns)
-        report_file = fresh_file(self._artifact(observer.report_file, "report.html"), started_ns)
-        scenarios = merge_results(observer.final, read_result_yml(result_file) if result_file else [])
+        # result.yml holds every step of every scenario and can be large: parse it off the event loop.
+        result_file, report_file, from_file = await anyio.to_thread.run_sync(self._artifacts, observer, started_ns)
+        scenarios = merge_results(observer.final, from_file)
         if outcome.timed_out:
             status = RunStatus.TIMEOUT
         elif outcome.exit_code != 0:
@@ -194,6 +198,14 @@ class Runs:
             stderr=stderr,
             timeout_seconds=config.timeout,
         )
+
+    def _artifacts(
+        self, observer: StdoutObserver, started_ns: int
+    ) -> tuple[Path | None, Path | None, list[ScenarioResult]]:
+        """result.yml and report.html if this run wrote them, and the per-scenario results in result.yml."""
+        result_file = fresh_file(self._artifact(observer.result_file, "result.yml"), started_ns)
+        report_file = fresh_file(self._artifact(observer.report_file, "report.html"), started_ns)
+        return result_file, report_file, read_result_yml(result_file) if result_file else []
 
     def _artifact(self, printed: str | None, name: str) -> Path:
         """Where the CLI said it writes `name`, else where it writes it by default."""

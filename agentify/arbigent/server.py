@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import signal
 from contextlib import suppress
 from typing import Any
 
@@ -21,7 +20,6 @@ from loguru import logger
 from mcp.server import NotificationOptions, Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.server.stdio import stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
@@ -84,7 +82,9 @@ class ArbigentServer:
     def catalog(self) -> Catalog:
         return self._catalog
 
-    async def serve(self, read_stream: ReadStream[SessionMessage | Exception], write_stream: WriteStream[SessionMessage]) -> None:
+    async def serve(
+        self, read_stream: ReadStream[SessionMessage | Exception], write_stream: WriteStream[SessionMessage]
+    ) -> None:
         """Serves until the client closes the connection; watches the project file meanwhile."""
         options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
         async with anyio.create_task_group() as tg:
@@ -101,7 +101,9 @@ class ArbigentServer:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools_for(self._catalog))
 
-    async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         catalog = self._catalog
         try:
             if params.name == LIST_TOOL:
@@ -131,7 +133,9 @@ class ArbigentServer:
                 content = await anyio.Path(path).read_bytes()
             except OSError as exc:
                 if not unreadable:
-                    logger.warning("project file {} cannot be read ({}); keeping the last good tools", path, exc.strerror)
+                    logger.warning(
+                        "project file {} cannot be read ({}); keeping the last good tools", path, exc.strerror
+                    )
                 unreadable = True
                 continue
             unreadable = False
@@ -215,12 +219,16 @@ def selection_for(catalog: Catalog, name: str, arguments: dict[str, Any]) -> Sel
     if name == IDS_TOOL:
         ids = arguments.get("scenarioIds")
         if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-            raise ToolCallError(f'{IDS_TOOL} needs {{"scenarioIds": ["<id>", ...]}} with at least one id; known ids: {known}')
+            raise ToolCallError(
+                f'{IDS_TOOL} needs {{"scenarioIds": ["<id>", ...]}} with at least one id; known ids: {known}'
+            )
         unknown = [i for i in ids if catalog.project.get(i) is None]
         if unknown:
             raise ToolCallError(f"unknown scenario id(s): {', '.join(unknown)}; the project has: {known}")
         if any("," in i for i in ids):
-            raise ToolCallError("a scenario id containing ',' cannot be selected: the arbigent CLI splits ids on commas")
+            raise ToolCallError(
+                "a scenario id containing ',' cannot be selected: the arbigent CLI splits ids on commas"
+            )
         return Selection(ids=tuple(dict.fromkeys(ids)))
     tool = catalog.find(name)
     if tool is None:
@@ -267,25 +275,3 @@ def _progress_reporter(ctx: ServerRequestContext[Any, Any]) -> Progress:
             await ctx.session.report_progress(next(counter), None, message)
 
     return report
-
-
-async def serve_stdio(app: ArbigentServer, kill_now: anyio.Event) -> None:
-    """Serves over stdin/stdout until EOF, SIGTERM or SIGINT.
-
-    A signal sets `kill_now`, so a run in progress skips its grace period: whoever sent the signal
-    (often an MCP client closing down) will not wait long before killing this process.
-    """
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signal, tg.cancel_scope, kill_now)
-        async with stdio_server() as (read_stream, write_stream):
-            await app.serve(read_stream, write_stream)
-        tg.cancel_scope.cancel()
-
-
-async def _stop_on_signal(scope: anyio.CancelScope, kill_now: anyio.Event) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for signum in signals:
-            logger.info("received {}; stopping runs and shutting down", signal.Signals(signum).name)
-            kill_now.set()
-            scope.cancel()
-            return

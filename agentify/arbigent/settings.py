@@ -126,7 +126,9 @@ def load_settings(path: Path) -> RunSettings:
 
 def effective_options(data: dict[Any, Any]) -> dict[str, Any]:
     """Top-level options overridden by the `run:` section; sections of other subcommands skipped."""
-    merged = {str(k): v for k, v in data.items() if not (isinstance(v, dict) and (k == "run" or k in OTHER_SUBCOMMANDS))}
+    merged = {
+        str(k): v for k, v in data.items() if not (isinstance(v, dict) and (k == "run" or k in OTHER_SUBCOMMANDS))
+    }
     run = data.get("run")
     if isinstance(run, dict):
         merged.update({str(k): v for k, v in run.items()})
@@ -142,7 +144,9 @@ def _from_mapping(path: Path, data: dict[Any, Any]) -> RunSettings:
     for key, value in effective_options(data).items():
         if not _OPTION_NAME.match(key):
             hint = key.lower().replace("_", "-")
-            raise ConfigError(f"config file {path}: key '{key}' is not an `arbigent run` option name (did you mean '{hint}'?)")
+            raise ConfigError(
+                f"config file {path}: key '{key}' is not an `arbigent run` option name (did you mean '{hint}'?)"
+            )
         if value is None or value == "":
             continue
         if key in RUNNER_OWNED:
@@ -165,7 +169,9 @@ def _from_mapping(path: Path, data: dict[Any, Any]) -> RunSettings:
                 flags.append(Flag(key, None))
             continue
         flags.append(Flag(key, text))
-    return RunSettings(flags=tuple(flags), env=env, secrets=tuple(secrets), ignored=tuple(ignored), unknown=tuple(unknown))
+    return RunSettings(
+        flags=tuple(flags), env=env, secrets=tuple(secrets), ignored=tuple(ignored), unknown=tuple(unknown)
+    )
 
 
 def _option_value(value: Any) -> str:
@@ -187,8 +193,8 @@ def _argument_file(path: Path, text: str) -> RunSettings:
         name = token.split("=", 1)[0].removeprefix("--")
         if token.startswith("--") and name in RUNNER_OWNED:
             raise ConfigError(
-                f"config file {path} (an argument file) sets --{name}, which the runner decides ({RUNNER_OWNED[name]}); "
-                "remove it"
+                f"config file {path} (an argument file) sets --{name}, which the runner decides "
+                f"({RUNNER_OWNED[name]}); remove it"
             )
     return RunSettings(argument_file=path.resolve())
 
@@ -207,7 +213,11 @@ def stray_settings(directory: Path) -> str | None:
             continue
         if not isinstance(data, dict):
             return None
-        keys = [k for k, v in effective_options(data).items() if k in RUNNER_OWNED and k != "project-file" and v not in (None, "", False)]
+        keys = [
+            k
+            for k, v in effective_options(data).items()
+            if k in RUNNER_OWNED and k != "project-file" and v not in (None, "", False)
+        ]
         if keys:
             return (
                 f"{candidate} sets {', '.join(keys)}, which would change what every run executes; "

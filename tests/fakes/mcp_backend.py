@@ -25,6 +25,7 @@ def main() -> None:
     parser.add_argument("--hang-initialize", action="store_true")
     parser.add_argument("--exit-at-start", action="store_true")
     parser.add_argument("--marker")
+    parser.add_argument("--refuse-if", help="exit at start (code 3) while this file exists")
     parser.add_argument("--spawn-child", action="store_true", help="start a grandchild that outlives nothing")
     args = parser.parse_args()
 
@@ -34,7 +35,7 @@ def main() -> None:
                 handle.write(event + "\n")
 
     print("fake backend starting", file=sys.stderr, flush=True)
-    if args.exit_at_start:
+    if args.exit_at_start or (args.refuse_if and os.path.exists(args.refuse_if)):
         print("fatal: cannot open the database", file=sys.stderr, flush=True)
         sys.exit(3)
     if args.hang_initialize:
@@ -53,9 +54,13 @@ def main() -> None:
             tools=[
                 types.Tool(name="echo", description="Echo the text back", input_schema=schema),
                 types.Tool(name="slow", description="Wait some seconds, reporting progress", input_schema=slow),
-                types.Tool(name="crash", description="Exit the process during the call", input_schema={"type": "object"}),
+                types.Tool(
+                    name="crash", description="Exit the process during the call", input_schema={"type": "object"}
+                ),
                 types.Tool(name="flood_stderr", description="Write bytes to stderr", input_schema=flood),
-                types.Tool(name="grow", description="Add a tool and announce the change", input_schema={"type": "object"}),
+                types.Tool(
+                    name="grow", description="Add a tool and announce the change", input_schema={"type": "object"}
+                ),
                 *extra_tools,
             ]
         )

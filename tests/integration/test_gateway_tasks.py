@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import error_code, fs_backend, gateway, gateway_env, text_of, write_config
+from tests.conftest import fs_backend, gateway, gateway_env, text_of, write_config
 from tests.fakes.model_server import ModelServer, Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -91,9 +91,7 @@ async def test_429_is_retried_honouring_retry_after(tmp_path: Path, workspace: P
     assert len(model.requests) == 2
 
 
-async def test_invalid_arguments_get_one_repair_round_trip(
-    tmp_path: Path, workspace: Path, model: ModelServer
-) -> None:
+async def test_invalid_arguments_get_one_repair_round_trip(tmp_path: Path, workspace: Path, model: ModelServer) -> None:
     model.push(
         Reply.tool_call("fs__read_text_file", {"file": "notes.txt"}),
         Reply.tool_call("fs__read_text_file", {"path": str(workspace / "notes.txt")}),

@@ -1,0 +1,106 @@
+"""Start-up checks: each failure is a clear message on stderr and a non-zero exit before serving."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentify.arbigent.cli import resolve_binary
+from agentify.arbigent.errors import StartupError
+
+from .support import FAKE_ARBIGENT, Workspace
+
+pytestmark = pytest.mark.integration
+
+
+def start(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentify.arbigent", *args],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+
+
+def args_for(workspace: Workspace, **changes: str | None) -> list[str]:
+    values: dict[str, str | None] = {
+        "--project": str(workspace.project),
+        "--config": str(workspace.config),
+        "--arbigent-bin-path": str(FAKE_ARBIGENT),
+    }
+    values.update({f"--{k.replace('_', '-')}": v for k, v in changes.items()})
+    return [part for name, value in values.items() if value is not None for part in (name, value)]
+
+
+def assert_fails(result: subprocess.CompletedProcess[str], message: str, code: int = 1) -> None:
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_missing_required_argument_is_a_usage_error(workspace: Workspace) -> None:
+    assert_fails(start(args_for(workspace, config=None)), "the following arguments are required: --config", code=2)
+
+
+def test_a_missing_project_file_is_named(workspace: Workspace) -> None:
+    missing = workspace.root / "nope.yaml"
+    assert_fails(start(args_for(workspace, project=str(missing))), f"project file not found: {missing}")
+
+
+def test_a_project_file_that_is_not_yaml_gives_file_and_line(workspace: Workspace) -> None:
+    workspace.project.write_text("scenarios:\n- id: a\n  goal: Log in: now\n")
+    assert_fails(start(args_for(workspace)), f"project file {workspace.project} is not valid YAML: line 3")
+
+
+def test_a_project_file_without_scenarios_is_refused(workspace: Workspace) -> None:
+    workspace.project.write_text("settings: {}\n")
+    assert_fails(start(args_for(workspace)), "has no top-level `scenarios` list")
+
+
+def test_a_missing_config_file_is_named(workspace: Workspace) -> None:
+    missing = workspace.root / "missing-config.yaml"
+    assert_fails(start(args_for(workspace, config=str(missing))), f"config file not found: {missing}")
+
+
+def test_a_missing_bin_path_is_refused(workspace: Workspace) -> None:
+    missing = workspace.root / "bin" / "arbigent"
+    assert_fails(start(args_for(workspace, arbigent_bin_path=str(missing))), "--arbigent-bin-path")
+
+
+def test_a_bin_path_that_is_not_executable_is_refused(workspace: Workspace) -> None:
+    plain = workspace.root / "arbigent"
+    plain.write_text("#!/bin/sh\n")
+    assert_fails(start(args_for(workspace, arbigent_bin_path=str(plain))), "is not executable")
+
+
+def test_no_arbigent_on_path_says_what_was_searched_and_how_to_install(workspace: Workspace, tmp_path: Path) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    result = start(args_for(workspace, arbigent_bin_path=None), env={"PATH": str(empty)})
+    assert_fails(result, f"looked for arbigent then arbigent-cli on PATH ({empty})")
+    assert "brew install takahirom/repo/arbigent" in result.stderr
+
+
+def test_a_settings_file_that_would_filter_every_run_is_refused(workspace: Workspace) -> None:
+    (workspace.root / ".arbigent").mkdir()
+    (workspace.root / ".arbigent" / "settings.local.yml").write_text("dry-run: true\n")
+    assert_fails(start(args_for(workspace)), "sets dry-run")
+
+
+def test_arbigent_is_found_on_path_before_arbigent_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("arbigent", "arbigent-cli"):
+        (tmp_path / name).symlink_to(FAKE_ARBIGENT)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert resolve_binary(None) == tmp_path / "arbigent"
+    (tmp_path / "arbigent").unlink()
+    assert resolve_binary(None) == tmp_path / "arbigent-cli"
+    (tmp_path / "arbigent-cli").unlink()
+    with pytest.raises(StartupError):
+        resolve_binary(None)
