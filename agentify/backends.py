@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +24,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from loguru import logger
 from mcp.client.session import ClientSession
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from agentify import __version__
@@ -31,7 +32,6 @@ from agentify.config import BackendConfig
 from agentify.errors import BackendError, BackendUnavailable, TaskTimeout
 from agentify.transport import BackendProcess, spawn_backend
 
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 StateListener = Callable[["BackendStatus"], None]
 
 BACKOFF_FIRST = 0.5
@@ -142,12 +142,12 @@ class Backend:
             backoff_left = max(0.0, self._next_start_at - time.monotonic())
             attempted = False
             with anyio.move_on_after(backoff_left + self.spec.startup_timeout_seconds + 1):
-                while self.state is not BackendState.READY and not self._closing:
+                while not self._is_ready() and not self._closing:
                     attempted = attempted or self.state in (BackendState.STARTING, BackendState.RESTARTING)
                     if attempted and self.state is BackendState.FAILED:
                         break
                     await self._state_changed.wait()
-        if self.state is not BackendState.READY or self._session is None:
+        if not self._is_ready() or self._session is None:
             detail = f": {self.last_error}" if self.last_error else ""
             raise BackendUnavailable(
                 f"backend {self.spec.id!r} is not available ({self.state.value}){detail}. "
@@ -155,8 +155,11 @@ class Backend:
             )
         return self._session
 
+    def _is_ready(self) -> bool:
+        return self.state is BackendState.READY
+
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None = None
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
     ) -> types.CallToolResult:
         """Calls one tool with the backend's timeout. Cancelling the caller cancels the backend's call.
 

@@ -156,13 +156,13 @@ class TaskRunner:
         )
         return plan
 
-    async def _call(self, plan: Plan, trace: Any, progress: Progress | None) -> types.CallToolResult:
+    async def _call(self, plan: Plan, trace: Any, report: Progress | None) -> types.CallToolResult:
         span = self.traces.span(trace, "call")
         span.attributes.update(backend=plan.backend, tool=plan.tool)
 
-        async def relay(value: float, total: float | None, message: str | None) -> None:
-            done = f"{value:g}/{total:g}" if total else f"{value:g}"
-            await _report(progress, f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
+        async def relay(progress: float, total: float | None, message: str | None) -> None:
+            done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+            await _report(report, f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 
         try:
             result = await self.manager.get(plan.backend).call(plan.tool, plan.arguments, relay)
@@ -188,7 +188,7 @@ def _as_dict(raw: Any) -> dict[str, Any]:
         query = raw.get("query")
         if isinstance(query, str) and len(query) > 2000:
             raw = {**raw, "query": query[:2000] + f" [... {len(query) - 2000} more characters]"}
-        return raw
+        return dict(raw)
     return {"input": repr(raw)[:2000]}
 
 

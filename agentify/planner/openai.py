@@ -86,10 +86,10 @@ class OpenAIPlanner:
 
     async def _complete(self, messages: list[dict[str, Any]], functions: list[dict[str, Any]], usage: _Usage) -> Any:
         with _map_openai_errors():
-            response = await self._client.chat.completions.create(
+            response = await self._client.chat.completions.create(  # type: ignore[call-overload]
                 model=self._model,
-                messages=messages,  # type: ignore[arg-type]
-                tools=functions,  # type: ignore[arg-type]
+                messages=messages,
+                tools=functions,
                 tool_choice="auto",
                 parallel_tool_calls=False,
             )

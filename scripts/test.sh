@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs everything (scripts/setup.sh) and runs lint, type checks and the whole test suite.
+# pytest's "no tests ran" (exit 5) is a failure here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --browser
+.venv/bin/ruff check agentify tests
+.venv/bin/mypy agentify
+set +e
+.venv/bin/pytest -p no:cacheprovider "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "test: pytest collected no tests; that is a failure" >&2
+  exit 1
+fi
+exit "$status"

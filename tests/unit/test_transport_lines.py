@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from agentify.transport import _lines
+
+pytestmark = pytest.mark.anyio
+
+
+class Chunks:
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    def __aiter__(self) -> Chunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        await anyio.lowlevel.checkpoint()
+        if not self._chunks:
+            raise StopAsyncIteration
+        return self._chunks.pop(0)
+
+
+async def collect(chunks: list[bytes], limit: int | None = None) -> list[bytes]:
+    return [line async for line in _lines(Chunks(chunks), limit)]  # type: ignore[arg-type]
+
+
+async def test_lines_split_across_chunks_and_keep_the_tail() -> None:
+    assert await collect([b"ab", b"c\nde", b"f\n\ng"]) == [b"abc", b"def", b"", b"g"]
+
+
+async def test_long_lines_are_cut_at_the_limit() -> None:
+    lines = await collect([b"x" * 10, b"x" * 10, b"\nok\n"], limit=8)
+    assert lines == [b"x" * 8, b"ok"]
