@@ -75,7 +75,7 @@ async def open_gateway(sources: ConfigSources, config: Config, logs: LogSetup) -
     traces = TraceStore(bus, logs.redactor, file=config.trace_file)
     manager = BackendManager(config.backends, on_state=_on_backend_state(bus))
     planners = PlannerSelector(config.planner)
-    runner = TaskRunner(manager, planners, traces, config.max_query_chars)
+    runner = TaskRunner(manager, planners, traces, config.max_query_chars, config.max_result_chars)
     credentials = Redactor(config.credential_secrets())
     gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner, credentials)
     async with anyio.create_task_group() as tg:

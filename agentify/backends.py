@@ -333,18 +333,16 @@ class Backend:
         window, logged, suppressed = self._stderr_window
         if second != window:
             if suppressed:
-                self._log.warning("stderr: {} more lines not logged (see the console for the tail)", suppressed)
+                self._log.warning("stderr: {} more lines were not logged (the console keeps the tail)", suppressed)
             window, logged, suppressed = second, 0, 0
         if logged < STDERR_LOG_RATE:
             self._log.info("stderr: {}", line)
             logged += 1
         else:
+            if suppressed == 0:
+                self._log.warning("stderr: more than {} lines a second; counting instead of logging", STDERR_LOG_RATE)
             suppressed += 1
         self._stderr_window = (window, logged, suppressed)
-
-    async def _wait_for_exit_code(self) -> None:
-        if self._process is not None:
-            await self._process.wait_exit(1.0)
 
     def _stderr_hint(self) -> str:
         lines = [line for line in self.stderr_tail if line.strip()][-3:]

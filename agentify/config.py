@@ -83,6 +83,7 @@ class Config(_Model):
     log_level: LogLevel = "INFO"
     trace_file: str | None = None
     max_query_chars: int = Field(default=20_000, ge=1)
+    max_result_chars: int = Field(default=1_000_000, ge=1000)
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from agentify.backends import BackendManager, BackendState
 from agentify.errors import AgentifyError, InvalidInput, InvalidPlan, TaskCancelled
+from agentify.limits import cap_result
 from agentify.planner import Plan, TaskInput
 from agentify.planner.catalog import Catalog
 from agentify.planner.select import PlannerSelector
@@ -50,12 +51,18 @@ class TaskOutcome:
 
 class TaskRunner:
     def __init__(
-        self, manager: BackendManager, planners: PlannerSelector, traces: TraceStore, max_query_chars: int
+        self,
+        manager: BackendManager,
+        planners: PlannerSelector,
+        traces: TraceStore,
+        max_query_chars: int,
+        max_result_chars: int,
     ) -> None:
         self.manager = manager
         self.planners = planners
         self.traces = traces
         self.max_query_chars = max_query_chars
+        self.max_result_chars = max_result_chars
 
     async def catalog(self) -> Catalog:
         """The tools of every usable backend; waits (bounded) for backends that are still starting."""
@@ -172,9 +179,17 @@ class TaskRunner:
         except anyio.get_cancelled_exc_class():
             self.traces.end_span(trace, span, error="cancelled")
             raise
-        size = len(json.dumps([c.model_dump(mode="json") for c in result.content], default=str))
-        self.traces.end_span(trace, span, resultBytes=size, isError=bool(result.is_error), result=_preview(result))
-        return result
+        size = sum(len(block.model_dump_json()) for block in result.content)
+        capped = cap_result(result, self.max_result_chars)
+        self.traces.end_span(
+            trace,
+            span,
+            resultBytes=size,
+            cut=capped is not result,
+            isError=bool(result.is_error),
+            result=_preview(result),
+        )
+        return capped
 
 
 def _preview(result: types.CallToolResult) -> str:

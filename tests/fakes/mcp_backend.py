@@ -45,10 +45,12 @@ def main() -> None:
         child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
         mark(f"child {child.pid}")
     extra_tools: list[types.Tool] = []
+    wire_fd = os.dup(1)  # the SDK diverts fd 1 while serving; keep the real stdout for garbage_stdout
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
         slow = {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}
+        empty = {"type": "object"}
         flood = {"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}
         return types.ListToolsResult(
             tools=[
@@ -61,6 +63,8 @@ def main() -> None:
                 types.Tool(
                     name="grow", description="Add a tool and announce the change", input_schema={"type": "object"}
                 ),
+                types.Tool(name="big", description="Return a large text", input_schema=flood),
+                types.Tool(name="garbage_stdout", description="Write a non-JSON line on stdout", input_schema=empty),
                 *extra_tools,
             ]
         )
@@ -85,6 +89,11 @@ def main() -> None:
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"slept {seconds}")])
         if params.name == "crash":
             os._exit(7)
+        if params.name == "big":
+            return types.CallToolResult(content=[types.TextContent(type="text", text="b" * int(arguments["bytes"]))])
+        if params.name == "garbage_stdout":
+            os.write(wire_fd, b"this is not json {{{\n")
+            return types.CallToolResult(content=[types.TextContent(type="text", text="wrote garbage")])
         if params.name == "grow":
             extra_tools.append(types.Tool(name=f"grown{len(extra_tools)}", input_schema={"type": "object"}))
             await ctx.session.send_tool_list_changed()

@@ -1,0 +1,48 @@
+"""Size limits on what a backend returns, so one huge result cannot swamp the IDE or the model."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+
+def cap_result(result: types.CallToolResult, max_chars: int) -> types.CallToolResult:
+    """Cuts text beyond `max_chars` in total and drops binary blocks past it, saying so in the result."""
+    remaining = max_chars
+    content: list[types.ContentBlock] = []
+    cut_chars = dropped = 0
+    for block in result.content:
+        size = _size(block)
+        if size <= remaining:
+            content.append(block)
+            remaining -= size
+        elif isinstance(block, types.TextContent):
+            content.append(block.model_copy(update={"text": block.text[:remaining]}))
+            cut_chars += size - remaining
+            remaining = 0
+        else:
+            dropped += 1
+    if not cut_chars and not dropped:
+        return result
+    parts = []
+    if cut_chars:
+        parts.append(f"{cut_chars} characters of text were cut")
+    if dropped:
+        parts.append(f"{dropped} binary block(s) were left out")
+    note = (
+        f"[agentify: the result was larger than maxResultChars ({max_chars}): {' and '.join(parts)}. "
+        "Ask for a smaller part (for example the head or tail of a file), or raise maxResultChars in the config.]"
+    )
+    content.append(types.TextContent(type="text", text=note))
+    return result.model_copy(update={"content": content})
+
+
+def _size(block: types.ContentBlock) -> int:
+    if isinstance(block, types.TextContent):
+        return len(block.text)
+    data = getattr(block, "data", None)
+    if isinstance(data, str):
+        return len(data)
+    resource = getattr(block, "resource", None)
+    if resource is not None:
+        return len(getattr(resource, "text", None) or getattr(resource, "blob", None) or "")
+    return 0
