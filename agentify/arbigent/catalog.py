@@ -46,24 +46,17 @@ class Catalog:
     def find(self, name: str) -> RunTool | None:
         return next((tool for tool in self.run_tools if tool.name == name), None)
 
-    def tool_for_tag(self, tag: str) -> RunTool | None:
-        return next((tool for tool in self.run_tools if tool.tag == tag), None)
-
 
 def build_catalog(project: Project) -> Catalog:
     tags = project.tags()
     selectable = [tag for tag in tags if "," not in tag]
-    names = tag_tool_names(selectable)
-    tools = [RunTool(name=ALL_TOOL, tag=None, selects=tuple(project.select_all()), description="")]
-    tools += [
-        RunTool(name=names[tag], tag=tag, selects=tuple(project.select_tags([tag])), description="")
-        for tag in selectable
-    ]
-    described = tuple(
-        RunTool(name=t.name, tag=t.tag, selects=t.selects, description=describe(project, t.tag, t.selects))
-        for t in tools
-    )
-    return Catalog(project, described, tuple(tag for tag in tags if "," in tag))
+    names: dict[str | None, str] = {None: ALL_TOOL}
+    names.update(tag_tool_names(selectable))
+    tools = []
+    for tag in [None, *selectable]:
+        selects = tuple(project.select_all() if tag is None else project.select_tags([tag]))
+        tools.append(RunTool(name=names[tag], tag=tag, selects=selects, description=describe(project, tag, selects)))
+    return Catalog(project, tuple(tools), tuple(tag for tag in tags if "," in tag))
 
 
 def tag_tool_names(tags: Iterable[str]) -> dict[str, str]:

@@ -21,7 +21,14 @@ from agentify.arbigent.catalog import Catalog, build_catalog
 from agentify.arbigent.errors import StartupError
 from agentify.arbigent.project import load_project
 from agentify.arbigent.runs import DEFAULT_GRACE_SECONDS, DEFAULT_TIMEOUT_SECONDS, RunnerConfig, Runs
-from agentify.arbigent.settings import API_KEY_ENV, SETTINGS_FILES, RunSettings, load_settings, stray_settings
+from agentify.arbigent.settings import (
+    API_KEY_ENV,
+    API_KEY_OPTION_BY_AI_TYPE,
+    SETTINGS_FILES,
+    RunSettings,
+    load_settings,
+    stray_settings,
+)
 from agentify.redact import Redactor
 
 GRACE_ENV = "AGENTIFY_ARBIGENT_GRACE_SECONDS"
@@ -31,7 +38,7 @@ INSTALL_HINT = (
     "Install it with `brew install takahirom/repo/arbigent`, or unpack a release from "
     "https://github.com/takahirom/arbigent/releases and pass --arbigent-bin-path <dir>/bin/arbigent"
 )
-_KEY_ENV_BY_AI_TYPE = {"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY", "azureopenai": "AZURE_OPENAI_API_KEY"}
+LOG_LEVELS = ("debug", "info", "warning", "error")
 _LOG_FORMAT = "{time:HH:mm:ss.SSS} {level: <7} arbigent-runner | {message}"
 
 
@@ -69,11 +76,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level",
         type=str.lower,
-        choices=["debug", "info", "warning", "error"],
-        default=os.environ.get("AGENTIFY_LOG_LEVEL", "info").lower(),
+        choices=LOG_LEVELS,
+        default=_default_log_level(),
         help="stderr log level (default: info, or AGENTIFY_LOG_LEVEL)",
     )
     return parser
+
+
+def _default_log_level() -> str:
+    """AGENTIFY_LOG_LEVEL, as the gateway passes it on, or info when it is not a level this runner knows."""
+    level = os.environ.get("AGENTIFY_LOG_LEVEL", "info").lower()
+    level = {"warn": "warning", "critical": "error"}.get(level, level)
+    return level if level in LOG_LEVELS else "info"
 
 
 def _positive_float(text: str) -> float:
@@ -181,16 +195,17 @@ def _warn_about(settings: RunSettings, working_directory: Path) -> None:
     for key in settings.unknown:
         logger.warning("config key '{}' is not a known `arbigent run` option; passing it as --{} anyway", key, key)
     ai_type = (settings.value_of("ai-type") or "openai").lower()
-    env_name = _KEY_ENV_BY_AI_TYPE.get(ai_type)
+    key_option = API_KEY_OPTION_BY_AI_TYPE.get(ai_type)
     has_settings_file = any((working_directory / ".arbigent" / name).exists() for name in SETTINGS_FILES)
-    if env_name is None or settings.argument_file is not None or has_settings_file:
+    if key_option is None or settings.argument_file is not None or has_settings_file:
         return
+    env_name = API_KEY_ENV[key_option]
     if not (settings.env or {}).get(env_name) and not os.environ.get(env_name):
         logger.warning(
             "no API key for ai-type {}: runs will fail until {} is set or the config has {}",
             ai_type,
             env_name,
-            next(key for key, env in API_KEY_ENV.items() if env == env_name),
+            key_option,
         )
 
 

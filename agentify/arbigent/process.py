@@ -227,8 +227,9 @@ def _try_acquire(lock: anyio.Lock) -> bool:
 
 
 def _lock_file(directory: Path) -> Path:
+    """A lock file per user and directory in the temp dir, never in the user's project."""
     digest = hashlib.sha256(str(directory).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"agentify-arbigent-{digest}.lock"
+    return Path(tempfile.gettempdir()) / f"agentify-arbigent-{os.getuid()}-{digest}.lock"
 
 
 def _try_flock(fd: int) -> bool:

@@ -157,7 +157,7 @@ class RunStatus(StrEnum):
 @dataclass(frozen=True, kw_only=True)
 class RunReport:
     selection: str
-    """What was asked for, for people: "tag 'login'", "all scenarios", "scenarios a, b"."""
+    """What was asked for, for people: "tag 'login'", "all scenarios", "scenario ids a, b"."""
     status: RunStatus
     exit_code: int | None
     scenarios: tuple[ScenarioResult, ...]
@@ -205,10 +205,8 @@ class RunReport:
             )
         reason = _failure_reason(self.stderr.render(), self.stdout.render())
         because = f": {reason}" if reason else ""
-        return (
-            f"FAILED: arbigent exited with code {self.exit_code} before reporting scenario results "
-            f"({self.selection}){because}"
-        )
+        when = "although every reported scenario passed" if self.scenarios else "before reporting scenario results"
+        return f"FAILED: arbigent exited with code {self.exit_code} {when} ({self.selection}){because}"
 
     def text(self) -> str:
         lines = [

@@ -126,7 +126,7 @@ class Runs:
         def on_stdout(line: str) -> None:
             nonlocal dropped
             observer.feed(line)
-            clean = self._redactor.text(line)
+            clean = self._redactor.text(line, patterns=False)
             log.info("arbigent: {}", clean)
             position = observer.position()
             try:

@@ -14,7 +14,6 @@ from contextlib import suppress
 from typing import Any
 
 import anyio
-import anyio.abc
 import mcp_types as types
 from loguru import logger
 from mcp.server import NotificationOptions, Server
@@ -78,10 +77,6 @@ class ArbigentServer:
         )
         self.server.middleware.append(self._remember_session)
 
-    @property
-    def catalog(self) -> Catalog:
-        return self._catalog
-
     async def serve(
         self, read_stream: ReadStream[SessionMessage | Exception], write_stream: WriteStream[SessionMessage]
     ) -> None:
@@ -112,12 +107,12 @@ class ArbigentServer:
             report = await self._runs.run(selection, _progress_reporter(ctx))
         except ToolCallError as exc:
             logger.warning("{} failed: {}", params.name, exc)
-            return _error(self._redactor.text(str(exc)))
+            return _error(self._redactor.text(str(exc), patterns=False))
         except Exception:  # the top of a tool call: log the traceback once, answer with isError
             logger.exception("{} failed unexpectedly", params.name)
             return _error(f"internal error in the arbigent runner while running {params.name}; see the runner's log")
         return types.CallToolResult(
-            content=[types.TextContent(text=self._redactor.text(report.text()))],
+            content=[types.TextContent(text=self._redactor.text(report.text(), patterns=False))],
             structured_content=report.structured(),
             is_error=report.is_error,
         )

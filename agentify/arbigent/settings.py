@@ -27,6 +27,11 @@ API_KEY_ENV = {
     "gemini-api-key": "GEMINI_API_KEY",
     "azure-openai-api-key": "AZURE_OPENAI_API_KEY",
 }
+API_KEY_OPTION_BY_AI_TYPE = {
+    "openai": "openai-api-key",
+    "gemini": "gemini-api-key",
+    "azureopenai": "azure-openai-api-key",
+}
 RUNNER_OWNED = {
     "project-file": "the runner passes its --project file",
     "tags": "each tool selects its own tag",

@@ -18,9 +18,11 @@ pytestmark = pytest.mark.integration
 
 
 def start(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The runner with stdin at EOF, so a runner that passes its checks serves nothing and exits 0."""
+    environment = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     return subprocess.run(
         [sys.executable, "-m", "agentify.arbigent", *args],
-        env={**os.environ, **(env or {})},
+        env=environment | (env or {}),
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
@@ -92,6 +94,14 @@ def test_a_settings_file_that_would_filter_every_run_is_refused(workspace: Works
     (workspace.root / ".arbigent").mkdir()
     (workspace.root / ".arbigent" / "settings.local.yml").write_text("dry-run: true\n")
     assert_fails(start(args_for(workspace)), "sets dry-run")
+
+
+def test_a_missing_api_key_is_warned_about_and_stdin_eof_ends_the_server(workspace: Workspace) -> None:
+    workspace.config.write_text("ai-type: gemini\n")
+    result = start(args_for(workspace))
+    assert result.returncode == 0, result.stderr
+    assert "no API key for ai-type gemini: runs will fail until GEMINI_API_KEY is set" in result.stderr
+    assert result.stdout == ""
 
 
 def test_arbigent_is_found_on_path_before_arbigent_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

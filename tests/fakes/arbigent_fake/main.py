@@ -1,6 +1,6 @@
 """A stand-in for the `arbigent` CLI (release 0.77.0) that behaves like it where the runner can tell.
 
-Follows ../../shared/docs/arbigent-cli-facts.md: the `run` subcommand with the real option names
+Follows docs/arbigent-cli-facts.md (Arbigent 0.77.0): the `run` subcommand with the real option names
 (`--name=value` and `--name value`), `@file` argument files, settings files in `.arbigent/` of the
 CWD, usage errors (`Error: no such option --x`, exit 1), the API key check, the selection rules, the
 `HH:MM:SS L: message` lines, the Final Results block, result.yml and report.html under
@@ -413,11 +413,12 @@ def write_results() -> None:
     """What Arbigent's shutdown hook writes: result.yml and report.html for the selected scenarios."""
     if State.result_dir is None:
         return
-    scenarios = [
+    statuses = {True: "Success", False: "Failed", None: "Idle"}
+    scenarios: list[dict[str, Any]] = [
         {
             "id": scenario_id,
             "goal": State.goals.get(scenario_id, ""),
-            "executionStatus": {True: "Success", False: "Failed"}.get(State.results.get(scenario_id), "Idle"),
+            "executionStatus": statuses[State.results.get(scenario_id)],
             "isSuccess": State.results.get(scenario_id) is True,
             "histories": [],
         }
