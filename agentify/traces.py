@@ -1,7 +1,8 @@
 """Traces: one per task, with spans for input validation, planning and the backend call.
 
 Kept in a bounded ring, published on the event bus as they change, and appended as JSON
-lines to `traceFile` when one is configured. Everything stored is redacted first.
+lines to `traceFile` when one is configured; at start the ring is filled from that file's
+last lines, so the console still shows them after a restart. Everything stored is redacted first.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections import deque
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,30 @@ class Trace:
     error: dict[str, str] | None = None
     spans: list[Span] = field(default_factory=list)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trace:
+        """The inverse of `as_dict`. Raises KeyError, TypeError or AttributeError on foreign data."""
+        spans = [
+            Span(
+                name=s["name"],
+                start=s["start"],
+                end=s.get("end"),
+                attributes=s.get("attributes") or {},
+                error=s.get("error"),
+            )
+            for s in data.get("spans") or []
+        ]
+        return cls(
+            id=data["id"],
+            kind=data["kind"],
+            input=data.get("input") or {},
+            start=data["start"],
+            end=data.get("end"),
+            status=data.get("status", "ok"),
+            error=data.get("error"),
+            spans=spans,
+        )
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["durationMs"] = None if self.end is None else round((self.end - self.start) * 1000, 2)
@@ -58,10 +83,14 @@ class TraceStore:
         self._redactor = redactor
         self._ring: deque[Trace] = deque(maxlen=keep)
         self._file = Path(file) if file else None
+        self._counts: Counter[str] = Counter()
+        if self._file is not None:
+            self._ring.extend(_load_tail(self._file, keep))
 
     def start(self, kind: str, task_input: dict[str, Any]) -> Trace:
         trace = Trace(id=uuid.uuid4().hex[:16], kind=kind, input=self._redactor.data(task_input))
         self._ring.append(trace)
+        self._counts.update(("total", "running"))
         self._publish(trace)
         return trace
 
@@ -81,6 +110,8 @@ class TraceStore:
         trace.status = "error" if error_code else "ok"
         if error_code:
             trace.error = {"code": error_code, "message": self._redactor.text(error_message or "")}
+        self._counts.subtract(("running",))
+        self._counts.update((trace.status,))
         self._publish(trace)
         if self._file is not None:
             try:
@@ -88,6 +119,10 @@ class TraceStore:
                     handle.write(json.dumps(trace.as_dict(), default=str) + "\n")
             except OSError as exc:
                 logger.warning("cannot append the trace to {}: {}", self._file, exc.strerror)
+
+    def counts(self) -> dict[str, int]:
+        """Tasks since this start (traces loaded from `traceFile` not included): total, running, ok, error."""
+        return {key: self._counts[key] for key in ("total", "running", "ok", "error")}
 
     def recent(self, limit: int = 100) -> list[Trace]:
         return list(self._ring)[-limit:][::-1]
@@ -97,3 +132,22 @@ class TraceStore:
 
     def _publish(self, trace: Trace) -> None:
         self._bus.publish("trace", trace.as_dict())
+
+
+def _load_tail(path: Path, keep: int) -> list[Trace]:
+    """The last `keep` traces of earlier runs; torn or foreign lines are skipped."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            lines = deque(handle, maxlen=keep)
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        logger.warning("cannot read earlier traces from {}: {}", path, exc)
+        return []
+    traces = []
+    for line in lines:
+        try:
+            traces.append(Trace.from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return traces
