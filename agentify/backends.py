@@ -92,6 +92,7 @@ class Backend:
         self.spec = spec
         self.state = BackendState.STOPPED
         self.tools: list[types.Tool] = []
+        self.tools_version = 0  # bumped whenever `tools` is replaced, so catalogs know when to rebuild
         self.restarts = 0
         self.last_error: str | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
@@ -155,6 +156,10 @@ class Backend:
             )
         return self._session
 
+    def _set_tools(self, tools: list[types.Tool]) -> None:
+        self.tools = tools
+        self.tools_version += 1
+
     def _is_ready(self) -> bool:
         return self.state is BackendState.READY
 
@@ -185,8 +190,7 @@ class Backend:
             ) from None
         except MCPError as exc:
             if exc.error.code == types.CONNECTION_CLOSED:
-                await self._wait_for_exit_code()
-                code = self._process.returncode if self._process else None
+                code = await self._process.wait_exit(1.0) if self._process else None
                 raise BackendError(
                     f"backend {self.spec.id!r} exited during the call to {tool}"
                     + (f" (exit code {code})" if code is not None else "")
@@ -267,7 +271,7 @@ class Backend:
         try:
             with anyio.fail_after(timeout):
                 await session.initialize()
-                self.tools = await self._list_tools(session)
+                self._set_tools(await self._list_tools(session))
         except TimeoutError:
             return (
                 f"did not finish initialize and tools/list within {timeout:g} s "
@@ -302,7 +306,7 @@ class Backend:
             if not self._closing:
                 try:
                     with anyio.fail_after(self.spec.startup_timeout_seconds):
-                        self.tools = await self._list_tools(session)
+                        self._set_tools(await self._list_tools(session))
                     self._log.info("tools changed: now {} tools", len(self.tools))
                     self._emit_state()
                 except (TimeoutError, MCPError) as exc:

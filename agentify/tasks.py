@@ -63,6 +63,7 @@ class TaskRunner:
         self.traces = traces
         self.max_query_chars = max_query_chars
         self.max_result_chars = max_result_chars
+        self._catalog: tuple[tuple[tuple[str, str, int], ...], Catalog] | None = None
 
     async def catalog(self) -> Catalog:
         """The tools of every usable backend; waits (bounded) for backends that are still starting."""
@@ -70,9 +71,12 @@ class TaskRunner:
         if starting:
             limit = min(CATALOG_WAIT_MAX, max(b.spec.startup_timeout_seconds for b in starting) + 1)
             await self.manager.wait_all_settled(limit)
-        return Catalog.build(
-            (b.spec.id, b.spec.description, b.tools) for b in self.manager.backends.values() if b.spec.enabled
-        )
+        backends = [b for b in self.manager.backends.values() if b.spec.enabled]
+        key = tuple((b.spec.id, b.spec.description, b.tools_version) for b in backends)
+        if self._catalog is None or self._catalog[0] != key:
+            # Rebuilt only when a backend's tools changed, so compiled argument validators are kept.
+            self._catalog = (key, Catalog.build((b.spec.id, b.spec.description, b.tools) for b in backends))
+        return self._catalog[1]
 
     async def run(
         self,

@@ -1,0 +1,221 @@
+"""Benchmark: the gateway's cost over calling a backend directly, measured side by side in one run.
+
+Against the real server-filesystem and a planner that answers at once (the scripted
+OpenAI-compatible server of the tests, on 127.0.0.1), it measures:
+  (a) p50/p95 of a direct MCP call to the backend;
+  (b) p50/p95 of orchestrate_task doing the same read through the gateway, and their ratio;
+  (c) throughput at concurrency 1 and 16, direct and through the gateway;
+  (d) cold start: spawn to `initialize` answered, and spawn to all backends ready, with 1 and
+      3 backends, against the backends alone;
+  (e) the gateway's RSS after 100 and after 5,000 calls.
+Prints a table, or with --json one object with overhead_ratio_p50, throughput_ratio_c16,
+initialize_s, all_ready_ratio, rss_growth (and the raw figures).
+
+Usage: .venv/bin/python scripts/bench.py [--json] [--calls N] [--rss-calls N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tests.fakes.model_server import ModelServer, Reply  # noqa: E402
+
+FS = REPO / "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+AGENTIFY = REPO / ".venv/bin/agentify"
+
+
+def fs_spec(backend_id: str, root: Path) -> dict[str, Any]:
+    return {"id": backend_id, "command": "node", "args": [str(FS), str(root)]}
+
+
+@asynccontextmanager
+async def session_for(params: StdioServerParameters) -> AsyncIterator[ClientSession]:
+    with open(os.devnull, "w") as devnull:  # noqa: ASYNC230 - instant, and errlog needs a real file
+        async with stdio_client(params, errlog=devnull) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[int(len(ordered) * 0.95) - 1]
+
+
+async def timed_calls(call: Callable[[], Awaitable[Any]], count: int) -> list[float]:
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        await call()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+async def throughput(call: Callable[[], Awaitable[Any]], count: int, concurrency: int) -> float:
+    limiter = anyio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with limiter:
+            await call()
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(count):
+            tg.start_soon(one)
+    return count / (time.perf_counter() - start)
+
+
+def gateway_params(config: Path, model: ModelServer) -> StdioServerParameters:
+    env = {"OPENAI_API_KEY": "sk-bench-0000000000", "OPENAI_BASE_URL": model.base_url, "AGENTIFY_LOG_LEVEL": "WARNING"}
+    return StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config)], env=env)
+
+
+def write_config(directory: Path, backends: list[dict[str, Any]]) -> Path:
+    path = directory / f"bench-{len(backends)}.json"
+    path.write_text(json.dumps({"backends": backends}))
+    return path
+
+
+async def cold_start(config: Path, model: ModelServer, backend_ids: list[str]) -> tuple[float, float]:
+    start = time.perf_counter()
+    async with session_for(gateway_params(config, model)) as session:
+        initialized = time.perf_counter() - start
+        while True:
+            listing = await session.call_tool("list_backends", {})
+            states = {b["id"]: b["state"] for b in (listing.structured_content or {})["backends"]}
+            if all(states.get(i) == "ready" for i in backend_ids):
+                return initialized, time.perf_counter() - start
+            await anyio.sleep(0.01)
+
+
+async def backend_alone(root: Path) -> float:
+    start = time.perf_counter()
+    async with session_for(StdioServerParameters(command="node", args=[str(FS), str(root)])) as session:
+        await session.list_tools()
+        return time.perf_counter() - start
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def gateway_pid() -> int:
+    """The newest `agentify serve` process of this benchmark."""
+    newest = (0.0, 0)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+                if any(part.endswith(b"bin/agentify") for part in cmdline) and b"serve" in cmdline:
+                    newest = max(newest, (entry.stat().st_mtime, int(entry.name)))
+            except OSError:
+                continue
+    return newest[1]
+
+
+async def main(calls: int, rss_calls: int) -> dict[str, Any]:
+    model = ModelServer().start()
+    results: dict[str, Any] = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "notes.txt").write_text("benchmark file\n")
+        target = str((root / "notes.txt").resolve())
+        model.router = lambda body: Reply.tool_call("fs__read_text_file", {"path": target})
+        config1 = write_config(root, [fs_spec("fs", root)])
+        config3 = write_config(root, [fs_spec("fs", root), fs_spec("fs2", root), fs_spec("fs3", root)])
+
+        async with session_for(StdioServerParameters(command="node", args=[str(FS), str(root)])) as direct:
+
+            async def direct_call() -> None:
+                await direct.call_tool("read_text_file", {"path": target})
+
+            async with session_for(gateway_params(config1, model)) as gateway:
+
+                async def gateway_call() -> None:
+                    result = await gateway.call_tool("orchestrate_task", {"query": "read notes.txt"})
+                    assert not result.is_error, result
+
+                await direct_call()
+                await gateway_call()
+                direct_ms = await timed_calls(direct_call, calls)
+                gateway_ms = await timed_calls(gateway_call, calls)
+                results["direct_p50_ms"], results["direct_p95_ms"] = percentiles(direct_ms)
+                results["gateway_p50_ms"], results["gateway_p95_ms"] = percentiles(gateway_ms)
+                for concurrency in (1, 16):
+                    results[f"direct_rps_c{concurrency}"] = await throughput(direct_call, calls, concurrency)
+                    results[f"gateway_rps_c{concurrency}"] = await throughput(gateway_call, calls, concurrency)
+                pid = gateway_pid()
+                await throughput(gateway_call, 100, 16)
+                rss_100 = rss_kib(pid)
+                await throughput(gateway_call, rss_calls - 100, 16)
+                results["rss_after_100_kib"], results[f"rss_after_{rss_calls}_kib"] = rss_100, rss_kib(pid)
+
+        results["initialize_s_1"], results["all_ready_s_1"] = await cold_start(config1, model, ["fs"])
+        results["initialize_s_3"], results["all_ready_s_3"] = await cold_start(config3, model, ["fs", "fs2", "fs3"])
+        results["backend_alone_s"] = max([await backend_alone(root) for _ in range(3)])
+    model.stop()
+    results["overhead_ratio_p50"] = results["gateway_p50_ms"] / results["direct_p50_ms"]
+    results["throughput_ratio_c16"] = results["gateway_rps_c16"] / results["direct_rps_c16"]
+    results["initialize_s"] = max(results["initialize_s_1"], results["initialize_s_3"])
+    results["all_ready_ratio"] = results["all_ready_s_3"] / results["all_ready_s_1"]
+    results["rss_growth"] = (results[f"rss_after_{rss_calls}_kib"] - rss_100) / rss_100
+    return results
+
+
+def print_table(r: dict[str, Any], rss_calls: int) -> None:
+    rows = [
+        ("machine", r["machine"], ""),
+        ("read_text_file p50 / p95, direct", f"{r['direct_p50_ms']:.2f} / {r['direct_p95_ms']:.2f} ms", ""),
+        ("orchestrate_task p50 / p95, gateway", f"{r['gateway_p50_ms']:.2f} / {r['gateway_p95_ms']:.2f} ms", ""),
+        ("overhead_ratio_p50", f"{r['overhead_ratio_p50']:.2f}", "target <= 2.0"),
+        ("throughput c1 direct / gateway", f"{r['direct_rps_c1']:.0f} / {r['gateway_rps_c1']:.0f} calls/s", ""),
+        ("throughput c16 direct / gateway", f"{r['direct_rps_c16']:.0f} / {r['gateway_rps_c16']:.0f} calls/s", ""),
+        ("throughput_ratio_c16", f"{r['throughput_ratio_c16']:.2f}", "target >= 0.5"),
+        ("spawn -> initialize, 1 / 3 backends", f"{r['initialize_s_1']:.2f} / {r['initialize_s_3']:.2f} s", ""),
+        ("initialize_s", f"{r['initialize_s']:.2f} s", "target <= 1.5"),
+        ("spawn -> all ready, 1 / 3 backends", f"{r['all_ready_s_1']:.2f} / {r['all_ready_s_3']:.2f} s", ""),
+        ("one backend alone, spawn -> tools listed", f"{r['backend_alone_s']:.2f} s", ""),
+        ("all_ready_ratio (3 together / 1)", f"{r['all_ready_ratio']:.2f}", "target <= 1.2"),
+        (
+            f"gateway RSS after 100 / {rss_calls} calls",
+            f"{r['rss_after_100_kib'] / 1024:.1f} / {r[f'rss_after_{rss_calls}_kib'] / 1024:.1f} MiB",
+            "",
+        ),
+        ("rss_growth", f"{r['rss_growth']:.3f}", "target <= 0.10"),
+    ]
+    width = max(len(name) for name, _, _ in rows)
+    for name, value, target in rows:
+        print(f"{name:<{width}}  {value:<24} {target}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--rss-calls", type=int, default=5000)
+    args = parser.parse_args()
+    figures = anyio.run(main, args.calls, args.rss_calls)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print_table(figures, args.rss_calls)
