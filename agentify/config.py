@@ -38,6 +38,7 @@ class _Model(BaseModel):
 class ToolFilter(_Model):
     allow: list[str] | None = Field(default=None, description="Only these tools are offered (None: all).")
     deny: list[str] = Field(default_factory=list, description="These tools are never offered nor called.")
+    confirm: list[str] = Field(default_factory=list, description="These tools run only after the user confirms.")
 
     def permits(self, tool: str) -> bool:
         return tool not in self.deny and (self.allow is None or tool in self.allow)
@@ -53,6 +54,7 @@ class BackendConfig(_Model):
     timeout_seconds: float = Field(default=60.0, gt=0)
     startup_timeout_seconds: float = Field(default=30.0, gt=0)
     enabled: bool = True
+    allow_destructive: bool = False
     tools: ToolFilter = Field(default_factory=ToolFilter)
 
     @field_validator("id")

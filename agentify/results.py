@@ -34,10 +34,12 @@ def outcome_result(outcome: TaskOutcome, credentials: Redactor) -> types.CallToo
 def plan_result(outcome: TaskOutcome, credentials: Redactor) -> types.CallToolResult:
     plan = outcome.plan
     meta = credentials.data(outcome.plan_meta(), patterns=False)
-    structured = meta | {"reasoning": plan.reasoning}
-    text = (
-        f"Plan: call {plan.backend}.{plan.tool} with {json.dumps(meta['arguments'])} (planner: {plan.planner}; not run)"
-    )
+    confirmation = {"required": outcome.confirmation is not None, "reason": outcome.confirmation}
+    structured = meta | {"reasoning": plan.reasoning, "confirmation": confirmation}
+    arguments = json.dumps(meta["arguments"])
+    text = f"Plan: call {plan.backend}.{plan.tool} with {arguments} (planner: {plan.planner}; not run)"
+    if outcome.confirmation:
+        text += f". Running it would first ask for your confirmation: {outcome.confirmation}."
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=structured,

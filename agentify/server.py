@@ -17,6 +17,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from agentify import __version__
 from agentify.app import Gateway, open_gateway
+from agentify.client_requests import SessionConfirmer, SessionSampler
 from agentify.config import Config, ConfigSources
 from agentify.errors import AgentifyError, BackendError
 from agentify.logging import LogSetup
@@ -128,13 +129,13 @@ async def _call_tool(ctx: ServerRequestContext[Gateway], params: types.CallToolR
         await ctx.session.report_progress(steps, None, message)
 
     execute = params.name == "orchestrate_task"
-    capabilities = ctx.session.client_capabilities
     try:
         outcome = await gateway.runner.run(
             arguments,
             execute=execute,
             progress=progress,
-            sampling_available=bool(capabilities and capabilities.sampling),
+            sampler=SessionSampler.offered_by(ctx),
+            confirmer=SessionConfirmer.offered_by(ctx),
         )
     except AgentifyError as exc:
         return error_result(exc)

@@ -24,7 +24,9 @@ from agentify.errors import AgentifyError, InvalidInput, InvalidPlan, TaskCancel
 from agentify.limits import cap_result
 from agentify.planner import Plan, TaskInput
 from agentify.planner.catalog import Catalog
+from agentify.planner.sampling import Sampler
 from agentify.planner.select import PlannerSelector
+from agentify.policy import Confirmer, confirmation_reason, enforce
 from agentify.traces import TraceStore
 
 Progress = Callable[[str], Awaitable[None]]
@@ -37,6 +39,7 @@ class TaskOutcome:
     trace_id: str
     duration_ms: float
     result: types.CallToolResult | None = None  # None when only planned
+    confirmation: str | None = None  # why the call needs the user's confirmation, if it does
 
     def plan_meta(self) -> dict[str, Any]:
         return {
@@ -84,7 +87,8 @@ class TaskRunner:
         *,
         execute: bool = True,
         progress: Progress | None = None,
-        sampling_available: bool = False,
+        sampler: Sampler | None = None,
+        confirmer: Confirmer | None = None,
     ) -> TaskOutcome:
         trace = self.traces.start("orchestrate" if execute else "plan", _as_dict(raw_input))
         started = time.monotonic()
@@ -99,15 +103,21 @@ class TaskRunner:
             self.traces.end_span(trace, span)
 
             await _report(progress, "planning")
-            plan = await self._plan(task, trace, sampling_available)
+            plan = await self._plan(task, trace, sampler)
             log.info("plan: {}.{} {}", plan.backend, plan.tool, json.dumps(plan.arguments)[:500])
+            reason = self._confirmation_reason(plan)
             result = None
             if execute:
+                await self._confirm(plan, reason, confirmer, trace)
                 await _report(progress, f"calling {plan.backend}.{plan.tool}")
                 result = await self._call(plan, trace, progress)
                 await _report(progress, "done")
             outcome = TaskOutcome(
-                plan=plan, trace_id=trace.id, duration_ms=round((time.monotonic() - started) * 1000, 2), result=result
+                plan=plan,
+                trace_id=trace.id,
+                duration_ms=round((time.monotonic() - started) * 1000, 2),
+                result=result,
+                confirmation=reason,
             )
             self.traces.finish(trace)
             return outcome
@@ -140,10 +150,26 @@ class TaskRunner:
             )
         return task
 
-    async def _plan(self, task: TaskInput, trace: Any, sampling_available: bool) -> Plan:
+    def _confirmation_reason(self, plan: Plan) -> str | None:
+        backend = self.manager.get(plan.backend)
+        tool = next((t for t in backend.tools if t.name == plan.tool), None)
+        return confirmation_reason(backend.spec, tool) if tool is not None else None
+
+    async def _confirm(self, plan: Plan, reason: str | None, confirmer: Confirmer | None, trace: Any) -> None:
+        if reason is None:
+            return
+        span = self.traces.span(trace, "confirm")
+        try:
+            await enforce(plan, self.manager.get(plan.backend).spec, reason, confirmer)
+        except AgentifyError as exc:
+            self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}", reason=reason)
+            raise
+        self.traces.end_span(trace, span, reason=reason, answer="accept")
+
+    async def _plan(self, task: TaskInput, trace: Any, sampler: Sampler | None) -> Plan:
         span = self.traces.span(trace, "plan")
         try:
-            planner = self.planners.choose(sampling_available=sampling_available)
+            planner = self.planners.choose(sampling_available=sampler is not None)
             span.attributes["provider"] = planner.name
             catalog = await self.catalog()
             plan = await planner.plan(task, catalog)

@@ -77,15 +77,23 @@ def gateway_env(model: ModelServer | None, **extra: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def gateway(
-    config: Path, env: dict[str, str], stderr: Path, *, init_options: dict[str, Any] | None = None
+    config: Path,
+    env: dict[str, str],
+    stderr: Path,
+    *,
+    init_options: dict[str, Any] | None = None,
+    **client_options: Any,
 ) -> AsyncIterator[ClientSession]:
-    """`agentify serve` as a subprocess, driven by the official MCP client, as an IDE does."""
+    """`agentify serve` as a subprocess, driven by the official MCP client, as an IDE does.
+
+    `client_options` go to `ClientSession` (elicitation_callback, sampling_callback, ...): the
+    session stays on the 2025-11-25 protocol, where the gateway can send those requests back."""
     params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config)], env=env)
     with stderr.open("a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             if init_options is not None:
                 write = _with_initialization_options(write, init_options)
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, **client_options) as session:
                 with anyio.fail_after(30):
                     await session.initialize()
                 yield session

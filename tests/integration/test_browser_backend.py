@@ -31,6 +31,7 @@ def browser_backend(output_dir: Path) -> dict[str, Any]:
         "args": [*args, "--isolated", "--output-dir", str(output_dir)],
         "description": "A headless browser",
         "startupTimeoutSeconds": 60,
+        "allowDestructive": True,  # Playwright marks navigate and click destructive; the profile is throw-away
     }
 
 

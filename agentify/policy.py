@@ -1,0 +1,58 @@
+"""The safety policy: which tool calls need the user's confirmation before they run.
+
+A call needs confirmation when its tool is listed in the backend's `tools.confirm`, or when
+the backend marks it destructive (`destructiveHint: true` and not `readOnlyHint`) and the
+backend does not set `allowDestructive: true`. Tools without annotations are not treated as
+destructive. Denied tools (`tools.deny`) never reach the planner at all (`ToolFilter`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import mcp_types as types
+
+from agentify.config import BackendConfig
+from agentify.errors import Denied
+from agentify.planner import Plan
+
+Answer = Literal["accept", "decline", "cancel"]
+
+
+class Confirmer(Protocol):
+    """Asks the user (MCP elicitation) whether a planned call may run."""
+
+    async def confirm(self, plan: Plan, reason: str) -> Answer: ...
+
+
+def confirmation_reason(spec: BackendConfig, tool: types.Tool) -> str | None:
+    """Why this call must be confirmed, or None when it may run without asking."""
+    if tool.name in spec.tools.confirm:
+        return f"{tool.name} is listed in tools.confirm of backend {spec.id!r}"
+    hints = tool.annotations
+    destructive = bool(hints and hints.destructive_hint and not hints.read_only_hint)
+    if destructive and not spec.allow_destructive:
+        return f"{spec.id}.{tool.name} is marked destructive by its server"
+    return None
+
+
+async def enforce(plan: Plan, spec: BackendConfig, reason: str | None, confirmer: Confirmer | None) -> None:
+    """Returns when the call may run. Raises Denied when it may not."""
+    if reason is None:
+        return
+    call = f"{plan.backend}.{plan.tool}"
+    if confirmer is None:
+        how = (
+            f"remove {plan.tool} from tools.confirm of backend {spec.id!r}"
+            if plan.tool in spec.tools.confirm
+            else f"set allowDestructive: true on backend {spec.id!r} in the config"
+        )
+        raise Denied(
+            f"{call} needs your confirmation ({reason}), but this client cannot ask (it does not support "
+            f"MCP elicitation), so it was not run. To allow it without asking, {how}."
+        )
+    answer = await confirmer.confirm(plan, reason)
+    if answer == "accept":
+        return
+    verb = "declined" if answer == "decline" else "dismissed"
+    raise Denied(f"you {verb} the confirmation for {call}, so it was not run.")
