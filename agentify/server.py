@@ -114,7 +114,7 @@ async def _call_tool(ctx: ServerRequestContext[Gateway], params: types.CallToolR
     gateway = ctx.lifespan_context
     arguments = params.arguments or {}
     if params.name == "list_backends":
-        return _backends_result(gateway)
+        return _backends_result(gateway, sampling_available=SessionSampler.offered_by(ctx) is not None)
     if params.name not in ("orchestrate_task", "plan_task"):
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=f"unknown tool {params.name!r}; use orchestrate_task")],
@@ -145,8 +145,8 @@ async def _call_tool(ctx: ServerRequestContext[Gateway], params: types.CallToolR
     return outcome_result(outcome, gateway.credentials) if execute else plan_result(outcome, gateway.credentials)
 
 
-def _backends_result(gateway: Gateway) -> types.CallToolResult:
-    choice = gateway.planners.describe()
+def _backends_result(gateway: Gateway, sampling_available: bool) -> types.CallToolResult:
+    choice = gateway.planners.describe(sampling_available=sampling_available)
     statuses = gateway.manager.statuses()
     lines = [f"planner: {choice.reason}"]
     for status in statuses:

@@ -169,7 +169,7 @@ class TaskRunner:
     async def _plan(self, task: TaskInput, trace: Any, sampler: Sampler | None) -> Plan:
         span = self.traces.span(trace, "plan")
         try:
-            planner = self.planners.choose(sampling_available=sampler is not None)
+            planner = self.planners.choose(sampler=sampler)
             span.attributes["provider"] = planner.name
             catalog = await self.catalog()
             plan = await planner.plan(task, catalog)

@@ -3,7 +3,8 @@
 Works with any OpenAI-compatible endpoint (`baseUrl`): OpenAI, Azure, Ollama, vLLM,
 LM Studio. Retries of 429 (honouring Retry-After), 5xx and timeouts are the openai
 client's own (`max_retries`); what still fails becomes `PlannerError`. Arguments that
-fail the tool's schema get one repair round trip that tells the model the error.
+fail the tool's schema get one repair round trip that tells the model the error. The model
+sees the tools it is offered (the shortlist of a large catalog, see `shortlist.py`).
 
 Raises: NoPlan, InvalidPlan, PlannerError.
 """
@@ -11,7 +12,8 @@ Raises: NoPlan, InvalidPlan, PlannerError.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,14 +36,13 @@ class OpenAIPlanner:
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def plan(self, task: TaskInput, catalog: Catalog) -> Plan:
-        if not catalog.tools:
+    async def plan(self, task: TaskInput, catalog: Catalog, offered: Sequence[CatalogTool] | None = None) -> Plan:
+        """Offers `offered` (default: the whole catalog); the chosen tool is looked up in `catalog`."""
+        tools = list(catalog.tools.values()) if offered is None else list(offered)
+        if not tools:
             raise NoPlan("no backend tools are available to plan with: check `list_backends` for failed backends")
-        functions = [_function(tool) for tool in catalog.tools.values()]
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": user_message(task)},
-        ]
+        functions = [_function(tool) for tool in tools]
+        messages = _messages(task)
         usage = _Usage()
         for attempt in range(2):
             message = await self._complete(messages, functions, usage)
@@ -54,7 +55,7 @@ class OpenAIPlanner:
             tool = catalog.get(name)
             if tool is None:
                 raise InvalidPlan(
-                    f"the model chose {name!r}, which is not one of the {len(catalog)} offered tools; "
+                    f"the model chose {name!r}, which is not one of the {len(functions)} offered tools; "
                     "rephrase the task or check `list_backends`"
                 )
             arguments, problem = _parse_arguments(call.function.arguments, tool)
@@ -118,6 +119,17 @@ class _Usage:
             requests=self.requests,
             tools_offered=offered,
         )
+
+
+def estimate_prompt_tokens(task: TaskInput, tools: Sequence[CatalogTool]) -> int:
+    """About how many prompt tokens the first request for `task` costs when offering `tools`:
+    its JSON at about 4 characters per token (for when the endpoint does not count them)."""
+    request = {"messages": _messages(task), "tools": [_function(tool) for tool in tools]}
+    return math.ceil(len(json.dumps(request)) / 4)
+
+
+def _messages(task: TaskInput) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user_message(task)}]
 
 
 def _function(tool: CatalogTool) -> dict[str, Any]:

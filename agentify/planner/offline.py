@@ -1,0 +1,132 @@
+"""The offline planner: no model, so it decides only what the query makes plain.
+
+1. Rank every tool with the retrieval index against the query's words (mentions such as a
+   path or a URL count as the kind of argument they fill: "path", "url"). The score is then
+   weighted by how much of the tool's name the user said (`run-arbigent-test-login` for "run
+   the login tests": run, test, login, all of it; `run-arbigent-test-all`: two words of three),
+   from `NAME_FLOOR` (none of it) to 1 (all of it); a deprecated tool counts half.
+2. The margin rule: the best tool is taken when its score is at least `MARGIN` times the
+   runner-up's. Otherwise the tools within that margin are contenders, and the decision is left
+   to the arguments: the best tool is taken when it is the only contender that can be called
+   with what the task says, and another contender only when it is the only one that takes
+   every value the task mentions (two paths: the one read tool that accepts several). A tool
+   never wins a tie merely because it needs no arguments; anything else is a refusal.
+3. Required arguments are filled from the query and the context (see `extract`), never
+   guessed: an argument it cannot fill, or a mentioned value it cannot place, is a refusal.
+   The arguments are validated against the tool's schema like any model's.
+
+A refusal is `PlannerUnavailable`, saying what was understood (the best candidates, the
+argument it could not fill) and how to configure a model planner.
+"""
+
+from __future__ import annotations
+
+from agentify.errors import NoPlan, PlannerUnavailable
+from agentify.planner import Plan, PlanUsage, TaskInput
+from agentify.planner.catalog import Catalog, CatalogTool
+from agentify.planner.extract import Filling, Mentions, analyse, fill
+from agentify.planner.retrieval import IndexCache, Ranked, query_terms, words
+
+MARGIN = 1.25
+NAME_FLOOR = 0.25
+DEPRECATED_FACTOR = 0.5
+CONFIGURE = (
+    "To plan tasks like this, configure a model: set OPENAI_API_KEY (or planner.apiKey), and OPENAI_BASE_URL for "
+    "a local OpenAI-compatible server such as Ollama; planner.provider (or AGENTIFY_PLANNER) selects the planner. "
+    "Or rephrase the task with the exact values in quotes."
+)
+
+
+class OfflinePlanner:
+    name = "offline"
+
+    def __init__(self, indexes: IndexCache | None = None) -> None:
+        self._indexes = indexes or IndexCache()
+
+    async def plan(self, task: TaskInput, catalog: Catalog) -> Plan:
+        if not catalog.tools:
+            raise NoPlan("no backend tools are available to plan with: check `list_backends` for failed backends")
+        mentions = analyse(task)
+        index = self._indexes.get(catalog)
+        ranked = rank(index.rank(mentions.terms()), mentions)
+        if not ranked or ranked[0].score <= 0:
+            raise PlannerUnavailable(
+                "the offline planner (no model is configured) found no tool whose name or description matches "
+                f"the words of the task. {CONFIGURE}"
+            )
+        chosen, why = _choose(ranked, mentions)
+        matched, said = index.matched(chosen, mentions.user_text)
+        if len(matched) * 2 <= len(said):
+            raise PlannerUnavailable(
+                f"the offline planner (no model is configured) found no tool that clearly matches the task: the "
+                f"closest, {_label(chosen)}, matches {_quote(matched) or 'none'} of the words {_quote(said)} (it acts "
+                f"only when the tool matches more than half of them). {CONFIGURE}"
+            )
+        filling = fill(chosen, mentions)
+        problem = _problem(filling) or chosen.validation_error(filling.arguments)
+        if problem is not None:
+            raise PlannerUnavailable(
+                f"the offline planner (no model is configured) understood {_label(chosen)} ({why}), but {problem}. "
+                + CONFIGURE
+            )
+        return Plan(
+            backend=chosen.backend,
+            tool=chosen.tool.name,
+            arguments=filling.arguments,
+            planner=self.name,
+            reasoning=f"offline: {why}",
+            usage=PlanUsage(provider=self.name, tools_offered=len(catalog)),
+        )
+
+
+def rank(ranked: list[Ranked], mentions: Mentions) -> list[Ranked]:
+    """The index's ranking weighted by the name words the user said and by deprecation, best first."""
+    said = set(query_terms(mentions.user_text))
+    adjusted = []
+    for r in ranked:
+        name = [w for w in dict.fromkeys(words(r.tool.tool.name)) if w not in words(r.tool.backend)]
+        covered = sum(1 for w in name if w in said) / len(name) if name else 1.0
+        factor = NAME_FLOOR + (1 - NAME_FLOOR) * covered
+        if "deprecated" in (r.tool.tool.description or "").lower():
+            factor *= DEPRECATED_FACTOR
+        adjusted.append(Ranked(r.tool, r.score * factor))
+    return sorted(adjusted, key=lambda r: -r.score)
+
+
+def _choose(ranked: list[Ranked], mentions: Mentions) -> tuple[CatalogTool, str]:
+    best = ranked[0]
+    runner_up = ranked[1].score if len(ranked) > 1 else 0.0
+    if best.score >= MARGIN * runner_up:
+        if not runner_up:
+            return best.tool, "the only tool that matches"
+        return best.tool, f"best match, {best.score / runner_up:.2f}x the score of the next tool"
+    contenders = [r.tool for r in ranked if r.score * MARGIN > best.score]
+    fillings = {t.name: fill(t, mentions) for t in contenders}
+    callable_ = [t for t in contenders if fillings[t.name].complete]
+    if callable_ == [best.tool]:
+        return best.tool, "the only close match that can be called with what the task says"
+    taking = [t for t in callable_ if fillings[t.name].placed]
+    if len(taking) == 1 and fillings[taking[0].name].placed == len(mentions.items):
+        return taking[0], "the only close match that takes every value the task mentions"
+    names = ", ".join(_label(t) for t in contenders[:4])
+    raise PlannerUnavailable(
+        f"the offline planner (no model is configured) cannot tell which tool fits best: {names} match the task "
+        f"about equally well (it picks a tool only when its score is at least {MARGIN}x the next one's). " + CONFIGURE
+    )
+
+
+def _problem(filling: Filling) -> str | None:
+    if filling.missing:
+        return "it cannot fill " + "; ".join(filling.missing) + " from the task or its context"
+    if filling.unplaced:
+        values = ", ".join(repr(m.text) for m in filling.unplaced)
+        return f"it cannot tell which argument should take {values}"
+    return None
+
+
+def _quote(words: list[str]) -> str:
+    return ", ".join(f"'{w}'" for w in words)
+
+
+def _label(tool: CatalogTool) -> str:
+    return f"{tool.backend}.{tool.tool.name}"

@@ -1,0 +1,222 @@
+"""Retrieval over the tool catalog: a BM25F-style index, pure Python, no model download.
+
+Each tool is a document of weighted fields: the words of its name (snake, camel and kebab
+case split), its description, its parameter names and their descriptions, and its backend's
+id and description. Words are lower-cased, lightly stemmed (plurals, -ing, -ed, final e) and
+stop words dropped, so "list the files" meets `list_directory`'s "files and directories".
+
+The same index ranks tools for the model's shortlist (`shortlist.py`) and for the offline
+planner. An index is cached by the catalog's content (`IndexCache`), so it is rebuilt exactly
+when tools change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections import Counter, OrderedDict, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agentify.planner.catalog import Catalog, CatalogTool
+
+# Field weights: a word of the tool's name says more than one of a parameter's description.
+NAME_WEIGHT = 3.0
+DESCRIPTION_WEIGHT = 1.0
+PARAMETER_NAME_WEIGHT = 1.0
+PARAMETER_DESCRIPTION_WEIGHT = 0.3
+BACKEND_WEIGHT = 1.0
+K1, B = 1.2, 0.75
+SYNONYM_WEIGHT = 0.5
+CACHE_SIZE = 4
+
+STOP_WORDS = frozenset(
+    """a an the of in on at to for from by with and or but as is are be been it its this that these those
+    me my i you your we our us please can could would will should do does did what whats which who how
+    there their then than so if into onto via about up out some any just also only other such each
+    tell give want need let lets now""".split()
+)
+# Words people use for what tools call otherwise; each also counts (at half weight) as its synonyms.
+_SYNONYMS = {
+    "folder": "directory",
+    "dir": "directory",
+    "open": "navigate read",
+    "go": "navigate",
+    "visit": "navigate",
+    "browse": "navigate",
+    "load": "navigate",
+    "website": "page browser",
+    "webpage": "page browser",
+    "site": "page browser",
+    "make": "create",
+    "mkdir": "create directory",
+    "new": "create",
+    "find": "search",
+    "locate": "search",
+    "save": "write",
+    "store": "write",
+    "rename": "move",
+    "ls": "list directory",
+    "view": "read",
+    "show": "read",
+    "display": "read",
+    "print": "read",
+    "cat": "read",
+    "picture": "screenshot",
+    "capture": "screenshot",
+    "suite": "test",
+    "e2e": "test",
+}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[a-z][a-z0-9]*|[0-9]+")
+
+
+def stem(word: str) -> str:
+    """A deliberately small stemmer: the same rules on both sides are what matter."""
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith(("ches", "shes", "xes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    elif word.endswith("ing") and len(word) > 5:
+        word = _undouble(word[:-3])
+    elif word.endswith("ed") and len(word) > 4:
+        word = _undouble(word[:-2])
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+def _undouble(word: str) -> str:
+    if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Stemmed, lower-cased words of `text` without stop words; identifiers are split into words."""
+    return [stemmed for _, stemmed in _pairs(text)]
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    split = _CAMEL.sub(" ", text).lower()
+    return [(w, stem(w)) for w in _WORD.findall(split) if w not in STOP_WORDS and len(w) > 1]
+
+
+SYNONYMS: dict[str, tuple[str, ...]] = {stem(k): tuple(words(v)) for k, v in _SYNONYMS.items()}
+
+
+def query_terms(query: str) -> dict[str, float]:
+    """The weighted terms a query is ranked by: its words, and their synonyms at half weight."""
+    terms: defaultdict[str, float] = defaultdict(float)
+    for word in words(query):
+        terms[word] += 1.0
+    for word in list(terms):
+        for synonym in SYNONYMS.get(word, ()):
+            terms[synonym] = max(terms[synonym], SYNONYM_WEIGHT)
+    return dict(terms)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    tool: CatalogTool
+    score: float
+
+
+class ToolIndex:
+    """BM25F over one catalog. Build it through `IndexCache.get` so it is shared while tools stay the same."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._docs: list[tuple[CatalogTool, dict[str, float], float]] = []
+        for tool in catalog.tools.values():
+            terms = _document(tool)
+            self._docs.append((tool, terms, sum(terms.values())))
+        count = len(self._docs) or 1
+        self._mean_length = sum(length for _, _, length in self._docs) / count or 1.0
+        frequency: Counter[str] = Counter()
+        for _, terms, _ in self._docs:
+            frequency.update(terms.keys())
+        self._idf = {t: math.log(1 + (count - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+        self._backend_words = {
+            backend: set(words(backend)) for backend in dict.fromkeys(t.backend for t in catalog.tools.values())
+        }
+
+    def rank(self, terms: Mapping[str, float]) -> list[Ranked]:
+        """Every tool for the weighted `terms` (see `query_terms`), best first; ties keep the catalog's order."""
+        scored = []
+        for tool, doc, length in self._docs:
+            score = 0.0
+            norm = K1 * (1 - B + B * length / self._mean_length)
+            for term, weight in terms.items():
+                tf = doc.get(term)
+                if tf:
+                    score += weight * self._idf[term] * tf * (K1 + 1) / (tf + norm)
+            scored.append(Ranked(tool, score))
+        return sorted(scored, key=lambda r: -r.score)
+
+    def matched(self, tool: CatalogTool, text: str) -> tuple[list[str], list[str]]:
+        """(the words of `text` that `tool`'s document holds, themselves or by a synonym; all its words)."""
+        doc = next(d for t, d, _ in self._docs if t.name == tool.name)
+        said = dict(_pairs(text))
+        found = [w for w, s in said.items() if s in doc or any(syn in doc for syn in SYNONYMS.get(s, ()))]
+        return found, list(said)
+
+    def named_backends(self, text: str) -> set[str]:
+        """Backends whose id `text` names as words ("run the arbigent tests" names `arbigent`)."""
+        present = set(words(text))
+        return {b for b, ws in self._backend_words.items() if ws and ws <= present}
+
+
+def _document(tool: CatalogTool) -> dict[str, float]:
+    terms: defaultdict[str, float] = defaultdict(float)
+
+    def add(text: str | None, weight: float) -> None:
+        for word in words(text or ""):
+            terms[word] += weight
+
+    add(tool.tool.name, NAME_WEIGHT)
+    add(tool.tool.title, DESCRIPTION_WEIGHT)
+    add(tool.tool.description, DESCRIPTION_WEIGHT)
+    for name, spec in (tool.input_schema.get("properties") or {}).items():
+        add(name, PARAMETER_NAME_WEIGHT)
+        if isinstance(spec, dict):
+            add(str(spec.get("description") or ""), PARAMETER_DESCRIPTION_WEIGHT)
+    add(tool.backend, BACKEND_WEIGHT)
+    add(tool.backend_description, BACKEND_WEIGHT)
+    return dict(terms)
+
+
+def fingerprint(catalog: Catalog) -> str:
+    """A digest of everything the index reads; equal digests mean an equal index."""
+    digest = hashlib.sha256()
+    for tool in catalog.tools.values():
+        part = [tool.name, tool.backend, tool.backend_description, tool.tool.title, tool.tool.description]
+        digest.update(json.dumps([part, tool.input_schema], sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+class IndexCache:
+    """The last few indexes by catalog content: a backend's tools changing gives a new index."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self._size = size
+        self._indexes: OrderedDict[str, ToolIndex] = OrderedDict()
+
+    def get(self, catalog: Catalog) -> ToolIndex:
+        key = fingerprint(catalog)
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = ToolIndex(catalog)
+            while len(self._indexes) > self._size:
+                self._indexes.popitem(last=False)
+        else:
+            self._indexes.move_to_end(key)
+        return index

@@ -1,0 +1,39 @@
+"""Catalogs recorded from the real example backends (no processes), and tasks to plan on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from agentify.eval import load_backends
+from agentify.planner import TaskInput
+from agentify.planner.catalog import Catalog
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_TOOLS = Path(__file__).parent / "fixtures" / "example-tools.json"
+GENERATED_TOOLS = REPO / "examples" / "eval" / "generated-tools.json"
+EXAMPLES = REPO / "examples"
+
+
+def example_catalog(*, generated: bool = False) -> Catalog:
+    """The 46 tools of filesystem, browser and arbigent; with `generated`, 81 synthetic ones more."""
+    backends = load_backends(EXAMPLE_TOOLS) + (load_backends(GENERATED_TOOLS) if generated else [])
+    return Catalog.build(backends)
+
+
+def catalog_of(*tools: types.Tool, backend: str = "demo", description: str = "") -> Catalog:
+    return Catalog.build([(backend, description, list(tools))])
+
+
+def tool(name: str, description: str = "", properties: dict[str, Any] | None = None, *required: str) -> types.Tool:
+    schema: dict[str, Any] = {"type": "object", "properties": properties or {}, "required": list(required)}
+    return types.Tool(name=name, description=description, input_schema=schema)
+
+
+def task(query: str, cwd: Path | str | None = EXAMPLES, document: Path | None = None) -> TaskInput:
+    context: dict[str, Any] = {"currentWorkingDirectory": str(cwd) if cwd else None}
+    if document is not None:
+        context["activeDocumentURI"] = document.as_uri()
+    return TaskInput.model_validate({"query": query, "context": context})

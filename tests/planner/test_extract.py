@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentify.planner.extract import analyse, fill
+from tests.planner.support import EXAMPLES, catalog_of, example_catalog, task, tool
+
+
+def mentioned(query: str, **where: object) -> list[tuple[str, object]]:
+    return [(m.kind, m.value) for m in analyse(task(query, **where)).items]  # type: ignore[arg-type]
+
+
+def test_a_bare_localhost_address_becomes_an_http_url_and_a_domain_an_https_one() -> None:
+    assert mentioned("open localhost:3000/login") == [("url", "http://localhost:3000/login")]
+    assert mentioned("visit github.com/takahirom/arbigent.") == [("url", "https://github.com/takahirom/arbigent")]
+    assert mentioned("go to http://127.0.0.1:8080/a?b=1") == [("url", "http://127.0.0.1:8080/a?b=1")]
+
+
+def test_file_names_and_version_numbers_are_not_urls() -> None:
+    kinds = [kind for kind, _ in mentioned("compare index.html with notes.txt for 1.2.3.4")]
+    assert kinds == ["path", "path"]
+
+
+def test_paths_resolve_against_the_working_directory(tmp_path: Path) -> None:
+    assert mentioned("read docs/guide.md", cwd=tmp_path) == [("path", str(tmp_path / "docs" / "guide.md"))]
+    assert mentioned("read /etc/hostname", cwd=tmp_path) == [("path", "/etc/hostname")]
+    assert mentioned("list the files here", cwd=tmp_path) == [("path", str(tmp_path))]
+
+
+def test_without_a_working_directory_paths_resolve_against_the_active_document(tmp_path: Path) -> None:
+    document = tmp_path / "src" / "app.py"
+    assert mentioned("read ../README.md", cwd=None, document=document) == [("path", str(tmp_path / "README.md"))]
+    assert mentioned("explain this file", cwd=None, document=document) == [("path", str(document))]
+    assert mentioned("read notes.txt", cwd=None) == [("path", None)]
+
+
+def test_a_bare_word_is_a_path_only_when_it_exists_or_is_named(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    assert mentioned("list the files in docs", cwd=tmp_path) == [("path", str(tmp_path / "docs"))]
+    assert mentioned("list the files in src", cwd=tmp_path) == []
+    assert mentioned("run the docs tests", cwd=tmp_path) == []
+    assert mentioned("make a folder called reports", cwd=tmp_path) == [("path", str(tmp_path / "reports"))]
+
+
+def test_quoted_texts_globs_and_sizes_are_mentions() -> None:
+    assert mentioned('type "hello world" and search *.md') == [("quoted", "hello world"), ("glob", "*.md")]
+    assert mentioned("resize to 1280x720") == [("number", 1280), ("number", 720)]
+
+
+def test_mentions_do_not_count_as_words_of_the_task() -> None:
+    mentions = analyse(task("read arbigent/arbigent-project.yaml"))
+    assert "arbigent" not in mentions.user_text
+    assert "path" in mentions.hints and "single" in mentions.hints
+
+
+def test_required_arguments_are_filled_by_role_and_validate() -> None:
+    catalog = example_catalog()
+    write = catalog.find("filesystem", "write_file")
+    assert write is not None
+    filled = fill(write, analyse(task('write "buy milk" to todo.txt')))
+    assert filled.complete and filled.arguments == {"path": str(EXAMPLES / "todo.txt"), "content": "buy milk"}
+    assert write.validation_error(filled.arguments) is None
+    move = catalog.find("filesystem", "move_file")
+    assert move is not None
+    filled = fill(move, analyse(task("rename a.txt to b.txt")))
+    assert filled.arguments == {"source": str(EXAMPLES / "a.txt"), "destination": str(EXAMPLES / "b.txt")}
+
+
+def test_scenario_ids_come_from_the_schema_enum_in_the_order_named() -> None:
+    scenarios = example_catalog().find("arbigent", "run-arbigent-scenarios")
+    assert scenarios is not None
+    filled = fill(scenarios, analyse(task("run scenarios checkout and login-wrong-password")))
+    assert filled.arguments == {"scenarioIds": ["checkout", "login-wrong-password"]}
+    assert fill(scenarios, analyse(task("run the dark mode scenario"))).missing
+
+
+def test_a_schema_default_fills_a_required_argument_and_a_named_value_beats_it() -> None:
+    console = example_catalog().find("browser", "browser_console_messages")
+    assert console is not None
+    assert fill(console, analyse(task("show the console messages"))).arguments == {"level": "info"}
+    assert fill(console, analyse(task("show the console errors"))).arguments == {"level": "error"}
+
+
+def test_an_optional_argument_takes_a_value_only_when_the_words_next_to_it_name_it() -> None:
+    catalog = example_catalog()
+    read = catalog.find("filesystem", "read_text_file")
+    find = catalog.find("browser", "browser_find")
+    assert read is not None and find is not None
+    assert fill(read, analyse(task("show the last 20 lines of notes.txt"))).arguments["tail"] == 20
+    unrelated = fill(find, analyse(task("find all yaml files under arbigent")))
+    assert "filename" not in unrelated.arguments and unrelated.unplaced
+
+
+def test_what_cannot_be_filled_is_reported_with_the_argument_and_its_description() -> None:
+    click = example_catalog().find("browser", "browser_click")
+    assert click is not None
+    filled = fill(click, analyse(task("click the Sign in button")))
+    assert not filled.complete and "`target`" in filled.missing[0] and "element" in filled.missing[0]
+    echo = catalog_of(tool("echo", "Echo", {"text": {"type": "string"}}, "text")).tools["demo__echo"]
+    assert fill(echo, analyse(task("echo hi"))).missing
+    assert fill(echo, analyse(task('echo "a" and "b"'))).missing
