@@ -1,7 +1,8 @@
 """The composition root's long-lived state: one `Gateway` owns every resource of a run.
 
-`open_gateway` starts the backends in the background and yields at once; leaving it
-closes every backend session (shielded, bounded), also when the caller is cancelled.
+`open_gateway` starts the backends (and the debug console, when a debug port is set) in the
+background and yields at once; leaving it stops the console and closes every backend session
+(shielded, bounded), also when the caller is cancelled.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from loguru import logger
 
 from agentify.backends import BackendManager, BackendStatus
 from agentify.config import Config, ConfigSources
+from agentify.console import ConsoleSupervisor
 from agentify.errors import ConfigError
 from agentify.events import EventBus
 from agentify.logging import LogSetup
@@ -40,6 +42,7 @@ class Gateway:
     runner: TaskRunner
     credentials: Redactor
     started: float = field(default_factory=time.time)
+    console: ConsoleSupervisor | None = None
 
     def apply_init_options(self, options: Mapping[str, Any]) -> None:
         """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal."""
@@ -58,6 +61,8 @@ class Gateway:
         if config.backends != self.config.backends:
             self.manager.reconcile(config.backends)
         self.config = config
+        if self.console is not None:
+            self.console.apply(config)  # DEBUG_PORT may have come with the options
         logger.info("initializationOptions applied: {} backends", len(config.backends))
 
 
@@ -69,7 +74,10 @@ def _on_backend_state(bus: EventBus) -> Any:
 
 
 @asynccontextmanager
-async def open_gateway(sources: ConfigSources, config: Config, logs: LogSetup) -> AsyncIterator[Gateway]:
+async def open_gateway(
+    sources: ConfigSources, config: Config, logs: LogSetup, *, console: bool = True
+) -> AsyncIterator[Gateway]:
+    """`console=False` for one-shot commands: they never serve the debug console."""
     bus = EventBus()
     logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, logs.redactor, file=config.trace_file)
@@ -80,10 +88,15 @@ async def open_gateway(sources: ConfigSources, config: Config, logs: LogSetup) -
     gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner, credentials)
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
+        if console:
+            gateway.console = ConsoleSupervisor(gateway, tg)
+            gateway.console.apply(config)
         try:
             yield gateway
         finally:
             with anyio.CancelScope(shield=True):
+                if gateway.console is not None:
+                    await gateway.console.aclose()
                 manager.close()
                 with anyio.move_on_after(SHUTDOWN_SECONDS):
                     await manager.closed.wait()

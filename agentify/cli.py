@@ -1,4 +1,4 @@
-"""Command line: `serve` (default), `run`, `doctor`, `arbigent`. Parsing and wiring only.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `arbigent`. Parsing and wiring only.
 
 Exit codes: 0 ok; 1 the task or a check failed; 2 the configuration or the command line is invalid.
 """
@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     common(serve)
     serve.add_argument("--transport", choices=["stdio"], default="stdio", help="only stdio in this version")
     serve.add_argument("--debug-port", type=int, help="serve the debug console on this port")
+    serve.add_argument("--debug-host", help="address the debug console binds (default 127.0.0.1: this machine only)")
 
     run = sub.add_parser("run", help="run one task from the terminal and print the result")
     common(run)
@@ -49,6 +50,15 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="check the config, the planner and every backend")
     common(doctor)
+
+    evaluate = sub.add_parser("eval", help="measure how well the planner routes labelled tasks (nothing is run)")
+    common(evaluate)
+    evaluate.add_argument("file", help='JSONL: {"query", "context"?, "expect": {"backend", "tool", "arguments"?}}')
+    evaluate.add_argument("--planner", choices=["auto", "openai", "sampling", "offline"], help="planner.provider")
+    evaluate.add_argument("--cwd", help="where relative context paths resolve (default: the current directory)")
+    evaluate.add_argument("--shortlist", type=int, help="planner.shortlist: how many tools a model is offered")
+    evaluate.add_argument("--extra-tools", help="a JSON file of recorded backends whose tools join the catalog")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
 
     sub.add_parser("arbigent", help="the Arbigent test-runner MCP server (see `agentify arbigent --help`)")
     return parser
@@ -63,8 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv or ["serve"])
     command = args.command or "serve"
     flags: dict[str, Any] = {"logLevel": args.log_level}
-    if command == "serve" and args.debug_port is not None:
-        flags["debugPort"] = args.debug_port
+    if command == "serve":
+        flags |= {"debugPort": args.debug_port, "debugHost": args.debug_host}
+    if command == "eval":
+        planner = {"provider": args.planner, "shortlist": args.shortlist}
+        flags["planner"] = {k: v for k, v in planner.items() if v is not None} or None
     redactor = Redactor()
     logs = LogSetup(redactor)
     logs.configure(os.environ.get("AGENTIFY_LOG_LEVEL") or args.log_level or "INFO")
@@ -81,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     if command == "run":
         args.cwd = os.path.abspath(args.cwd or os.getcwd())
         return _run_async(lambda: _run_task(sources, config, logs, args))
+    if command == "eval":
+        return _eval(sources, config, logs, args)
     return _run_async(lambda: _doctor(sources, config, logs))
 
 
@@ -140,7 +155,7 @@ async def _run_task(sources: ConfigSources, config: Config, logs: LogSetup, args
     from agentify.results import error_result, outcome_result, plan_result
 
     task = {"query": args.query, "context": {"currentWorkingDirectory": args.cwd}}
-    async with open_gateway(sources, config, logs) as gateway:
+    async with open_gateway(sources, config, logs, console=False) as gateway:
         try:
             outcome = await gateway.runner.run(task, execute=not args.dry_run)
             credentials = gateway.credentials
@@ -163,7 +178,7 @@ async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int
 
     print(f"agentify {__version__}")
     print(f"config: {sources.file_path or '(no config file: defaults and environment only)'}")
-    async with open_gateway(sources, config, logs) as gateway:
+    async with open_gateway(sources, config, logs, console=False) as gateway:
         limit = max((b.startup_timeout_seconds for b in config.backends), default=1.0) + 1
         await gateway.manager.wait_all_settled(limit)
         choice = gateway.planners.describe()
@@ -183,6 +198,40 @@ async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int
         broken = True
     print("\nresult: " + ("problems found (see above)" if broken else "all good"))
     return EXIT_FAILED if broken else EXIT_OK
+
+
+def _eval(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from agentify.app import open_gateway
+    from agentify.eval import EvalFileError, Report, evaluate_gateway, load_backends, load_cases
+
+    try:
+        cases = load_cases(Path(args.file), os.path.abspath(args.cwd or os.getcwd()))
+        extra = load_backends(Path(args.extra_tools)) if args.extra_tools else []
+    except EvalFileError as exc:
+        print(f"agentify eval: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    report: Report | None = None
+
+    async def evaluate() -> int:
+        nonlocal report
+        try:
+            async with open_gateway(sources, config, logs, console=False) as gateway:
+                report = await evaluate_gateway(gateway, cases, extra)
+        except EvalFileError as exc:
+            print(f"agentify eval: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except AgentifyError as exc:  # no usable planner, e.g. sampling without an IDE
+            print(f"agentify eval: {exc.message}", file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_OK
+
+    code = _run_async(evaluate)
+    if report is None:  # an error, or interrupted by a signal
+        return code or EXIT_FAILED
+    print(json.dumps(report.as_json(), indent=2) if args.json else "\n".join(report.lines()))
+    return EXIT_OK
 
 
 if __name__ == "__main__":

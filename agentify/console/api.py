@@ -1,0 +1,116 @@
+"""The console's FastAPI app: the JSON API under /api, the WebSocket /ws, the page from debug_ui/.
+
+Every route sits behind `ConsoleGuard` (the OpenAPI docs too) and serves only `Views` data,
+which is redacted. `POST /api/tasks` goes through `TaskRunner.run` and `results`, exactly as
+the MCP tool `orchestrate_task` does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, Body, FastAPI, HTTPException, Query
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from loguru import logger
+
+from agentify import __version__
+from agentify.console.security import Access, ConsoleGuard
+from agentify.console.stream import event_stream
+from agentify.console.views import LEVELS, Views
+from agentify.errors import AgentifyError, BackendError
+from agentify.results import error_result, outcome_result
+
+if TYPE_CHECKING:
+    from agentify.app import Gateway
+
+_TASK_EXAMPLE = {"query": "read README.md", "context": {"currentWorkingDirectory": "/path/to/project"}}
+
+
+def create_app(gateway: Gateway, access: Access) -> FastAPI:
+    views = Views(gateway, access.base_url)
+    app = FastAPI(
+        title="agentify debug console",
+        version=__version__,
+        description="Live logs, traces and backend state of one agentify gateway. Every request needs the "
+        "console token: `?token=`, `Authorization: Bearer <token>`, or the cookie set by the first visit.",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.add_middleware(ConsoleGuard, access=access)
+    app.include_router(_api_routes(gateway, views), prefix="/api")
+    app.add_api_websocket_route("/ws", event_stream(gateway, views))
+    ui = ui_directory()
+    if ui is None:
+        logger.warning("the console page (debug_ui/) is not installed; only the JSON API is served")
+        return app
+    app.mount("/ui", StaticFiles(directory=ui), name="ui")
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(ui / "index.html")
+
+    return app
+
+
+def ui_directory() -> Path | None:
+    """debug_ui/ inside the installed package (wheel), else next to it (source checkout)."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "debug_ui", package.parent / "debug_ui"):
+        if (candidate / "index.html").is_file():
+            return candidate
+    return None
+
+
+def _api_routes(gateway: Gateway, views: Views) -> APIRouter:
+    router = APIRouter(tags=["console"])
+
+    @router.get("/status", summary="Version, uptime, planner and task counts")
+    async def status() -> dict[str, Any]:
+        return views.status()
+
+    @router.get("/backends", summary="Each backend: state, pid, tools, restarts, last error, recent stderr")
+    async def backends() -> list[dict[str, Any]]:
+        return views.backends()
+
+    @router.get("/config", summary="The effective configuration, with every secret masked")
+    async def config() -> dict[str, Any]:
+        return views.config()
+
+    @router.get("/logs", summary="Recent log records, oldest first")
+    async def logs(
+        level: Annotated[str, Query(description="lowest level: " + ", ".join(LEVELS))] = "TRACE",
+        limit: Annotated[int, Query(ge=1, le=2000)] = 200,
+        trace: Annotated[str | None, Query(description="only the records of this trace id")] = None,
+    ) -> list[dict[str, Any]]:
+        if level.upper() not in LEVELS:
+            raise HTTPException(422, f"unknown level {level!r}; use one of {', '.join(LEVELS)}")
+        return views.logs(level.upper(), limit, trace)
+
+    @router.get("/traces", summary="Recent traces, newest first")
+    async def traces(limit: Annotated[int, Query(ge=1, le=500)] = 50) -> list[dict[str, Any]]:
+        return views.traces(limit)
+
+    @router.get("/traces/{trace_id}", summary="One trace with its spans and its log records")
+    async def trace(trace_id: str) -> dict[str, Any]:
+        found = views.trace(trace_id)
+        if found is None:
+            raise HTTPException(404, f"no trace {trace_id!r}: only the most recent traces are kept")
+        return found
+
+    @router.post("/tasks", summary="Run a task exactly as orchestrate_task does; returns the MCP result")
+    async def run_task(
+        task: Annotated[Any, Body(description="the input of orchestrate_task", examples=[_TASK_EXAMPLE])],
+    ) -> dict[str, Any]:
+        try:
+            outcome = await gateway.runner.run(task, execute=True, progress=None)
+            result = outcome_result(outcome, gateway.credentials)
+        except AgentifyError as exc:
+            result = error_result(exc)
+        except Exception as exc:  # top-level handler: a bug must still answer the page
+            logger.exception("unexpected failure in a task from the console")
+            result = error_result(BackendError(f"internal error in agentify ({type(exc).__name__}); see its log"))
+        return views.redact(result.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+    return router

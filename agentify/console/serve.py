@@ -1,0 +1,146 @@
+"""uvicorn inside the gateway's own event loop, on a socket bound here.
+
+Binding first (instead of letting uvicorn do it) turns a port in use into a warning: uvicorn
+would call `sys.exit`. uvicorn's signal capture is switched off, because SIGINT and SIGTERM
+belong to the gateway; its own log records go to loguru (redacted), at WARNING and above.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import anyio
+import uvicorn
+from loguru import logger
+
+from agentify.console.api import create_app
+from agentify.console.security import Access
+
+if TYPE_CHECKING:
+    from agentify.app import Gateway
+
+GRACEFUL_SECONDS = 2  # open requests and WebSockets get this long when the console stops
+MAX_CONNECTIONS = 64
+WS_MAX_MESSAGE = 64 * 1024  # the page only sends tiny messages
+
+
+async def serve_console(gateway: Gateway, host: str, port: int, token: str, stop: anyio.Event) -> None:
+    """Serves the console until `stop` is set (or the caller is cancelled)."""
+    try:
+        sock = _bind(host, port)
+    except OSError as exc:
+        logger.warning(
+            "debug console not started: cannot listen on {}:{} ({}); the gateway keeps serving without it. "
+            "Choose another port with --debug-port or AGENTIFY_DEBUG_PORT.",
+            host,
+            port,
+            exc.strerror or exc,
+        )
+        return
+    with sock:
+        access = Access(token=token, host=host, port=sock.getsockname()[1])
+        if not access.loopback:
+            logger.warning(
+                "debug console bound to {}, not 127.0.0.1: other machines can reach it, and anyone with the "
+                "token can read the logs and run tasks. Leave out --debug-host unless you need this.",
+                host,
+            )
+        _route_uvicorn_logs()
+        server = _EmbeddedServer(
+            uvicorn.Config(
+                create_app(gateway, access),
+                log_config=None,
+                access_log=False,  # request lines would carry ?token=
+                lifespan="off",
+                ws="websockets-sansio",
+                ws_max_size=WS_MAX_MESSAGE,
+                limit_concurrency=MAX_CONNECTIONS,
+                timeout_graceful_shutdown=GRACEFUL_SECONDS,
+                server_header=False,
+            )
+        )
+        _announce(gateway, access)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_exit_on, stop, server)
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                tg.cancel_scope.cancel()
+                for listener in getattr(server, "servers", []):  # when cancelled before uvicorn's own shutdown
+                    listener.close()
+
+
+class _EmbeddedServer(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def _exit_on(stop: anyio.Event, server: uvicorn.Server) -> None:
+    await stop.wait()
+    server.should_exit = True
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """Raises OSError (gaierror included) when the host is unknown or the port is taken."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # not SO_REUSEPORT: a live listener must win
+        sock.bind(address)
+        sock.listen(MAX_CONNECTIONS)  # connections queue from here on, before uvicorn accepts them
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _announce(gateway: Gateway, access: Access) -> None:
+    """The one line that shows the token: written to stderr around the redacting log sink.
+    The console's own log view gets the same line without the token."""
+    stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
+    try:
+        sys.stderr.write(f"{stamp} | INFO    | agentify.console | debug console: {access.url_with_token}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # stderr closed by the parent: nobody to tell
+    message = f"debug console: {access.base_url} (open the URL with the token from agentify's stderr)"
+    gateway.bus.publish(
+        "log",
+        {
+            "time": datetime.now().timestamp(),
+            "level": "INFO",
+            "logger": "agentify.console",
+            "message": message,
+            "extra": {},
+        },
+    )
+
+
+# uvicorn's websockets-sansio protocol reports every refused upgrade (our 401/403 denial responses) so.
+_NOT_AN_ERROR = "ASGI callable returned without completing handshake."
+
+
+class _ToLoguru(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == _NOT_AN_ERROR:
+            return
+        level = record.levelname if record.levelname in ("WARNING", "ERROR", "CRITICAL") else "WARNING"
+        logger.opt(exception=record.exc_info).log(level, "console server: {}", record.getMessage())
+
+
+def _route_uvicorn_logs() -> None:
+    log = logging.getLogger("uvicorn")
+    if not any(isinstance(handler, _ToLoguru) for handler in log.handlers):
+        log.addHandler(_ToLoguru(logging.WARNING))
+        log.setLevel(logging.WARNING)
+        log.propagate = False

@@ -1,0 +1,88 @@
+"""What the console serves, built from the gateway's live state and redacted in one place.
+
+Log records and traces were redacted when they were made; they are redacted again here,
+because secrets can be learnt later (an API key from `initializationOptions`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from agentify import __version__
+from agentify.redact import MASK
+
+if TYPE_CHECKING:
+    from agentify.app import Gateway
+
+_T = TypeVar("_T")
+LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+
+
+class Views:
+    def __init__(self, gateway: Gateway, console_url: str) -> None:
+        self._gateway = gateway
+        self._console_url = console_url
+
+    def redact(self, data: _T) -> _T:
+        return cast(_T, self._gateway.logs.redactor.data(data))
+
+    def status(self) -> dict[str, Any]:
+        gateway = self._gateway
+        choice = gateway.planners.describe()
+        states: dict[str, int] = {}
+        for status in gateway.manager.statuses():
+            states[status.state.value] = states.get(status.state.value, 0) + 1
+        return self.redact(
+            {
+                "version": __version__,
+                "pid": os.getpid(),
+                "cwd": os.getcwd(),
+                "configFile": str(gateway.sources.file_path) if gateway.sources.file_path else None,
+                "startedAt": gateway.started,
+                "uptimeSeconds": round(time.time() - gateway.started, 1),
+                "planner": {"name": choice.name, "reason": choice.reason},
+                "tasks": gateway.traces.counts(),
+                "backends": states,
+                "console": {"url": self._console_url},
+            }
+        )
+
+    def backends(self) -> list[dict[str, Any]]:
+        return self.redact(
+            [
+                status.as_dict() | {"enabled": self._gateway.manager.backends[status.id].spec.enabled}
+                for status in self._gateway.manager.statuses()
+            ]
+        )
+
+    def config(self) -> dict[str, Any]:
+        """The effective config (every source merged), with the API key and every env value masked."""
+        data = self._gateway.config.model_dump(mode="json", by_alias=True)
+        if data["planner"].get("apiKey"):
+            data["planner"]["apiKey"] = MASK
+        for backend in data["backends"]:
+            backend["env"] = dict.fromkeys(backend["env"], MASK)
+        return self.redact(data)
+
+    def logs(self, level: str = "TRACE", limit: int = 200, trace_id: str | None = None) -> list[dict[str, Any]]:
+        """The newest `limit` records at `level` or above, oldest first."""
+        floor = LEVELS[level]
+        records = [
+            event.data
+            for event in self._gateway.bus.recent["log"]
+            if LEVELS.get(event.data.get("level", ""), 0) >= floor
+            and (trace_id is None or event.data.get("extra", {}).get("trace") == trace_id)
+        ]
+        return self.redact(records[-limit:])
+
+    def traces(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest `limit` traces, newest first."""
+        return self.redact([trace.as_dict() for trace in self._gateway.traces.recent(limit)])
+
+    def trace(self, trace_id: str) -> dict[str, Any] | None:
+        trace = self._gateway.traces.get(trace_id)
+        if trace is None:
+            return None
+        return self.redact(trace.as_dict()) | {"logs": self.logs(trace_id=trace_id, limit=500)}

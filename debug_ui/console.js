@@ -1,0 +1,408 @@
+// agentify debug console: one WebSocket (/ws) for live state, the JSON API for the rest.
+// No build step and no dependencies. Every value from the gateway is rendered with
+// textContent, never as HTML: log lines and backend output are untrusted text.
+"use strict";
+
+const MAX_LOGS = 3000;
+const MAX_LOG_ROWS = 1000;
+const LEVELS = { TRACE: 5, DEBUG: 10, INFO: 20, SUCCESS: 25, WARNING: 30, ERROR: 40, CRITICAL: 50 };
+
+const state = {
+  status: null,
+  backends: new Map(),
+  traces: new Map(),
+  logs: [],
+  selected: null,
+  followNextTrace: false,
+  retryMs: 500,
+};
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key === "style") Object.assign(node.style, value);  // CSSOM: allowed by the page's CSP
+    else if (key.startsWith("data-")) node.setAttribute(key, value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node[key] = value;
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+const clock = (seconds) => new Date(seconds * 1000).toTimeString().slice(0, 8);
+const clockMs = (seconds) => clock(seconds) + "." + String(Math.floor((seconds % 1) * 1000)).padStart(3, "0");
+const ms = (value) => (value === null || value === undefined ? "…" : value < 1000 ? `${Math.round(value)} ms` : `${(value / 1000).toFixed(2)} s`);
+const json = (value) => JSON.stringify(value, null, 2);
+
+function duration(seconds) {
+  const s = Math.floor(seconds);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
+
+// ----- connection ---------------------------------------------------------------------------
+
+function setConnection(name, text) {
+  const pill = $("connection");
+  pill.dataset.state = name;
+  pill.textContent = text || name;
+}
+
+function banner(text) {
+  $("banner").hidden = !text;
+  $("banner").textContent = text || "";
+}
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}/ws`);
+  socket.onopen = () => {
+    state.retryMs = 500;
+    setConnection("live");
+    banner("");
+  };
+  socket.onmessage = (message) => receive(JSON.parse(message.data));
+  socket.onclose = () => {
+    setConnection("reconnecting", "reconnecting…");
+    explainRefusal();
+    setTimeout(connect, state.retryMs);
+    state.retryMs = Math.min(state.retryMs * 2, 5000);
+  };
+}
+
+// A WebSocket that is refused does not say why; the API does.
+async function explainRefusal() {
+  try {
+    const response = await fetch("/api/status", { credentials: "same-origin" });
+    if (response.status === 401 || response.status === 403) {
+      setConnection("denied", "token refused");
+      banner("The console token was refused (agentify restarted with a new one?). Open the URL from agentify's latest start-up log line.");
+    }
+  } catch (error) {
+    banner("");  // the gateway is down: keep retrying quietly
+  }
+}
+
+function receive(event) {
+  if (event.kind === "snapshot") {
+    applySnapshot(event.data);
+  } else if (event.kind === "log") {
+    addLog(event.data);
+  } else if (event.kind === "trace") {
+    upsertTrace(event.data);
+    if (event.data.status !== "running") refreshStatusSoon();
+  } else if (event.kind === "backend") {
+    state.backends.set(event.data.id, event.data);
+    renderBackends();
+  }
+}
+
+function applySnapshot(data) {
+  state.status = data.status;
+  state.backends = new Map(data.backends.map((b) => [b.id, b]));
+  state.traces = new Map(data.traces.slice().reverse().map((t) => [t.id, t]));
+  state.logs = data.logs.slice(-MAX_LOGS);
+  renderStatus();
+  renderBackends();
+  renderTraceList();
+  renderLogs();
+  renderTraceDetail();
+  if (!$("task-cwd").value && data.status.cwd) $("task-cwd").value = data.status.cwd;
+}
+
+let statusTimer = null;
+function refreshStatusSoon() {
+  clearTimeout(statusTimer);
+  statusTimer = setTimeout(async () => {
+    try {
+      const response = await fetch("/api/status", { credentials: "same-origin" });
+      if (response.ok) {
+        state.status = await response.json();
+        renderStatus();
+      }
+    } catch (error) {
+      // the gateway went away; the WebSocket's reconnect brings a fresh snapshot
+    }
+  }, 250);
+}
+
+// ----- status and backends ------------------------------------------------------------------
+
+function renderStatus() {
+  const status = state.status;
+  if (!status) return;
+  $("version").textContent = `v${status.version} · pid ${status.pid}`;
+  $("planner").textContent = status.planner.name || "none";
+  $("planner").title = status.planner.reason;
+  const t = status.tasks;
+  $("tasks").textContent = `${t.total} (${t.running} running, ${t.ok} ok, ${t.error} failed)`;
+  renderUptime();
+}
+
+function renderUptime() {
+  if (state.status) $("uptime").textContent = duration(Date.now() / 1000 - state.status.startedAt);
+}
+
+function renderBackends() {
+  const list = [...state.backends.values()];
+  const ready = list.filter((b) => b.state === "ready").length;
+  $("backend-counts").textContent = `${ready}/${list.length} ready`;
+  const box = $("backends");
+  box.replaceChildren();
+  if (!list.length) box.append(el("p", { class: "muted", text: "no backends are configured" }));
+  for (const backend of list) {
+    const state_ = backend.enabled === false ? "disabled" : backend.state;
+    const meta = [
+      backend.pid ? `pid ${backend.pid}` : null,
+      `${backend.tools.length} tools`,
+      backend.restarts ? `${backend.restarts} restarts` : null,
+    ].filter(Boolean).join(" · ");
+    box.append(
+      el("div", { class: "backend", "data-backend": backend.id },
+        el("div", { class: "backend-head" },
+          el("span", { class: "id", text: backend.id }),
+          el("span", { class: `badge ${state_}`, text: state_ })),
+        el("div", { class: "meta", text: [backend.description, meta].filter(Boolean).join(" — ") }),
+        backend.lastError ? el("div", { class: "error", text: backend.lastError }) : null,
+        backend.tools.length
+          ? el("div", { class: "chips" }, backend.tools.map((tool) => el("span", { class: "chip", text: tool })))
+          : null,
+        backend.stderrTail.length
+          ? el("details", {}, el("summary", { text: `stderr (last ${backend.stderrTail.length} lines)` }),
+              el("pre", { text: backend.stderrTail.join("\n") }))
+          : null));
+  }
+}
+
+async function loadConfig() {
+  try {
+    const response = await fetch("/api/config", { credentials: "same-origin" });
+    $("config").textContent = response.ok ? json(await response.json()) : `HTTP ${response.status}`;
+  } catch (error) {
+    $("config").textContent = `cannot load the configuration: ${error}`;
+  }
+}
+
+// ----- traces --------------------------------------------------------------------------------
+
+function upsertTrace(trace) {
+  const isNew = !state.traces.has(trace.id);
+  state.traces.set(trace.id, trace);
+  if (isNew && state.followNextTrace) {
+    state.followNextTrace = false;
+    state.selected = trace.id;
+  }
+  renderTraceList();
+  if (trace.id === state.selected) renderTraceDetail();
+}
+
+const planSpan = (trace) => trace.spans.find((s) => s.name === "plan");
+
+function traceSummary(trace) {
+  const plan = planSpan(trace);
+  const tool = plan && plan.attributes.backend ? `${plan.attributes.backend}.${plan.attributes.tool}` : null;
+  return [clock(trace.start), trace.kind, tool, trace.error ? trace.error.code : null].filter(Boolean).join(" · ");
+}
+
+function renderTraceList() {
+  const list = $("trace-list");
+  const traces = [...state.traces.values()].sort((a, b) => b.start - a.start);
+  list.replaceChildren(...traces.map((trace) =>
+    el("li", {
+      class: `trace-item${trace.id === state.selected ? " selected" : ""}`,
+      "data-trace-id": trace.id,
+      "data-status": trace.status,
+      onclick: () => selectTrace(trace.id),
+    },
+      el("span", { class: `dot ${trace.status}` }),
+      el("span", { class: "query", text: trace.input.query || trace.input.input || "(no query)" }),
+      el("span", { class: "muted", text: ms(trace.durationMs) }),
+      el("span", { class: "sub", text: traceSummary(trace) }))));
+  if (!traces.length) list.append(el("li", { class: "muted", text: "no tasks yet" }));
+}
+
+function selectTrace(id) {
+  state.selected = id;
+  renderTraceList();
+  renderTraceDetail();
+}
+
+function spanAttributes(span) {
+  const shown = Object.entries(span.attributes).filter(([key]) => !["result", "arguments"].includes(key));
+  const parts = shown.map(([key, value]) => [el("b", { text: key }), `=${typeof value === "string" ? value : JSON.stringify(value)}  `]);
+  if (span.error) parts.push([el("b", { text: "error" }), `=${span.error}`]);
+  return el("div", { class: "span-attrs" }, parts);
+}
+
+function waterfall(trace) {
+  const end = trace.end || Date.now() / 1000;
+  const total = Math.max(end - trace.start, 0.001);
+  return el("div", { class: "waterfall" }, trace.spans.map((span) => {
+    const left = ((span.start - trace.start) / total) * 100;
+    const width = (((span.end || end) - span.start) / total) * 100;
+    return el("div", { class: "span-row", "data-span": span.name },
+      el("span", { class: "span-name", text: span.name }),
+      el("div", { class: "span-track" },
+        el("div", { class: `span-bar ${span.name}${span.error ? " failed" : ""}`, style: { left: `${left}%`, width: `${width}%` } })),
+      el("span", { class: "span-ms", text: ms(span.durationMs) }),
+      spanAttributes(span));
+  }));
+}
+
+function jsonBlock(title, value, open) {
+  return el("details", { open: open.has(title) }, el("summary", { text: title }), el("pre", { class: "json", text: json(value) }));
+}
+
+function renderTraceDetail() {
+  const box = $("trace-detail");
+  const trace = state.traces.get(state.selected);
+  if (!trace) {
+    box.replaceChildren(el("p", { class: "muted", text: "Select a trace to see its spans." }));
+    return;
+  }
+  const plan = planSpan(trace);
+  const call = trace.spans.find((s) => s.name === "call");
+  const request = { input: trace.input, plan: plan ? { ...plan.attributes } : null };
+  const response = call ? { ...call.attributes, error: call.error } : trace.error;
+  // Updates of the same trace keep the blocks the user opened.
+  const open = box.dataset.trace === trace.id
+    ? new Set([...box.querySelectorAll("details[open] > summary")].map((summary) => summary.textContent))
+    : new Set();
+  box.dataset.trace = trace.id;
+  box.replaceChildren(...[
+    el("div", { class: "trace-title" },
+      el("span", { class: `badge ${trace.status}`, text: trace.status }),
+      el("b", { text: trace.input.query || trace.kind }),
+      el("span", { class: "muted", text: `total ${ms(trace.durationMs)}` }),
+      el("span", { class: "id", text: trace.id })),
+    trace.error ? el("div", { class: "trace-error", text: `${trace.error.code}: ${trace.error.message}` }) : null,
+    waterfall(trace),
+    jsonBlock("Request (input and plan)", request, open),
+    jsonBlock("Response (backend call)", response || {}, open),
+    jsonBlock("Raw trace", trace, open),
+    el("div", { class: "trace-logs" },
+      el("h2", { text: "Log lines of this task" }),
+      el("ol", { class: "log-list", id: "trace-log-list" },
+        state.logs.filter((r) => r.extra && r.extra.trace === trace.id).map(logRow))),
+  ].filter(Boolean));
+}
+
+// ----- logs ----------------------------------------------------------------------------------
+
+function logMatches(record) {
+  const floor = Number($("log-level").value);
+  if ((LEVELS[record.level] || 0) < floor) return false;
+  const needle = $("log-search").value.trim().toLowerCase();
+  if (!needle) return true;
+  const haystack = `${record.message} ${record.logger} ${Object.values(record.extra || {}).join(" ")}`.toLowerCase();
+  return haystack.includes(needle);
+}
+
+function logRow(record) {
+  const extra = record.extra || {};
+  const source = extra.backend ? `backend=${extra.backend}` : record.logger;
+  return el("li", { class: "log", "data-level": record.level },
+    el("span", { class: "time", text: clockMs(record.time) }),
+    el("span", { class: `level ${record.level}`, text: record.level }),
+    el("span", { class: "source", text: source, title: source }),
+    el("span", { class: "message" },
+      extra.trace ? el("span", { class: "trace-tag", text: `[${extra.trace.slice(0, 8)}]`, onclick: () => selectTrace(extra.trace) }) : null,
+      record.message));
+}
+
+function addLog(record) {
+  state.logs.push(record);
+  if (state.logs.length > MAX_LOGS) state.logs.splice(0, state.logs.length - MAX_LOGS);
+  if (logMatches(record)) {
+    const list = $("log-list");
+    list.append(logRow(record));
+    while (list.childElementCount > MAX_LOG_ROWS) list.firstElementChild.remove();
+    followLogs();
+  }
+  if (record.extra && record.extra.trace && record.extra.trace === state.selected) {
+    const traceLogs = $("trace-log-list");
+    if (traceLogs) traceLogs.append(logRow(record));
+  }
+  $("log-count").textContent = `${$("log-list").childElementCount} shown`;
+}
+
+function renderLogs() {
+  const rows = state.logs.filter(logMatches).slice(-MAX_LOG_ROWS).map(logRow);
+  $("log-list").replaceChildren(...rows);
+  $("log-count").textContent = `${rows.length} shown`;
+  followLogs();
+}
+
+function followLogs() {
+  if ($("log-follow").checked) $("log-list").scrollTop = $("log-list").scrollHeight;
+}
+
+// ----- the task box --------------------------------------------------------------------------
+
+async function runTask(submit) {
+  submit.preventDefault();
+  const query = $("task-query").value.trim();
+  if (!query) return;
+  const cwd = $("task-cwd").value.trim();
+  const body = { query, context: cwd ? { currentWorkingDirectory: cwd } : null };
+  $("task-run").disabled = true;
+  $("task-state").textContent = "running…";
+  state.followNextTrace = true;
+  try {
+    const response = await fetch("/api/tasks", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
+    showResult(await response.json());
+    $("task-state").textContent = "";
+  } catch (error) {
+    $("task-state").textContent = String(error);
+  } finally {
+    $("task-run").disabled = false;
+  }
+}
+
+function showResult(result) {
+  const meta = result._meta || {};
+  const info = meta["agentify/plan"] || meta["agentify/error"] || {};
+  const failed = !!result.isError;
+  $("task-result").hidden = false;
+  $("task-result-badge").className = `badge ${failed ? "error" : "ok"}`;
+  $("task-result-badge").textContent = failed ? (meta["agentify/error"] || {}).code || "error" : "ok";
+  $("task-result-trace").textContent = info.traceId ? `trace ${info.traceId}` : "";
+  $("task-result-trace").onclick = (click) => {
+    click.preventDefault();
+    if (info.traceId) selectTrace(info.traceId);
+  };
+  const texts = (result.content || []).map((block) => (block.type === "text" ? block.text : `[${block.type} content]`));
+  $("task-result-text").textContent = texts.join("\n") || json(result);
+  if (info.traceId) selectTrace(info.traceId);
+}
+
+// ----- start ---------------------------------------------------------------------------------
+
+function start() {
+  // The token has set the HttpOnly cookie by now; keep it out of the address bar and history.
+  if (new URLSearchParams(location.search).has("token")) history.replaceState(null, "", location.pathname);
+  $("task-form").addEventListener("submit", runTask);
+  $("task-query").addEventListener("keydown", (key) => {
+    if (key.key === "Enter" && (key.ctrlKey || key.metaKey)) $("task-form").requestSubmit();
+  });
+  $("log-level").addEventListener("change", renderLogs);
+  $("log-search").addEventListener("input", renderLogs);
+  $("config-box").addEventListener("toggle", () => { if ($("config-box").open) loadConfig(); });
+  setInterval(renderUptime, 1000);
+  connect();
+}
+
+document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,125 @@
+"""Console fixtures: a real `agentify serve --debug-port N` driven by the official MCP client,
+and real HTTP and WebSocket clients for its console."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from websockets.asyncio.client import ClientConnection, connect
+
+from tests.conftest import AGENTIFY, wait_until
+from tests.fakes.model_server import ModelServer, Reply
+
+TOKEN = "console-test-token-0123456789abcdef"
+URL_LINE = re.compile(r"debug console: (http://\S+)/\?token=(\S+)")
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module scope, so a module can share one gateway between its tests."""
+    return "asyncio"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def make_workspace(root: Path) -> Path:
+    (root / "docs").mkdir(parents=True)
+    (root / "notes.txt").write_text("remember the milk\n")
+    (root / "docs" / "guide.md").write_text("# Guide\n")
+    return root
+
+
+def route_tasks(body: dict[str, Any]) -> Reply:
+    """A model that reads the file named by "read X" and echoes the text of "echo X"."""
+    names = [tool["function"]["name"] for tool in body.get("tools", [])]
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    task = user.split("Task: ")[1].split("\n")[0]
+    cwd = user.split("current working directory: ")[1].split("\n")[0] if "current working directory: " in user else ""
+    if task.startswith("read ") and "fs__read_text_file" in names:
+        return Reply.tool_call("fs__read_text_file", {"path": f"{cwd}/{task.removeprefix('read ')}"})
+    if task.startswith("echo ") and "fake__echo" in names:
+        return Reply.tool_call("fake__echo", {"text": task.removeprefix("echo ")})
+    return Reply.text("None of the tools can do that.")
+
+
+@pytest.fixture(scope="module")
+def scripted_model() -> Iterator[ModelServer]:
+    server = ModelServer().start()
+    server.router = route_tasks
+    yield server
+    server.stop()
+
+
+@dataclass
+class Console:
+    session: ClientSession | None  # None when the test drives the gateway itself
+    url: str  # http://127.0.0.1:PORT, no trailing slash
+    port: int
+    token: str
+    stderr: Path
+    workspace: Path | None = None  # set by fixtures whose tasks refer to one
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def http(self, **options: Any) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(base_url=self.url, timeout=30, **options)
+
+    async def get(self, path: str, **options: Any) -> Any:
+        """GET with the bearer token; asserts 200 and returns the JSON."""
+        async with self.http() as client:
+            response = await client.get(path, headers=self.auth, **options)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    async def post_task(self, task: Any) -> dict[str, Any]:
+        async with self.http() as client:
+            response = await client.post("/api/tasks", json=task, headers=self.auth)
+        assert response.status_code == 200, response.text
+        result: dict[str, Any] = response.json()
+        return result
+
+    @asynccontextmanager
+    async def websocket(self, **options: Any) -> AsyncIterator[ClientConnection]:
+        async with connect(f"ws://127.0.0.1:{self.port}/ws", additional_headers=self.auth, **options) as ws:
+            yield ws
+
+
+def console_url(stderr: Path) -> tuple[str, str] | None:
+    """The base URL and token from the line the gateway writes at start, if it is there yet."""
+    match = URL_LINE.search(stderr.read_text()) if stderr.exists() else None
+    return (match.group(1), match.group(2)) if match else None
+
+
+@asynccontextmanager
+async def console_gateway(
+    config: Path, env: dict[str, str], stderr: Path, *, port: int | None = None, args: Sequence[str] = ()
+) -> AsyncIterator[Console]:
+    """`agentify serve --debug-port N` as a subprocess, driven like tests/conftest.py's `gateway()`;
+    yields once the console has announced its URL."""
+    flags = ["--debug-port", str(port or free_port()), *args]
+    params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config), *flags], env=env)
+    with stderr.open("a") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(30):
+                await session.initialize()
+            await wait_until(lambda: console_url(stderr) is not None)
+            url, token = console_url(stderr) or ("", "")
+            yield Console(session, url, int(url.rsplit(":", 1)[1]), token, stderr)

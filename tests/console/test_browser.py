@@ -1,0 +1,133 @@
+"""The console page in real headless Chromium (Debian's chromium package, driven by Playwright)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
+
+from tests.conftest import REPO, fs_backend, gateway_env, write_config
+from tests.console.conftest import TOKEN, console_gateway, free_port, make_workspace
+from tests.fakes.model_server import ModelServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+# Always the test artifact; the README copy only with AGENTIFY_UPDATE_SCREENSHOT=1, so test runs leave the tree clean.
+SCREENSHOTS = (REPO / "test-artifacts" / "console.png",) + (
+    (REPO / "docs" / "console.png",) if os.environ.get("AGENTIFY_UPDATE_SCREENSHOT") == "1" else ()
+)
+# Running as root in a container: no sandbox, no GPU, and nothing that phones home.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 15_000
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("chromium is not installed: run scripts/setup.sh --browser (it installs Debian's chromium)")
+    expect.set_options(timeout=WAIT_MS)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def open_page(browser: Browser, problems: list[str]) -> Page:
+    page = await browser.new_page(viewport={"width": 1440, "height": 900})
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":  # CSP violations and failed requests land here too
+            problems.append(f"console: {message.text}")
+
+    page.on("console", on_console)
+    return page
+
+
+async def test_a_task_run_from_the_page_shows_its_trace_and_log_lines_live(
+    tmp_path: Path, scripted_model: ModelServer, browser: Browser
+) -> None:
+    workspace = make_workspace(tmp_path / "workspace")
+    config = write_config(tmp_path, [fs_backend(workspace)])
+    problems: list[str] = []
+    async with console_gateway(config, gateway_env(scripted_model), tmp_path / "stderr.log") as console:
+        page = await open_page(browser, problems)
+        await page.goto(f"{console.url}/?token={console.token}")
+        await expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+        assert "token" not in page.url  # the page keeps it in its HttpOnly cookie, out of the address bar
+        await expect(page.locator('[data-backend="fs"] .badge')).to_have_text("ready")
+        await expect(page.locator('[data-backend="fs"] .chip', has_text="read_text_file")).to_be_visible()
+        await expect(page.locator("#task-cwd")).not_to_have_value("")
+
+        await page.fill("#task-query", "delete the whole disk")  # the model finds no tool: a failed trace
+        await page.fill("#task-cwd", str(workspace))
+        await page.click("#task-run")
+        await expect(page.locator('#trace-list li[data-status="error"]')).to_be_visible()
+        await expect(page.locator("#task-result-badge")).to_have_text("no_plan")
+
+        await page.fill("#task-query", "read notes.txt")
+        await page.click("#task-run")
+        await expect(page.locator("#task-result-text")).to_have_text("remember the milk\n")
+        done = page.locator('#trace-list li.selected[data-status="ok"]', has_text="read notes.txt")
+        await expect(done).to_be_visible()
+        detail = page.locator("#trace-detail")
+        for span in ("validate", "plan", "call"):
+            await expect(detail.locator(f'.span-row[data-span="{span}"]')).to_be_visible()
+        await expect(detail.locator(".span-row", has_text="promptTokens=120")).to_be_visible()
+        await expect(detail.locator("#trace-log-list li", has_text="plan: fs.read_text_file")).to_be_visible()
+        await expect(page.locator("#log-list li", has_text="plan: fs.read_text_file")).to_be_visible()
+        await expect(page.locator("#tasks")).to_contain_text("2 (0 running, 1 ok, 1 failed)")
+
+        await page.select_option("#log-level", "30")
+        await expect(page.locator('#log-list li[data-level="INFO"]')).to_have_count(0)
+        await page.select_option("#log-level", "20")
+        await page.fill("#log-search", "read_text_file")
+        await expect(page.locator("#log-list li").first).to_contain_text("read_text_file")
+        await page.fill("#log-search", "")
+
+        response = detail.locator("details", has=page.locator("summary", has_text="Response"))
+        await response.locator("summary").click()
+        await expect(response.locator("pre.json")).to_contain_text('"result": "remember the milk\\n"')
+        for path in SCREENSHOTS:
+            path.parent.mkdir(exist_ok=True)
+            await page.screenshot(path=str(path))
+        await page.click("#config-box summary")
+        await expect(page.locator("#config")).to_contain_text('"apiKey": "[REDACTED]"')
+        assert not problems, problems  # before the gateway stops and the page starts to reconnect
+
+
+async def test_the_page_reconnects_by_itself_when_the_gateway_restarts(tmp_path: Path, browser: Browser) -> None:
+    config = write_config(tmp_path, [])
+    env = gateway_env(None, AGENTIFY_DEBUG_TOKEN=TOKEN)  # a fixed token, so the cookie stays valid
+    port = free_port()
+    problems: list[str] = []
+    page = await open_page(browser, problems)
+    connection = page.locator("#connection")
+    async with console_gateway(config, env, tmp_path / "first.log", port=port) as first:
+        await page.goto(f"{first.url}/?token={TOKEN}")
+        await expect(connection).to_have_attribute("data-state", "live")
+        first_pid = (await first.get("/api/status"))["pid"]
+        await expect(page.locator("#version")).to_contain_text(f"pid {first_pid}")
+    await expect(connection).to_have_attribute("data-state", "reconnecting")
+    async with console_gateway(config, env, tmp_path / "second.log", port=port) as second:
+        second_pid = (await second.get("/api/status"))["pid"]
+        await expect(connection).to_have_attribute("data-state", "live")
+        await expect(page.locator("#version")).to_contain_text(f"pid {second_pid}")
+    assert first_pid != second_pid
+    # While the gateway was down, the page's attempts failed as network errors; nothing else went wrong.
+    assert all("ERR_CONNECTION_REFUSED" in p or "WebSocket" in p for p in problems), problems

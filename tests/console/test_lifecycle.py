@@ -1,0 +1,94 @@
+"""When the console starts, where it listens and what it says at start, each with its own gateway."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fake_backend, fs_backend, gateway, gateway_env, text_of, wait_until, write_config
+from tests.console.conftest import TOKEN, Console, console_gateway, console_url, free_port, make_workspace
+from tests.fakes.model_server import ModelServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+async def test_a_random_token_is_made_per_start_and_only_its_start_line_shows_it(
+    tmp_path: Path, scripted_model: ModelServer
+) -> None:
+    config = write_config(tmp_path, [fake_backend()])
+    stderr = tmp_path / "stderr.log"
+    async with console_gateway(config, gateway_env(scripted_model), stderr) as console:
+        assert len(console.token) >= 32 and console.token != TOKEN
+        result = await console.post_task({"query": f"echo {console.token}"})
+        assert result["content"][0]["text"] == "echo: [REDACTED]"
+        logs = await console.get("/api/logs", params={"limit": 2000})
+        async with console.websocket() as ws:
+            snapshot = await ws.recv()
+    assert stderr.read_text().count(console.token) == 1
+    assert console.token not in json.dumps(logs) + str(snapshot)
+    assert "plan: fake.echo" in json.dumps(logs)
+
+
+async def test_a_port_in_use_gives_a_warning_and_the_gateway_keeps_serving(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend()])
+    stderr = tmp_path / "stderr.log"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = gateway_env(None, AGENTIFY_DEBUG_PORT=str(port))
+        async with gateway(config, env, stderr) as session:
+            await wait_until(lambda: "debug console not started" in stderr.read_text())
+            result = await session.call_tool("list_backends", {})
+    assert "fake: ready" in text_of(result) or "fake: starting" in text_of(result)
+    warning = next(line for line in stderr.read_text().splitlines() if "debug console not started" in line)
+    assert "WARNING" in warning and f"127.0.0.1:{port}" in warning and "keeps serving" in warning
+    assert console_url(stderr) is None
+
+
+async def test_debug_port_in_initialization_options_starts_the_console(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend()])
+    stderr = tmp_path / "stderr.log"
+    port = free_port()
+    env = gateway_env(None, AGENTIFY_DEBUG_TOKEN=TOKEN)
+    async with gateway(config, env, stderr, init_options={"DEBUG_PORT": port}):
+        await wait_until(lambda: console_url(stderr) is not None)
+        console = Console(None, f"http://127.0.0.1:{port}", port, TOKEN, stderr)
+        status = await console.get("/api/status")
+        config_seen = await console.get("/api/config")
+    assert status["console"]["url"] == f"http://127.0.0.1:{port}/"
+    assert config_seen["debugPort"] == port
+
+
+async def test_a_debug_host_other_than_loopback_warns_and_still_refuses_foreign_names(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend()])
+    stderr = tmp_path / "stderr.log"
+    env = gateway_env(None, AGENTIFY_DEBUG_TOKEN=TOKEN)
+    async with console_gateway(config, env, stderr, args=["--debug-host", "0.0.0.0"]) as console:
+        async with console.http() as client:
+            by_ip = await client.get("/api/status", headers=console.auth | {"Host": f"192.0.2.7:{console.port}"})
+            by_name = await client.get("/api/status", headers=console.auth | {"Host": f"evil.example:{console.port}"})
+    assert by_ip.status_code == 200 and by_name.status_code == 400
+    warning = next(line for line in stderr.read_text().splitlines() if "bound to 0.0.0.0" in line)
+    assert "WARNING" in warning and "other machines can reach it" in warning
+
+
+async def test_traces_in_the_trace_file_are_shown_again_after_a_restart(
+    tmp_path: Path, scripted_model: ModelServer
+) -> None:
+    workspace = make_workspace(tmp_path / "workspace")
+    trace_file = tmp_path / "traces.jsonl"
+    config = write_config(tmp_path, [fs_backend(workspace)], traceFile=str(trace_file))
+    env = gateway_env(scripted_model, AGENTIFY_DEBUG_TOKEN=TOKEN)
+    task = {"query": "read notes.txt", "context": {"currentWorkingDirectory": str(workspace)}}
+    async with console_gateway(config, env, tmp_path / "first.log") as first:
+        trace_id = (await first.post_task(task))["_meta"]["agentify/plan"]["traceId"]
+    async with console_gateway(config, env, tmp_path / "second.log") as second:
+        trace = await second.get(f"/api/traces/{trace_id}")
+        status = await second.get("/api/status")
+    assert trace["status"] == "ok" and [s["name"] for s in trace["spans"]] == ["validate", "plan", "call"]
+    assert status["tasks"]["total"] == 0  # counts are of this start
+    assert len(trace_file.read_text().splitlines()) == 1
