@@ -12,7 +12,6 @@ the process group; shielded, every wait bounded.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -171,14 +170,3 @@ async def wait_for_exit(process: Process, seconds: float) -> int | None:
         while process.returncode is None:  # noqa: ASYNC110 - there is no exit event to wait on
             await anyio.sleep(0.02)
     return process.returncode
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any process of the group still exists (used by shutdown checks and tests)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

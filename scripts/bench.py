@@ -1,7 +1,8 @@
 """Benchmark: the gateway's cost over calling a backend directly, measured side by side in one run.
 
-Against the real server-filesystem and a planner that answers at once (the scripted
-OpenAI-compatible server of the tests, on 127.0.0.1), it measures:
+Against the real server-filesystem and a planner that answers at once (the offline planner by
+default, or with --planner scripted the scripted OpenAI-compatible server of the tests on
+127.0.0.1, which adds a real HTTP round trip per task), it measures:
   (a) p50/p95 of a direct MCP call to the backend;
   (b) p50/p95 of orchestrate_task doing the same read through the gateway, and their ratio;
   (c) throughput at concurrency 1 and 16, direct and through the gateway;
@@ -11,7 +12,7 @@ OpenAI-compatible server of the tests, on 127.0.0.1), it measures:
 Prints a table, or with --json one object with overhead_ratio_p50, throughput_ratio_c16,
 initialize_s, all_ready_ratio, rss_growth (and the raw figures).
 
-Usage: .venv/bin/python scripts/bench.py [--json] [--calls N] [--rss-calls N]
+Usage: .venv/bin/python scripts/bench.py [--json] [--calls N] [--rss-calls N] [--planner offline|scripted]
 """
 
 from __future__ import annotations
@@ -82,8 +83,14 @@ async def throughput(call: Callable[[], Awaitable[Any]], count: int, concurrency
     return count / (time.perf_counter() - start)
 
 
-def gateway_params(config: Path, model: ModelServer) -> StdioServerParameters:
-    env = {"OPENAI_API_KEY": "sk-bench-0000000000", "OPENAI_BASE_URL": model.base_url, "AGENTIFY_LOG_LEVEL": "WARNING"}
+def gateway_params(config: Path, model: ModelServer | None) -> StdioServerParameters:
+    env = {"AGENTIFY_LOG_LEVEL": "WARNING", "AGENTIFY_PLANNER": "offline"}
+    if model is not None:
+        env = {
+            "OPENAI_API_KEY": "sk-bench-0000000000",
+            "OPENAI_BASE_URL": model.base_url,
+            "AGENTIFY_LOG_LEVEL": "WARNING",
+        }
     return StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config)], env=env)
 
 
@@ -93,7 +100,7 @@ def write_config(directory: Path, backends: list[dict[str, Any]]) -> Path:
     return path
 
 
-async def cold_start(config: Path, model: ModelServer, backend_ids: list[str]) -> tuple[float, float]:
+async def cold_start(config: Path, model: ModelServer | None, backend_ids: list[str]) -> tuple[float, float]:
     start = time.perf_counter()
     async with session_for(gateway_params(config, model)) as session:
         initialized = time.perf_counter() - start
@@ -133,14 +140,19 @@ def gateway_pid() -> int:
     return newest[1]
 
 
-async def main(calls: int, rss_calls: int) -> dict[str, Any]:
-    model = ModelServer().start()
-    results: dict[str, Any] = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"}
+async def main(calls: int, rss_calls: int, planner: str) -> dict[str, Any]:
+    server = ModelServer().start()
+    model = server if planner == "scripted" else None
+    results: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {_memory_gib()} GiB, "
+        f"Python {platform.python_version()}",
+        "planner": planner,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "notes.txt").write_text("benchmark file\n")
         target = str((root / "notes.txt").resolve())
-        model.router = lambda body: Reply.tool_call("fs__read_text_file", {"path": target})
+        server.router = lambda body: Reply.tool_call("fs__read_text_file", {"path": target})
         config1 = write_config(root, [fs_spec("fs", root)])
         config3 = write_config(root, [fs_spec("fs", root), fs_spec("fs2", root), fs_spec("fs3", root)])
 
@@ -152,7 +164,8 @@ async def main(calls: int, rss_calls: int) -> dict[str, Any]:
             async with session_for(gateway_params(config1, model)) as gateway:
 
                 async def gateway_call() -> None:
-                    result = await gateway.call_tool("orchestrate_task", {"query": "read notes.txt"})
+                    task = {"query": "read notes.txt", "context": {"currentWorkingDirectory": str(root)}}
+                    result = await gateway.call_tool("orchestrate_task", task)
                     assert not result.is_error, result
 
                 await direct_call()
@@ -173,7 +186,7 @@ async def main(calls: int, rss_calls: int) -> dict[str, Any]:
         results["initialize_s_1"], results["all_ready_s_1"] = await cold_start(config1, model, ["fs"])
         results["initialize_s_3"], results["all_ready_s_3"] = await cold_start(config3, model, ["fs", "fs2", "fs3"])
         results["backend_alone_s"] = max([await backend_alone(root) for _ in range(3)])
-    model.stop()
+    server.stop()
     results["overhead_ratio_p50"] = results["gateway_p50_ms"] / results["direct_p50_ms"]
     results["throughput_ratio_c16"] = results["gateway_rps_c16"] / results["direct_rps_c16"]
     results["initialize_s"] = max(results["initialize_s_1"], results["initialize_s_3"])
@@ -182,9 +195,17 @@ async def main(calls: int, rss_calls: int) -> dict[str, Any]:
     return results
 
 
+def _memory_gib() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return round(int(line.split()[1]) / 1024 / 1024)
+    return 0
+
+
 def print_table(r: dict[str, Any], rss_calls: int) -> None:
     rows = [
         ("machine", r["machine"], ""),
+        ("planner", r["planner"], ""),
         ("read_text_file p50 / p95, direct", f"{r['direct_p50_ms']:.2f} / {r['direct_p95_ms']:.2f} ms", ""),
         ("orchestrate_task p50 / p95, gateway", f"{r['gateway_p50_ms']:.2f} / {r['gateway_p95_ms']:.2f} ms", ""),
         ("overhead_ratio_p50", f"{r['overhead_ratio_p50']:.2f}", "target <= 2.0"),
@@ -213,8 +234,9 @@ if __name__ == "__main__":
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rss-calls", type=int, default=5000)
+    parser.add_argument("--planner", choices=["offline", "scripted"], default="offline")
     args = parser.parse_args()
-    figures = anyio.run(main, args.calls, args.rss_calls)
+    figures = anyio.run(main, args.calls, args.rss_calls, args.planner)
     if args.json:
         print(json.dumps(figures, indent=2))
     else:

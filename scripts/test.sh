@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --browser
-.venv/bin/ruff check agentify tests
+.venv/bin/ruff check agentify tests scripts
+.venv/bin/ruff format --check agentify tests scripts
 .venv/bin/mypy agentify
 set +e
 .venv/bin/pytest -p no:cacheprovider "$@"

@@ -122,6 +122,16 @@ def _with_initialization_options(write: Any, options: dict[str, Any]) -> Any:
     return Injecting()
 
 
+async def echo_works(session: ClientSession, model: ModelServer) -> None:
+    """Proves the gateway still serves: a planned call to the fake backend's echo tool."""
+    from tests.fakes.model_server import Reply
+
+    model.push(Reply.tool_call("fake__echo", {"text": "still here"}))
+    result = await session.call_tool("orchestrate_task", {"query": "echo still here"})
+    assert not result.is_error, text_of(result)
+    assert text_of(result) == "echo: still here"
+
+
 def text_of(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 

@@ -12,16 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import AGENTIFY, error_code, fake_backend, gateway, gateway_env, text_of, write_config
+from tests.conftest import AGENTIFY, echo_works, error_code, fake_backend, gateway, gateway_env, text_of, write_config
 from tests.fakes.model_server import ModelServer, Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
-
-
-async def echo_works(session: Any, model: ModelServer) -> None:
-    model.push(Reply.tool_call("fake__echo", {"text": "still here"}))
-    result = await session.call_tool("orchestrate_task", {"query": "echo still here"})
-    assert text_of(result) == "echo: still here", text_of(result)
 
 
 async def test_backend_flooding_stderr_during_a_call_neither_blocks_nor_breaks(

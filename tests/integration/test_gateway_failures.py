@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import (
     API_KEY,
     ENV_SECRET,
+    echo_works,
     error_code,
     fake_backend,
     fs_backend,
@@ -36,13 +37,6 @@ async def wait_for_state(session: Any, backend_id: str, state: str) -> None:
             if backend["state"] == state:
                 return
             await anyio.sleep(0.05)
-
-
-async def echo_works(session: Any, model: ModelServer) -> None:
-    model.push(Reply.tool_call("fake__echo", {"text": "still here"}))
-    result = await session.call_tool("orchestrate_task", {"query": "echo still here"})
-    assert not result.is_error, text_of(result)
-    assert text_of(result) == "echo: still here"
 
 
 @pytest.mark.parametrize(
