@@ -48,6 +48,10 @@ class EventBus:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._drop(send)
 
+    @property
+    def has_subscribers(self) -> bool:
+        return bool(self._subscribers)
+
     def subscribe(self, buffer: int = SUBSCRIBER_BUFFER) -> MemoryObjectReceiveStream[Event]:
         """A stream of every event published from now on; it ends if the reader falls behind."""
         send, receive = anyio.create_memory_object_stream[Event](buffer)

@@ -11,7 +11,7 @@ def cap_result(result: types.CallToolResult, max_chars: int) -> types.CallToolRe
     content: list[types.ContentBlock] = []
     cut_chars = dropped = 0
     for block in result.content:
-        size = _size(block)
+        size = block_size(block)
         if size <= remaining:
             content.append(block)
             remaining -= size
@@ -36,7 +36,8 @@ def cap_result(result: types.CallToolResult, max_chars: int) -> types.CallToolRe
     return result.model_copy(update={"content": content})
 
 
-def _size(block: types.ContentBlock) -> int:
+def block_size(block: types.ContentBlock) -> int:
+    """Characters of text, or of base64 data, a content block carries."""
     if isinstance(block, types.TextContent):
         return len(block.text)
     data = getattr(block, "data", None)

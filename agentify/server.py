@@ -91,6 +91,8 @@ def build_server(
         on_list_tools=_list_tools,
         on_call_tool=_call_tool,
     )
+    # No OpenTelemetry exporter is configured by agentify: drop the SDK's per-message span middleware.
+    server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     server.middleware.append(_read_initialization_options)
     return server
 

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from agentify.backends import BackendManager, BackendState
 from agentify.errors import AgentifyError, InvalidInput, InvalidPlan, TaskCancelled
-from agentify.limits import cap_result
+from agentify.limits import block_size, cap_result
 from agentify.planner import Plan, TaskInput
 from agentify.planner.catalog import Catalog
 from agentify.planner.sampling import Sampler
@@ -209,12 +209,12 @@ class TaskRunner:
         except anyio.get_cancelled_exc_class():
             self.traces.end_span(trace, span, error="cancelled")
             raise
-        size = sum(len(block.model_dump_json()) for block in result.content)
+        size = sum(block_size(block) for block in result.content)
         capped = cap_result(result, self.max_result_chars)
         self.traces.end_span(
             trace,
             span,
-            resultBytes=size,
+            resultChars=size,
             cut=capped is not result,
             isError=bool(result.is_error),
             result=_preview(result),

@@ -131,7 +131,9 @@ class TraceStore:
         return next((t for t in self._ring if t.id == trace_id), None)
 
     def _publish(self, trace: Trace) -> None:
-        self._bus.publish("trace", trace.as_dict())
+        # Live updates matter only to a connected console; the ring above keeps every trace anyway.
+        if self._bus.has_subscribers:
+            self._bus.publish("trace", trace.as_dict())
 
 
 def _load_tail(path: Path, keep: int) -> list[Trace]:

@@ -209,8 +209,17 @@ class IndexCache:
     def __init__(self, size: int = CACHE_SIZE) -> None:
         self._size = size
         self._indexes: OrderedDict[str, ToolIndex] = OrderedDict()
+        self._last: tuple[Catalog, ToolIndex] | None = None
 
     def get(self, catalog: Catalog) -> ToolIndex:
+        # The task runner hands out the same Catalog object until tools change: skip the fingerprint.
+        if self._last is not None and self._last[0] is catalog:
+            return self._last[1]
+        index = self._lookup(catalog)
+        self._last = (catalog, index)
+        return index
+
+    def _lookup(self, catalog: Catalog) -> ToolIndex:
         key = fingerprint(catalog)
         index = self._indexes.get(key)
         if index is None:

@@ -200,7 +200,7 @@ async def test_a_task_posted_to_the_console_runs_like_orchestrate_task_and_leave
         "arguments": {"path": f"{console.workspace}/notes.txt"},
     }
     assert {key: spans["plan"]["attributes"].get(key) for key in expected_plan} == expected_plan
-    assert spans["call"]["attributes"]["isError"] is False and spans["call"]["attributes"]["resultBytes"] > 0
+    assert spans["call"]["attributes"]["isError"] is False and spans["call"]["attributes"]["resultChars"] > 0
     assert spans["call"]["attributes"]["result"] == "remember the milk\n"
     assert all(span["durationMs"] is not None for span in trace["spans"])
     assert any("plan: fs.read_text_file" in record["message"] for record in trace["logs"])
