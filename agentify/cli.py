@@ -37,7 +37,9 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the gateway as an MCP server (the default)")
     common(serve)
-    serve.add_argument("--transport", choices=["stdio"], default="stdio", help="only stdio in this version")
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or http")
+    serve.add_argument("--host", default="127.0.0.1", help="with --transport http: the address to bind")
+    serve.add_argument("--port", type=int, default=8765, help="with --transport http: the port (endpoint /mcp)")
     serve.add_argument("--debug-port", type=int, help="serve the debug console on this port")
     serve.add_argument("--debug-host", help="address the debug console binds (default 127.0.0.1: this machine only)")
 
@@ -89,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     redactor.add(config.secrets())
     logs.set_level(config.log_level if command == "serve" else (args.log_level or "WARNING"))
+    if command == "serve" and args.transport == "http":
+        # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
+        return anyio.run(_serve_http, sources, config, logs, args.host, args.port)
     if command == "serve":
         return _run_async(lambda: _serve(sources, config, logs))
     if command == "run":
@@ -133,6 +138,23 @@ async def _serve(sources: ConfigSources, config: Config, logs: LogSetup) -> int:
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options(NotificationOptions()))
+    return EXIT_OK
+
+
+async def _serve_http(sources: ConfigSources, config: Config, logs: LogSetup, host: str, port: int) -> int:
+    import uvicorn
+
+    from agentify.server import build_server
+
+    server = build_server(sources, config, logs)
+    app = server.streamable_http_app(host=host, streamable_http_path="/mcp")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        logger.warning("serving MCP on {}: reachable from other machines, with no authentication", host)
+    logger.info(
+        "agentify {} serving MCP on http://{}:{}/mcp with {} backends", __version__, host, port, len(config.backends)
+    )
+    settings = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+    await uvicorn.Server(settings).serve()
     return EXIT_OK
 
 
