@@ -158,6 +158,7 @@ def analyse(task: TaskInput) -> Mentions:
         elif (kept := _token(token, start, base, before, after)) is not None:
             take(*kept)
     found.sort(key=lambda item: item[0].start)
+    found = _join_located_paths(query, found)
     user, cursor = [], 0
     for mention, _ in found:
         user.extend([query[cursor : mention.start], " "])
@@ -168,6 +169,27 @@ def analyse(task: TaskInput) -> Mentions:
     hints += ["multiple"] if paths > 1 else ["single"] if paths == 1 else []
     items = tuple(m for m, _ in found)
     return Mentions(query=query, items=items, user_text="".join(user), hints=tuple(hints), base=base)
+
+
+_LOCATED = frozenset({"in", "inside", "under", "within", "in the", "inside the", "under the"})
+
+
+def _join_located_paths(query: str, found: list[tuple[Mention, str]]) -> list[tuple[Mention, str]]:
+    """"notes.txt in examples" is one path, examples/notes.txt, when that file exists there."""
+    joined: list[tuple[Mention, str]] = []
+    for mention, hint in found:
+        if joined and mention.kind == "path" and isinstance(mention.value, str) and os.path.isdir(mention.value):
+            first, _ = joined[-1]
+            between = query[first.end : mention.start].strip().lower()
+            between = re.sub(r"\s+(folder|directory|dir)$", "", between)
+            candidate = os.path.join(mention.value, first.text) if first.kind == "path" else None
+            if between in _LOCATED and candidate and not os.path.isabs(first.text) and os.path.exists(candidate):
+                path = os.path.normpath(candidate)
+                whole = Mention("path", query[first.start : mention.end], path, first.start, mention.end)
+                joined[-1] = (whole, "path " + _path_hint(path))
+                continue
+        joined.append((mention, hint))
+    return joined
 
 
 def _quoted(text: str, start: int, end: int, base: str | None) -> tuple[Mention, str]:

@@ -6,8 +6,9 @@ import pytest
 
 from agentify.errors import NoPlan, PlannerUnavailable
 from agentify.eval import evaluate, load_cases
-from agentify.planner import Plan
+from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog
+from agentify.planner.extract import analyse
 from agentify.planner.offline import OfflinePlanner
 from agentify.planner.retrieval import ToolIndex
 from tests.planner.support import EXAMPLES, REPO, catalog_of, example_catalog, task, tool
@@ -109,3 +110,11 @@ async def test_the_labelled_example_set_is_mostly_right_and_never_wrong_but_for_
         assert wrong == ["move draft.md into the arbigent folder"]  # the folder is taken as the new name
         assert sum(r.correct for r in report.results) == 38
         assert report.shortlist_recall == 1.0
+
+
+def test_a_file_named_in_a_folder_is_one_path_there(tmp_path: Path) -> None:
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "notes.txt").write_text("x")
+    task = TaskInput(query="read notes.txt in examples", context=TaskContext(current_working_directory=str(tmp_path)))
+    paths = [m.value for m in analyse(task).items if m.kind == "path"]
+    assert paths == [str(tmp_path / "examples" / "notes.txt")]
