@@ -43,9 +43,18 @@ class Gateway:
     credentials: Redactor
     started: float = field(default_factory=time.time)
     console: ConsoleSupervisor | None = None
+    init_options_applied: bool = False
+    retired_planners: list[PlannerSelector] = field(default_factory=list)
 
     def apply_init_options(self, options: Mapping[str, Any]) -> None:
-        """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal."""
+        """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal.
+
+        Only the first client's options apply: over HTTP every session sends its own `initialize`,
+        and one client must not reconfigure the gateway under another."""
+        if self.init_options_applied:
+            logger.info("initializationOptions of a later client ignored: the first client's apply")
+            return
+        self.init_options_applied = True
         try:
             config = self.sources.resolve(options)
         except ConfigError as exc:
@@ -56,6 +65,7 @@ class Gateway:
         if config.log_level != self.config.log_level:
             self.logs.set_level(config.log_level)
         if config.planner != self.config.planner:
+            self.retired_planners.append(self.planners)  # closed at shutdown: a task may still use it
             self.planners = PlannerSelector(config.planner)
             self.runner.planners = self.planners
         if config.backends != self.config.backends:
@@ -100,5 +110,6 @@ async def open_gateway(
                 manager.close()
                 with anyio.move_on_after(SHUTDOWN_SECONDS):
                     await manager.closed.wait()
-                await gateway.planners.aclose()
+                for planners in (*gateway.retired_planners, gateway.planners):
+                    await planners.aclose()
             tg.cancel_scope.cancel()

@@ -12,6 +12,7 @@ Raises (from `call`): `BackendUnavailable`, `BackendError`, `TaskTimeout`.
 from __future__ import annotations
 
 import enum
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -26,10 +27,11 @@ from loguru import logger
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from agentify import __version__
 from agentify.config import BackendConfig
-from agentify.errors import BackendError, BackendUnavailable, TaskTimeout
+from agentify.errors import BackendError, BackendUnavailable, Denied, TaskTimeout
 from agentify.transport import BackendProcess, spawn_backend
 
 StateListener = Callable[["BackendStatus"], None]
@@ -57,6 +59,7 @@ _TRANSITIONS: dict[BackendState, set[BackendState]] = {
     BackendState.FAILED: {BackendState.RESTARTING, BackendState.STOPPED},
 }
 _SETTLED = (BackendState.READY, BackendState.FAILED)
+_TOOL_VERSIONS = itertools.count(1)  # global, so a replaced backend never reuses a version
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +104,7 @@ class Backend:
         self._process: BackendProcess | None = None
         self._state_changed = anyio.Event()
         self._wake = anyio.Event()
+        self._stopped = anyio.Event()
         self._refresh = anyio.Event()
         self._closing = False
         self._backoff = 0.0
@@ -156,9 +160,14 @@ class Backend:
             )
         return self._session
 
+    def kick(self) -> None:
+        """Asks a failed backend to start again (after its backoff) without waiting for it."""
+        if self.spec.enabled and not self._closing and self.state is BackendState.FAILED:
+            self._wake.set()
+
     def _set_tools(self, tools: list[types.Tool]) -> None:
         self.tools = tools
-        self.tools_version += 1
+        self.tools_version = next(_TOOL_VERSIONS)
 
     def _is_ready(self) -> bool:
         return self.state is BackendState.READY
@@ -171,6 +180,8 @@ class Backend:
         Raises:
             BackendUnavailable, BackendError, TaskTimeout.
         """
+        if not self.spec.tools.permits(tool):
+            raise Denied(f"{self.spec.id}.{tool} is not allowed by tools.allow / tools.deny of the backend's config")
         session = await self.ready_session()
         if self._process is not None and self._process.stdout_closed.is_set():
             # It died after the last call and the owner has not noticed yet: let it restart first.
@@ -188,6 +199,11 @@ class Backend:
                 f"{self.spec.id}.{tool} did not answer within {timeout:g} s and was cancelled. "
                 f"If it needs longer, raise timeoutSeconds for backend {self.spec.id!r} in the config."
             ) from None
+        except ValidationError as exc:
+            raise BackendError(
+                f"backend {self.spec.id!r} answered the call to {tool} with a malformed result: "
+                f"{exc.error_count()} problem(s), first: {exc.errors()[0]['msg']}"
+            ) from exc
         except MCPError as exc:
             if exc.error.code == types.CONNECTION_CLOSED:
                 code = await self._process.wait_exit(1.0) if self._process else None
@@ -213,7 +229,10 @@ class Backend:
             self._wake = anyio.Event()
             delay = self._next_start_at - time.monotonic()
             if delay > 0:
-                await anyio.sleep(delay)
+                with anyio.move_on_after(delay):
+                    await self._stopped.wait()
+                if self._closing:
+                    break
             started = time.monotonic()
             await self._run_session()
             alive = time.monotonic() - started
@@ -223,6 +242,7 @@ class Backend:
 
     def stop(self) -> None:
         self._closing = True
+        self._stopped.set()
         self._wake.set()
         self._refresh.set()
         self._state_changed.set()
@@ -237,9 +257,14 @@ class Backend:
         failure: str | None = None
         try:
             async with AsyncExitStack() as stack:
-                process = await stack.enter_async_context(
-                    spawn_backend(spec.command, spec.args, spec.env, spec.cwd, self._on_stderr_line)
-                )
+                try:
+                    process = await stack.enter_async_context(
+                        spawn_backend(spec.command, spec.args, spec.env, spec.cwd, self._on_stderr_line)
+                    )
+                except OSError as exc:
+                    raise _SpawnFailed(
+                        f"cannot start {spec.command!r}: {exc.strerror or exc} (cwd {spec.cwd})"
+                    ) from exc
                 self._process = process
                 session = await stack.enter_async_context(
                     ClientSession(
@@ -255,8 +280,8 @@ class Backend:
                     self.last_error = None
                     self._set_state(BackendState.READY)
                     failure = await self._serve(session, process)
-        except OSError as exc:
-            failure = f"cannot start {spec.command!r}: {exc.strerror or exc} (cwd {spec.cwd})"
+        except _SpawnFailed as exc:
+            failure = str(exc)
         except Exception as exc:  # the owner task must survive anything a backend does
             self._log.opt(exception=exc).error("backend session failed unexpectedly")
             failure = f"unexpected failure: {type(exc).__name__}: {exc}"
@@ -287,7 +312,6 @@ class Backend:
     async def _serve(self, session: ClientSession, process: BackendProcess) -> str | None:
         """Serves until the process dies (returns why) or the backend is stopped (returns None)."""
         while not self._closing:
-            self._refresh = anyio.Event()
             async with anyio.create_task_group() as tg:
 
                 async def on_exit() -> None:
@@ -304,6 +328,7 @@ class Backend:
                 code = await process.wait_exit(1.0)
                 return f"exited (code {code}); restarted on the next call. {self._stderr_hint()}"
             if not self._closing:
+                self._refresh = anyio.Event()  # a notification during the listing below lists again
                 try:
                     with anyio.fail_after(self.spec.startup_timeout_seconds):
                         self._set_tools(await self._list_tools(session))
@@ -370,6 +395,10 @@ class Backend:
     def _emit_state(self) -> None:
         if self._on_state is not None:
             self._on_state(self.status())
+
+
+class _SpawnFailed(Exception):
+    pass
 
 
 class BackendManager:

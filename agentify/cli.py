@@ -1,6 +1,7 @@
 """Command line: `serve` (default), `run`, `doctor`, `eval`, `arbigent`. Parsing and wiring only.
 
-Exit codes: 0 ok; 1 the task or a check failed; 2 the configuration or the command line is invalid.
+Exit codes: 0 ok; 1 the task or a check failed; 2 the configuration or the command line is invalid;
+130 `run`, `doctor` or `eval` interrupted by SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from agentify.errors import AgentifyError, ConfigError
 from agentify.logging import LogSetup
 from agentify.redact import Redactor
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         flags["planner"] = {k: v for k, v in planner.items() if v is not None} or None
     redactor = Redactor()
     logs = LogSetup(redactor)
-    logs.configure(os.environ.get("AGENTIFY_LOG_LEVEL") or args.log_level or "INFO")
+    logs.configure(args.log_level or os.environ.get("AGENTIFY_LOG_LEVEL") or "INFO")
     try:
         sources = load_sources(args.config, flags)
         config = sources.resolve()
@@ -90,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agentify: {exc}", file=sys.stderr)
         return EXIT_USAGE
     redactor.add(config.secrets())
-    logs.set_level(config.log_level if command == "serve" else (args.log_level or "WARNING"))
+    # run, doctor and eval print their own output: their log is quiet unless asked for.
+    quiet = args.log_level or os.environ.get("AGENTIFY_LOG_LEVEL") or "WARNING"
+    logs.set_level(config.log_level if command == "serve" else quiet)
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
         return anyio.run(_serve_http, sources, config, logs, args.host, args.port)
@@ -122,6 +125,8 @@ def _run_async(main: Callable[[], Awaitable[int]]) -> int:
             with anyio.CancelScope() as scope:
                 tg.start_soon(watch_signals, scope)
                 result = await main()
+            if scope.cancelled_caught:
+                result = EXIT_INTERRUPTED
             tg.cancel_scope.cancel()
 
     anyio.run(runner)
@@ -183,7 +188,7 @@ async def _run_task(sources: ConfigSources, config: Config, logs: LogSetup, args
             credentials = gateway.credentials
             result = plan_result(outcome, credentials) if args.dry_run else outcome_result(outcome, credentials)
         except AgentifyError as exc:
-            result = error_result(exc)
+            result = error_result(exc, logs.redactor)
     if args.json:
         print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), indent=2))
     else:

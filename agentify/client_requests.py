@@ -10,6 +10,7 @@ import json
 import warnings
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -18,6 +19,7 @@ from agentify.planner import Plan
 from agentify.planner.sampling import MAX_TOKENS, SamplingResult
 from agentify.policy import Answer
 
+CONFIRM_TIMEOUT_SECONDS = 600.0
 _CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -76,9 +78,13 @@ class SessionConfirmer:
             f"agentify wants to call {plan.tool} on backend {plan.backend} with these arguments:\n"
             f"{json.dumps(plan.arguments, indent=2)[:4000]}\n\nWhy you are asked: {reason}. Run it?"
         )
-        try:
-            result = await self._ctx.session.elicit_form(message, _CONFIRM_SCHEMA, self._ctx.request_id)
-        except MCPError:
+        result = None
+        with anyio.move_on_after(CONFIRM_TIMEOUT_SECONDS):
+            try:
+                result = await self._ctx.session.elicit_form(message, _CONFIRM_SCHEMA, self._ctx.request_id)
+            except MCPError:
+                return "cancel"
+        if result is None:  # nobody answered: treat it as dismissed
             return "cancel"
         if result.action == "accept" and (result.content or {}).get("confirm") is True:
             return "accept"

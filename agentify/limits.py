@@ -33,7 +33,9 @@ def cap_result(result: types.CallToolResult, max_chars: int) -> types.CallToolRe
         "Ask for a smaller part (for example the head or tail of a file), or raise maxResultChars in the config.]"
     )
     content.append(types.TextContent(type="text", text=note))
-    return result.model_copy(update={"content": content})
+    # Structured content usually repeats what was cut (the filesystem server sends the whole text
+    # again): keep it only when nothing was left out.
+    return result.model_copy(update={"content": content, "structured_content": None})
 
 
 def block_size(block: types.ContentBlock) -> int:

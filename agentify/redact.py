@@ -18,6 +18,7 @@ _PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"\b(sk-)[A-Za-z0-9_-]{8,}"),
     re.compile(r"(?i)((?:api[_-]?key|token|secret|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
+    re.compile(r"([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)"),  # the password of scheme://user:pass@host
 )
 
 

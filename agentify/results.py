@@ -47,9 +47,10 @@ def plan_result(outcome: TaskOutcome, credentials: Redactor) -> types.CallToolRe
     )
 
 
-def error_result(error: AgentifyError) -> types.CallToolResult:
+def error_result(error: AgentifyError, redactor: Redactor) -> types.CallToolResult:
+    """The error as an isError result; redacted, since messages quote backend stderr and errors."""
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"agentify {error.code}: {error.message}")],
+        content=[types.TextContent(type="text", text=redactor.text(f"agentify {error.code}: {error.message}"))],
         is_error=True,
         _meta={"agentify/error": {"code": error.code, "traceId": error.trace_id}},
     )

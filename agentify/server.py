@@ -11,7 +11,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp_types as types
-from loguru import logger
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
@@ -19,7 +18,7 @@ from agentify import __version__
 from agentify.app import Gateway, open_gateway
 from agentify.client_requests import SessionConfirmer, SessionSampler
 from agentify.config import Config, ConfigSources
-from agentify.errors import AgentifyError, BackendError
+from agentify.errors import AgentifyError, InvalidInput
 from agentify.logging import LogSetup
 from agentify.results import error_result, outcome_result, plan_result
 
@@ -118,11 +117,8 @@ async def _call_tool(ctx: ServerRequestContext[Gateway], params: types.CallToolR
     if params.name == "list_backends":
         return _backends_result(gateway, sampling_available=SessionSampler.offered_by(ctx) is not None)
     if params.name not in ("orchestrate_task", "plan_task"):
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=f"unknown tool {params.name!r}; use orchestrate_task")],
-            is_error=True,
-            _meta={"agentify/error": {"code": "invalid_input", "traceId": None}},
-        )
+        unknown = InvalidInput(f"unknown tool {params.name!r}; use orchestrate_task, plan_task or list_backends")
+        return error_result(unknown, gateway.logs.redactor)
     steps = 0
 
     async def progress(message: str) -> None:
@@ -139,11 +135,8 @@ async def _call_tool(ctx: ServerRequestContext[Gateway], params: types.CallToolR
             sampler=SessionSampler.offered_by(ctx),
             confirmer=SessionConfirmer.offered_by(ctx),
         )
-    except AgentifyError as exc:
-        return error_result(exc)
-    except Exception as exc:  # top-level handler: a bug must still answer the IDE
-        logger.exception("unexpected failure in {}", params.name)
-        return error_result(BackendError(f"internal error in agentify ({type(exc).__name__}); see its log"))
+    except AgentifyError as exc:  # TaskRunner.run turns every failure, bugs included, into one
+        return error_result(exc, gateway.logs.redactor)
     return outcome_result(outcome, gateway.credentials) if execute else plan_result(outcome, gateway.credentials)
 
 

@@ -20,7 +20,7 @@ from loguru import logger
 from pydantic import ValidationError
 
 from agentify.backends import BackendManager, BackendState
-from agentify.errors import AgentifyError, InvalidInput, InvalidPlan, TaskCancelled
+from agentify.errors import AgentifyError, BackendError, InvalidInput, InvalidPlan, TaskCancelled
 from agentify.limits import block_size, cap_result
 from agentify.planner import Plan, TaskInput
 from agentify.planner.catalog import Catalog
@@ -69,7 +69,13 @@ class TaskRunner:
         self._catalog: tuple[tuple[tuple[str, str, int], ...], Catalog] | None = None
 
     async def catalog(self) -> Catalog:
-        """The tools of every usable backend; waits (bounded) for backends that are still starting."""
+        """The tools of every usable backend; waits (bounded) for backends that are still starting.
+
+        A backend that failed before it ever listed tools is asked to start again (after its
+        backoff): the planner cannot choose its tools, so no call would ever restart it."""
+        for backend in self.manager.backends.values():
+            if not backend.tools:
+                backend.kick()
         starting = [b for b in self.manager.backends.values() if b.state is not BackendState.READY]
         if starting:
             limit = min(CATALOG_WAIT_MAX, max(b.spec.startup_timeout_seconds for b in starting) + 1)
@@ -129,6 +135,12 @@ class TaskRunner:
         except anyio.get_cancelled_exc_class():
             self.traces.finish(trace, TaskCancelled.code, "cancelled by the client")
             raise
+        except Exception as exc:  # a bug must still end its trace and answer as an error
+            log.opt(exception=exc).error("task failed unexpectedly")
+            error = BackendError(f"internal error in agentify ({type(exc).__name__}); see its log")
+            error.trace_id = trace.id
+            self.traces.finish(trace, error.code, error.message)
+            raise error from exc
 
     def _validate(self, raw_input: Any) -> TaskInput:
         try:

@@ -19,7 +19,7 @@ from agentify import __version__
 from agentify.console.security import Access, ConsoleGuard
 from agentify.console.stream import event_stream
 from agentify.console.views import LEVELS, Views
-from agentify.errors import AgentifyError, BackendError
+from agentify.errors import AgentifyError
 from agentify.results import error_result, outcome_result
 
 if TYPE_CHECKING:
@@ -106,11 +106,8 @@ def _api_routes(gateway: Gateway, views: Views) -> APIRouter:
         try:
             outcome = await gateway.runner.run(task, execute=True, progress=None)
             result = outcome_result(outcome, gateway.credentials)
-        except AgentifyError as exc:
-            result = error_result(exc)
-        except Exception as exc:  # top-level handler: a bug must still answer the page
-            logger.exception("unexpected failure in a task from the console")
-            result = error_result(BackendError(f"internal error in agentify ({type(exc).__name__}); see its log"))
+        except AgentifyError as exc:  # TaskRunner.run turns every failure, bugs included, into one
+            result = error_result(exc, gateway.logs.redactor)
         return views.redact(result.model_dump(by_alias=True, mode="json", exclude_none=True))
 
     return router

@@ -175,7 +175,7 @@ _LOCATED = frozenset({"in", "inside", "under", "within", "in the", "inside the",
 
 
 def _join_located_paths(query: str, found: list[tuple[Mention, str]]) -> list[tuple[Mention, str]]:
-    """"notes.txt in examples" is one path, examples/notes.txt, when that file exists there."""
+    """ "notes.txt in examples" is one path, examples/notes.txt, when that file exists there."""
     joined: list[tuple[Mention, str]] = []
     for mention, hint in found:
         if joined and mention.kind == "path" and isinstance(mention.value, str) and os.path.isdir(mention.value):

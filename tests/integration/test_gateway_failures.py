@@ -123,10 +123,23 @@ async def test_backend_that_never_starts_is_reported_and_others_work(tmp_path: P
         await echo_works(session, model)
         listing = await session.call_tool("list_backends", {})
     states = {b["id"]: b for b in (listing.structured_content or {})["backends"]}
-    assert states["broken"]["state"] == "failed" and states["fake"]["state"] == "ready"
+    assert states["broken"]["state"] in ("failed", "restarting") and states["fake"]["state"] == "ready"
     assert "exited with code 3" in states["broken"]["lastError"]
     assert "cannot open the database" in states["broken"]["lastError"]
     assert "fake__echo" in {t["function"]["name"] for t in model.requests[0]["tools"]}
+
+
+async def test_backend_that_failed_its_first_start_is_tried_again_on_a_later_task(
+    tmp_path: Path, model: ModelServer
+) -> None:
+    refuse = tmp_path / "refuse-start"
+    refuse.touch()
+    config = write_config(tmp_path, [fake_backend("late", "--refuse-if", str(refuse)), fake_backend()])
+    async with gateway(config, gateway_env(model), tmp_path / "stderr.log") as session:
+        await wait_for_state(session, "late", "failed")
+        refuse.unlink()
+        await echo_works(session, model)  # any task: the planner could never pick the tool-less backend
+        await wait_for_state(session, "late", "ready")
 
 
 async def test_backend_that_cannot_restart_is_backend_unavailable(tmp_path: Path, model: ModelServer) -> None:

@@ -56,3 +56,12 @@ def test_redactor_masks_known_secrets_and_secret_shapes() -> None:
     assert text.endswith("and ab")  # too short to be treated as a secret
     assert redactor.data({"a": ["token=supersecret99"]}) == {"a": [f"token={MASK}"]}
     assert redactor.text("sk-abcdefgh12345678", patterns=False) == "sk-abcdefgh12345678"
+
+
+def test_error_results_are_redacted_since_they_quote_backend_stderr() -> None:
+    from agentify.errors import BackendUnavailable
+    from agentify.results import error_result
+
+    error = BackendUnavailable("backend 'db' exited. Last stderr: connecting to postgres://app:hunter22@db/x")
+    text = error_result(error, Redactor(["hunter22-not-used"])).content[0].text  # type: ignore[union-attr]
+    assert "hunter22" not in text and "postgres://app:[REDACTED]@db/x" in text
