@@ -176,6 +176,8 @@ def _map_openai_errors() -> Iterator[None]:
         raise PlannerError(
             f"cannot reach the model endpoint ({exc.__cause__ or exc}): check OPENAI_BASE_URL / planner.baseUrl"
         ) from exc
+    except openai.APIError as exc:  # e.g. a 200 whose body is not a chat completion
+        raise PlannerError(f"the model endpoint gave an unusable answer: {exc.message[:300]}") from exc
 
 
 def _detail(exc: openai.APIStatusError) -> str:
