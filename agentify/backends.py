@@ -275,7 +275,12 @@ class Backend:
                     )
                 )
                 failure = await self._initialise(session, process)
-                if failure is None:
+                if failure is not None:
+                    # Say so before the (bounded, seconds long) stop of the process below, so that
+                    # callers waiting on this start see the reason, not "starting".
+                    self._fail(failure)
+                    failure = None
+                else:
                     self._session = session
                     self.last_error = None
                     self._set_state(BackendState.READY)
