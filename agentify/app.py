@@ -16,7 +16,8 @@ from typing import Any
 import anyio
 from loguru import logger
 
-from agentify.backends import BackendManager, BackendStatus
+from agentify.backend_state import BackendStatus
+from agentify.backends import BackendManager
 from agentify.config import Config, ConfigSources
 from agentify.console import ConsoleSupervisor
 from agentify.errors import ConfigError

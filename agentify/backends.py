@@ -11,13 +11,10 @@ Raises (from `call`): `BackendUnavailable`, `BackendError`, `TaskTimeout`.
 
 from __future__ import annotations
 
-import enum
 import itertools
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -30,62 +27,20 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from agentify import __version__
+from agentify.backend_state import SETTLED, STARTING, TRANSITIONS, BackendState, BackendStatus
 from agentify.config import BackendConfig
 from agentify.errors import BackendError, BackendUnavailable, Denied, TaskTimeout
+from agentify.stderr_log import StderrLog
 from agentify.transport import BackendProcess, spawn_backend
 
-StateListener = Callable[["BackendStatus"], None]
+StateListener = Callable[[BackendStatus], None]
 
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 STABLE_AFTER = 60.0  # seconds alive after which the backoff starts over
-STDERR_TAIL = 200
-STDERR_LOG_RATE = 200  # lines a second logged per backend; the rest are counted, not logged
 
 
-class BackendState(enum.StrEnum):
-    STARTING = "starting"
-    READY = "ready"
-    FAILED = "failed"
-    RESTARTING = "restarting"
-    STOPPED = "stopped"
-
-
-_TRANSITIONS: dict[BackendState, set[BackendState]] = {
-    BackendState.STOPPED: {BackendState.STARTING, BackendState.RESTARTING},
-    BackendState.STARTING: {BackendState.READY, BackendState.FAILED, BackendState.STOPPED},
-    BackendState.RESTARTING: {BackendState.READY, BackendState.FAILED, BackendState.STOPPED},
-    BackendState.READY: {BackendState.FAILED, BackendState.STOPPED},
-    BackendState.FAILED: {BackendState.RESTARTING, BackendState.STOPPED},
-}
-_SETTLED = (BackendState.READY, BackendState.FAILED)
 _TOOL_VERSIONS = itertools.count(1)  # global, so a replaced backend never reuses a version
-
-
-@dataclass(frozen=True, kw_only=True)
-class BackendStatus:
-    """A snapshot of one backend, as `list_backends`, `doctor` and the console show it."""
-
-    id: str
-    description: str
-    state: BackendState
-    pid: int | None
-    tools: tuple[str, ...]
-    restarts: int
-    last_error: str | None
-    stderr_tail: tuple[str, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "description": self.description,
-            "state": self.state.value,
-            "pid": self.pid,
-            "tools": list(self.tools),
-            "restarts": self.restarts,
-            "lastError": self.last_error,
-            "stderrTail": list(self.stderr_tail),
-        }
 
 
 class Backend:
@@ -98,7 +53,7 @@ class Backend:
         self.tools_version = 0  # bumped whenever `tools` is replaced, so catalogs know when to rebuild
         self.restarts = 0
         self.last_error: str | None = None
-        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.stderr = StderrLog(spec.id)
         self._on_state = on_state
         self._session: ClientSession | None = None
         self._process: BackendProcess | None = None
@@ -110,7 +65,6 @@ class Backend:
         self._backoff = 0.0
         self._next_start_at = 0.0
         self._log = logger.bind(backend=spec.id)
-        self._stderr_window = (0.0, 0, 0)  # (second, logged, suppressed)
 
     # ----- what callers use ------------------------------------------------------------------
 
@@ -123,14 +77,19 @@ class Backend:
             tools=tuple(t.name for t in self.tools),
             restarts=self.restarts,
             last_error=self.last_error,
-            stderr_tail=tuple(self.stderr_tail),
+            stderr_tail=tuple(self.stderr.tail),
         )
+
+    async def _wait_while(self, busy: Callable[[], bool], seconds: float) -> None:
+        """Waits, at most `seconds`, until `busy()` is false; re-checked on every state change and on stop."""
+        with anyio.move_on_after(seconds):
+            while busy() and not self._closing:
+                await self._state_changed.wait()
 
     async def wait_settled(self, seconds: float | None = None) -> None:
         """Waits (bounded) until this backend is ready or has failed; returns at once if it is disabled."""
-        with anyio.move_on_after(seconds if seconds is not None else self.spec.startup_timeout_seconds + 1):
-            while self.spec.enabled and not self._closing and self.state not in _SETTLED:
-                await self._state_changed.wait()
+        limit = seconds if seconds is not None else self.spec.startup_timeout_seconds + 1
+        await self._wait_while(lambda: self.spec.enabled and self.state not in SETTLED, limit)
 
     async def ready_session(self) -> ClientSession:
         """The live session; starts or restarts the backend first when needed (bounded wait).
@@ -146,12 +105,14 @@ class Backend:
             self._wake.set()
             backoff_left = max(0.0, self._next_start_at - time.monotonic())
             attempted = False
-            with anyio.move_on_after(backoff_left + self.spec.startup_timeout_seconds + 1):
-                while not self._is_ready() and not self._closing:
-                    attempted = attempted or self.state in (BackendState.STARTING, BackendState.RESTARTING)
-                    if attempted and self.state is BackendState.FAILED:
-                        break
-                    await self._state_changed.wait()
+
+            def starting() -> bool:
+                # Until ready, or until a start attempt seen here has failed.
+                nonlocal attempted
+                attempted = attempted or self.state in STARTING
+                return not self._is_ready() and not (attempted and self.state is BackendState.FAILED)
+
+            await self._wait_while(starting, backoff_left + self.spec.startup_timeout_seconds + 1)
         if not self._is_ready() or self._session is None:
             detail = f": {self.last_error}" if self.last_error else ""
             raise BackendUnavailable(
@@ -185,9 +146,7 @@ class Backend:
         session = await self.ready_session()
         if self._process is not None and self._process.stdout_closed.is_set():
             # It died after the last call and the owner has not noticed yet: let it restart first.
-            with anyio.move_on_after(2.0):
-                while self.state is BackendState.READY:
-                    await self._state_changed.wait()
+            await self._wait_while(self._is_ready, 2.0)
             session = await self.ready_session()
         timeout = self.spec.timeout_seconds
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
@@ -210,7 +169,7 @@ class Backend:
                 raise BackendError(
                     f"backend {self.spec.id!r} exited during the call to {tool}"
                     + (f" (exit code {code})" if code is not None else "")
-                    + f"; it will be restarted on the next call. {self._stderr_hint()}"
+                    + f"; it will be restarted on the next call. {self.stderr.hint()}"
                 ) from exc
             raise BackendError(
                 f"backend {self.spec.id!r} rejected the call to {tool}: {exc.error.message} (code {exc.error.code})"
@@ -259,7 +218,7 @@ class Backend:
             async with AsyncExitStack() as stack:
                 try:
                     process = await stack.enter_async_context(
-                        spawn_backend(spec.command, spec.args, spec.env, spec.cwd, self._on_stderr_line)
+                        spawn_backend(spec.command, spec.args, spec.env, spec.cwd, self.stderr.line)
                     )
                 except OSError as exc:
                     raise _SpawnFailed(
@@ -305,12 +264,12 @@ class Backend:
         except TimeoutError:
             return (
                 f"did not finish initialize and tools/list within {timeout:g} s "
-                f"(raise startupTimeoutSeconds if it needs longer). {self._stderr_hint()}"
+                f"(raise startupTimeoutSeconds if it needs longer). {self.stderr.hint()}"
             )
         except MCPError as exc:
             code = await process.wait_exit(1.0)
             reason = f"exited with code {code}" if code is not None else f"failed: {exc.error.message}"
-            return f"{reason} during start-up. {self._stderr_hint()}"
+            return f"{reason} during start-up. {self.stderr.hint()}"
         self._log.info("ready: {} tools", len(self.tools))
         return None
 
@@ -331,7 +290,7 @@ class Backend:
                 tg.start_soon(on_refresh)
             if process.stdout_closed.is_set():
                 code = await process.wait_exit(1.0)
-                return f"exited (code {code}); restarted on the next call. {self._stderr_hint()}"
+                return f"exited (code {code}); restarted on the next call. {self.stderr.hint()}"
             if not self._closing:
                 self._refresh = anyio.Event()  # a notification during the listing below lists again
                 try:
@@ -361,27 +320,6 @@ class Backend:
         elif isinstance(message, Exception):
             self._log.warning("unreadable message from the backend: {}", str(message)[:300])
 
-    def _on_stderr_line(self, line: str) -> None:
-        self.stderr_tail.append(line)
-        second = int(time.monotonic())
-        window, logged, suppressed = self._stderr_window
-        if second != window:
-            if suppressed:
-                self._log.warning("stderr: {} more lines were not logged (the console keeps the tail)", suppressed)
-            window, logged, suppressed = second, 0, 0
-        if logged < STDERR_LOG_RATE:
-            self._log.info("stderr: {}", line)
-            logged += 1
-        else:
-            if suppressed == 0:
-                self._log.warning("stderr: more than {} lines a second; counting instead of logging", STDERR_LOG_RATE)
-            suppressed += 1
-        self._stderr_window = (window, logged, suppressed)
-
-    def _stderr_hint(self) -> str:
-        lines = [line for line in self.stderr_tail if line.strip()][-3:]
-        return ("Last stderr: " + " / ".join(lines)) if lines else "It printed nothing on stderr."
-
     def _fail(self, message: str) -> None:
         self.last_error = message
         self._log.warning("failed: {}", message)
@@ -390,7 +328,7 @@ class Backend:
     def _set_state(self, new: BackendState) -> None:
         if new is self.state:
             return
-        if new not in _TRANSITIONS[self.state]:
+        if new not in TRANSITIONS[self.state]:
             raise RuntimeError(f"backend {self.spec.id}: illegal state change {self.state.value} -> {new.value}")
         self.state = new
         changed, self._state_changed = self._state_changed, anyio.Event()

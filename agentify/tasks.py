@@ -19,7 +19,8 @@ import mcp_types as types
 from loguru import logger
 from pydantic import ValidationError
 
-from agentify.backends import BackendManager, BackendState
+from agentify.backend_state import BackendState
+from agentify.backends import BackendManager
 from agentify.errors import AgentifyError, BackendError, InvalidInput, InvalidPlan, TaskCancelled
 from agentify.limits import block_size, cap_result
 from agentify.planner import Plan, TaskInput
