@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import anyio
 import mcp_types as types
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.stdio import get_default_environment
-from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
+
+from agentify.proc import iter_lines, stop_group, wait_for_exit
 
 EXIT_GRACE_SECONDS = 2.0
 KILL_GRACE_SECONDS = 2.0
@@ -84,7 +85,7 @@ async def spawn_backend(
         assert process.stdout is not None
         try:
             async with read_send:
-                async for line in _lines(process.stdout):
+                async for line in iter_lines(process.stdout):
                     try:
                         message: SessionMessage | Exception = SessionMessage(
                             types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -109,7 +110,7 @@ async def spawn_backend(
 
     async def read_stderr() -> None:
         assert process.stderr is not None
-        async for line in _lines(process.stderr, limit=STDERR_LINE_LIMIT):
+        async for line in iter_lines(process.stderr, limit=STDERR_LINE_LIMIT):
             on_stderr_line(line.decode("utf-8", errors="replace").rstrip("\r"))
 
     async with anyio.create_task_group() as tg:
@@ -124,30 +125,6 @@ async def spawn_backend(
             tg.cancel_scope.cancel()
 
 
-async def _lines(stream: ByteReceiveStream, limit: int | None = None) -> AsyncIterator[bytes]:
-    """Splits a byte stream into lines without quadratic copying; lines past `limit` are cut."""
-    pending: list[bytes] = []
-    size = 0
-    try:
-        async for chunk in stream:
-            start = 0
-            while (end := chunk.find(b"\n", start)) != -1:
-                pending.append(chunk[start:end])
-                line = b"".join(pending)
-                pending, size = [], 0
-                yield line[:limit] if limit else line
-                start = end + 1
-            rest = chunk[start:]
-            if rest and (limit is None or size < limit):
-                pending.append(rest)
-                size += len(rest)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        pass
-    if pending:
-        line = b"".join(pending)
-        yield line[:limit] if limit else line
-
-
 async def _stop(process: Process) -> None:
     """Close stdin, wait for a clean exit, then clear the whole process group."""
     if process.stdin is not None:
@@ -155,18 +132,8 @@ async def _stop(process: Process) -> None:
             await process.stdin.aclose()
     await wait_for_exit(process, EXIT_GRACE_SECONDS)
     # Always signal the group: a server that exited cleanly can leave children behind.
-    await terminate_posix_process_tree(process, KILL_GRACE_SECONDS)
-    with anyio.move_on_after(KILL_GRACE_SECONDS):
-        await process.wait()
+    await stop_group(process, KILL_GRACE_SECONDS)
     for stream in (process.stdout, process.stderr):
         if stream is not None:
             with anyio.move_on_after(0.5):
                 await stream.aclose()
-
-
-async def wait_for_exit(process: Process, seconds: float) -> int | None:
-    """Polls the exit status: `process.wait()` would also wait for pipe EOF, which a child can hold open."""
-    with anyio.move_on_after(seconds):
-        while process.returncode is None:  # noqa: ASYNC110 - there is no exit event to wait on
-            await anyio.sleep(0.02)
-    return process.returncode

@@ -3,7 +3,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from agentify.transport import _lines
+from agentify.proc import iter_lines
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +23,7 @@ class Chunks:
 
 
 async def collect(chunks: list[bytes], limit: int | None = None) -> list[bytes]:
-    return [line async for line in _lines(Chunks(chunks), limit)]  # type: ignore[arg-type]
+    return [line async for line in iter_lines(Chunks(chunks), limit)]  # type: ignore[arg-type]
 
 
 async def test_lines_split_across_chunks_and_keep_the_tail() -> None:
