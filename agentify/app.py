@@ -47,11 +47,22 @@ class Gateway:
     init_options_applied: bool = False
     retired_planners: list[PlannerSelector] = field(default_factory=list)
 
-    def apply_init_options(self, options: Mapping[str, Any]) -> None:
+    def apply_init_options(self, options: Mapping[str, Any], *, trusted: bool = True) -> None:
         """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal.
 
-        Only the first client's options apply: over HTTP every session sends its own `initialize`,
-        and one client must not reconfigure the gateway under another."""
+        Only the first client's options apply. An untrusted client (any HTTP client: it did not start
+        agentify) may set the log level only: never backends, commands, URLs, headers, env or keys."""
+        if not trusted:
+            ignored = sorted(set(options) - {"logLevel"})
+            if ignored:
+                logger.warning("initializationOptions over HTTP may only set logLevel; ignored: {}", ", ".join(ignored))
+            level = options.get("logLevel")
+            if isinstance(level, str):
+                try:
+                    self.logs.set_level(self.sources.resolve({"logLevel": level}).log_level)
+                except ConfigError as exc:
+                    logger.error("initializationOptions.logLevel ignored: {}", exc)
+            return
         if self.init_options_applied:
             logger.info("initializationOptions of a later client ignored: the first client's apply")
             return
@@ -62,7 +73,6 @@ class Gateway:
             logger.error("initializationOptions ignored: {}", exc)
             return
         self.logs.redactor.add(config.secrets())
-        self.credentials.add(config.credential_secrets())
         if config.log_level != self.config.log_level:
             self.logs.set_level(config.log_level)
         if config.planner != self.config.planner:
@@ -94,8 +104,10 @@ async def open_gateway(
     traces = TraceStore(bus, logs.redactor, file=config.trace_file)
     manager = BackendManager(config.backends, on_state=_on_backend_state(bus))
     planners = PlannerSelector(config.planner)
-    runner = TaskRunner(manager, planners, traces, config.max_query_chars, config.max_result_chars)
-    credentials = Redactor(config.credential_secrets())
+    runner = TaskRunner(
+        manager, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars
+    )
+    credentials = logs.redactor  # one set of secrets for every sink; results skip only the shape patterns
     gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner, credentials)
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)

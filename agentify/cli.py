@@ -41,6 +41,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or http")
     serve.add_argument("--host", default="127.0.0.1", help="with --transport http: the address to bind")
     serve.add_argument("--port", type=int, default=8765, help="with --transport http: the port (endpoint /mcp)")
+    serve.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="with --transport http on a loopback address: accept clients without the bearer token",
+    )
     serve.add_argument("--debug-port", type=int, help="serve the debug console on this port")
     serve.add_argument("--debug-host", help="address the debug console binds (default 127.0.0.1: this machine only)")
 
@@ -96,7 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     logs.set_level(config.log_level if command == "serve" else quiet)
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
-        return anyio.run(_serve_http, sources, config, logs, args.host, args.port)
+        from agentify.http_auth import choose_token
+
+        try:
+            token = choose_token(args.host, os.environ.get("AGENTIFY_HTTP_TOKEN"), args.no_auth)
+        except ConfigError as exc:
+            print(f"agentify: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return anyio.run(_serve_http, sources, config, logs, args.host, args.port, token)
     if command == "serve":
         return _run_async(lambda: _serve(sources, config, logs))
     if command == "run":
@@ -146,18 +158,31 @@ async def _serve(sources: ConfigSources, config: Config, logs: LogSetup) -> int:
     return EXIT_OK
 
 
-async def _serve_http(sources: ConfigSources, config: Config, logs: LogSetup, host: str, port: int) -> int:
+async def _serve_http(
+    sources: ConfigSources, config: Config, logs: LogSetup, host: str, port: int, token: str | None
+) -> int:
     import uvicorn
 
+    from agentify.http_auth import BearerAuth, is_loopback
     from agentify.server import build_server
 
-    server = build_server(sources, config, logs)
-    app = server.streamable_http_app(host=host, streamable_http_path="/mcp")
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        logger.warning("serving MCP on {}: reachable from other machines, with no authentication", host)
-    logger.info(
-        "agentify {} serving MCP on http://{}:{}/mcp with {} backends", __version__, host, port, len(config.backends)
-    )
+    # A network client is not the user who started agentify: its initializationOptions change nothing
+    # but the log level (no backends, commands, URLs, headers, env or keys).
+    server = build_server(sources, config, logs, trust_init_options=False)
+    app: Any = server.streamable_http_app(host=host, streamable_http_path="/mcp")
+    url = f"http://{host}:{port}/mcp"
+    logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(config.backends))
+    if token is None:
+        logger.warning("serving MCP on {} without authentication (--no-auth): any local process can use it", url)
+    else:
+        app = BearerAuth(app, token)
+        logs.redactor.add([token])
+        if os.environ.get("AGENTIFY_HTTP_TOKEN"):
+            logger.info("clients must send 'Authorization: Bearer <the value of AGENTIFY_HTTP_TOKEN>'")
+        else:
+            logs.reveal("agentify", f"clients must send 'Authorization: Bearer {token}' (AGENTIFY_HTTP_TOKEN fixes it)")
+        if not is_loopback(host):
+            logger.warning("serving MCP on {}: reachable from other machines; only clients with the token get in", host)
     settings = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
     await uvicorn.Server(settings).serve()
     return EXIT_OK

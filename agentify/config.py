@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from agentify.errors import ConfigError
@@ -57,6 +57,10 @@ class BackendConfig(_Model):
     allow_destructive: bool = False
     tools: ToolFilter = Field(default_factory=ToolFilter)
 
+    def secret_values(self) -> list[str]:
+        """Values of this backend that are secrets whatever their names (headers and auth, once remote)."""
+        return []
+
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
@@ -85,6 +89,7 @@ class Config(_Model):
     log_level: LogLevel = "INFO"
     trace_file: str | None = None
     max_query_chars: int = Field(default=20_000, ge=1)
+    max_context_chars: int = Field(default=20_000, ge=100)
     max_result_chars: int = Field(default=1_000_000, ge=1000)
 
     @field_validator("log_level", mode="before")
@@ -102,22 +107,23 @@ class Config(_Model):
         return self
 
     def secrets(self) -> list[str]:
-        """What logs, traces and the console mask: the API key and every value of a backend's env."""
-        values = [self.planner.api_key or ""]
-        for backend in self.backends:
-            values.extend(backend.env.values())
-        return [v for v in values if v]
-
-    def credential_secrets(self) -> list[str]:
-        """What is also masked inside backend results: the API key and env values that are credentials
-        (by name, or long random-looking values); `NODE_ENV=production` must not blank out a file's text."""
-        values = [self.planner.api_key or ""]
+        """What every sink masks (logs, traces, the console, results): the API key, every value that came
+        from `${VAR}`, and env values that are credentials (by name, or long random-looking values).
+        `NODE_ENV=production` is not a secret: masking it would blank the word out of every log line."""
+        values = [self.planner.api_key or "", *self._expanded]
         for backend in self.backends:
             values.extend(v for k, v in backend.env.items() if _is_credential(k, v))
-        return [v for v in values if v]
+            values.extend(backend.secret_values())
+        return sorted({v for v in values if v})
+
+    _expanded: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
 
 _CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|private|session|cookie")
+_PLACE_VARIABLES = re.compile(
+    r"HOME|PWD|OLDPWD|USER|LOGNAME|SHELL|TMPDIR|TEMP|TMP|PATH|LANG|XDG_[A-Z_]+_(HOME|DIR|DIRS)"
+)
+"""Variables that name places or people, not secrets: masking `/home/ada` would hide every path in the log."""
 
 
 def _is_credential(name: str, value: str) -> bool:
@@ -133,6 +139,8 @@ class ConfigSources:
     file_path: Path | None = None
     env: dict[str, Any] = field(default_factory=dict)
     flags: dict[str, Any] = field(default_factory=dict)
+    expanded: set[str] = field(default_factory=set)
+    """Every value `${VAR}` was replaced with: each is a secret wherever it ends up."""
 
     def resolve(self, init_options: Mapping[str, Any] | None = None) -> Config:
         merged: dict[str, Any] = {}
@@ -145,6 +153,9 @@ class ConfigSources:
         base = self.file_path.parent if self.file_path else Path.cwd()
         for backend in config.backends:
             backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
+        if config.trace_file:
+            config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
+        config._expanded = frozenset(self.expanded)
         return config
 
 
@@ -156,10 +167,12 @@ def load_sources(
     path_text = config_path or environ.get("AGENTIFY_CONFIG")
     path = Path(path_text) if path_text else Path("agentify.json")
     file_layer: dict[str, Any] = {}
+    expanded: set[str] = set()
     if path.exists() or path_text:
-        file_layer = _normalise_backends(_expand(_read_json(path), environ, "config"), "config file")
+        file_layer = _normalise_backends(_expand(_read_json(path), environ, "config", expanded), "config file")
     return ConfigSources(
         file=file_layer,
+        expanded=expanded,
         file_path=path.resolve() if file_layer or path.exists() else None,
         env=_from_environment(environ),
         flags={k: v for k, v in flags.items() if v is not None},
@@ -184,12 +197,15 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _expand(value: Any, environ: Mapping[str, str], where: str) -> Any:
+def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[str]) -> Any:
+    """Replaces `${VAR}` in every string; each value taken from the environment is added to `expanded`."""
     if isinstance(value, str):
 
         def substitute(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
             if name in environ:
+                if not _PLACE_VARIABLES.fullmatch(name):
+                    expanded.add(environ[name])
                 return environ[name]
             if default is not None:
                 return default
@@ -200,9 +216,9 @@ def _expand(value: Any, environ: Mapping[str, str], where: str) -> Any:
 
         return _VAR.sub(substitute, value)
     if isinstance(value, dict):
-        return {k: _expand(v, environ, f"{where}.{k}") for k, v in value.items()}
+        return {k: _expand(v, environ, f"{where}.{k}", expanded) for k, v in value.items()}
     if isinstance(value, list):
-        return [_expand(v, environ, f"{where}.{i}") for i, v in enumerate(value)]
+        return [_expand(v, environ, f"{where}.{i}", expanded) for i, v in enumerate(value)]
     return value
 
 

@@ -11,6 +11,7 @@ import json
 import sys
 import traceback
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TextIO
 
 from loguru import logger
@@ -39,6 +40,16 @@ class LogSetup:
         if self._sink_id is not None:
             logger.remove(self._sink_id)
         self._sink_id = logger.add(self._write, level=level.upper(), format=_TEXT_FORMAT, colorize=False)
+
+    def reveal(self, name: str, text: str) -> None:
+        """Writes one INFO line to stderr around the redacting sink: for the one line that must show a
+        secret to the user who started agentify (a generated token). Nothing else sees it."""
+        stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
+        try:
+            self._stream.write(f"{stamp} | INFO    | {name} | {text}\n")
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass  # stderr closed by the parent: nobody to tell
 
     def _write(self, message: Any) -> None:
         record = message.record

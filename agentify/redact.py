@@ -1,8 +1,16 @@
-"""Secret redaction shared by every sink the gateway writes to.
+"""Secret redaction, applied once at each sink (stderr, the console, traces, results).
 
-A `Redactor` knows the literal secrets of this run (API keys, every value of a
-backend's `env`, the console token) and also masks secret-shaped strings it was
-never told about: bearer tokens and `sk-`-style keys.
+A `Redactor` knows the literal secrets of this run (API keys, header and auth values, values that
+came from `${VAR}`, credential-looking env values, the console token) and also masks
+secret-shaped strings it was never told about: bearer tokens, `sk-`-style keys, `token=...`
+assignments and the password of `scheme://user:pass@host`.
+
+Every pattern runs in linear time: each repetition that could meet the next one is bounded, and
+the URL pattern may only start where a scheme can start, so no input makes the engine backtrack
+over what it has already read (tests/unit/test_redact.py feeds each one 1 MB of its worst case).
+
+`bounded` cuts after redacting, never before, so a secret that straddles the cut cannot leak its
+first half.
 """
 
 from __future__ import annotations
@@ -13,12 +21,16 @@ from typing import Any
 
 MASK = "[REDACTED]"
 _MIN_SECRET_LEN = 4
+_PRECUT_MARGIN = 64 * 1024
+"""`bounded` first drops what lies this far past the limit: a secret cut there is never shown."""
 
 _PATTERNS = (
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"(?i)\b(bearer[ \t]{1,16})[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"\b(sk-)[A-Za-z0-9_-]{8,}"),
-    re.compile(r"(?i)((?:api[_-]?key|token|secret|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
-    re.compile(r"([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)"),  # the password of scheme://user:pass@host
+    re.compile(r"(?i)\b((?:api[_-]?key|token|secret|password)[\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?)[^\s\"',}]{4,}"),
+    # scheme://user:PASSWORD@host. The look-behind lets a scheme start only at the start of a word,
+    # and every part is bounded, so a long run of letters costs one pass, not one pass per letter.
+    re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]{1,256}:)[^\s@/]{1,1024}(?=@)"),
 )
 
 
@@ -42,15 +54,29 @@ class Redactor:
                 value = value.replace(secret, MASK)
         if patterns:
             for pattern in _PATTERNS:
-                value = pattern.sub(lambda m: m.group(1) + MASK, value)
+                value = pattern.sub(_keep_prefix, value)
         return value
 
-    def data(self, value: Any, *, patterns: bool = True) -> Any:
-        """Redacts every string inside JSON-like data, returning a copy."""
+    def data(self, value: Any, *, patterns: bool = True, limit: int | None = None) -> Any:
+        """Redacts every string inside JSON-like data, returning a copy; with `limit`, strings are `bounded`."""
         if isinstance(value, str):
-            return self.text(value, patterns=patterns)
+            return self.text(value, patterns=patterns) if limit is None else self.bounded(value, limit)
         if isinstance(value, dict):
-            return {k: self.data(v, patterns=patterns) for k, v in value.items()}
+            return {k: self.data(v, patterns=patterns, limit=limit) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self.data(v, patterns=patterns) for v in value]
+            return [self.data(v, patterns=patterns, limit=limit) for v in value]
         return value
+
+    def bounded(self, value: str, limit: int) -> str:
+        """Redacted, then cut to `limit` characters with a note saying how long it was."""
+        original = len(value)
+        if original > limit + _PRECUT_MARGIN:
+            value = value[: limit + _PRECUT_MARGIN]
+        value = self.text(value)
+        if len(value) <= limit and original <= limit + _PRECUT_MARGIN:
+            return value
+        return value[:limit] + f" [... cut: {original} characters in all]"
+
+
+def _keep_prefix(match: re.Match[str]) -> str:
+    return match.group(1) + MASK

@@ -70,8 +70,16 @@ TOOLS = [
 
 
 def build_server(
-    sources: ConfigSources, config: Config, logs: LogSetup, on_closed: Callable[[], None] | None = None
+    sources: ConfigSources,
+    config: Config,
+    logs: LogSetup,
+    on_closed: Callable[[], None] | None = None,
+    *,
+    trust_init_options: bool = True,
 ) -> Server[Gateway]:
+    """`trust_init_options`: over stdio the client started agentify, so its `initializationOptions` are
+    its own config; over HTTP any client can connect, and they may change nothing but the log level."""
+
     @asynccontextmanager
     async def lifespan(_: Server[Gateway]) -> AsyncIterator[Gateway]:
         try:
@@ -92,17 +100,20 @@ def build_server(
     )
     # No OpenTelemetry exporter is configured by agentify: drop the SDK's per-message span middleware.
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
-    server.middleware.append(_read_initialization_options)
+    server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
     return server
 
 
-async def _read_initialization_options(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """The SDK drops `initializationOptions`; read them from the raw `initialize` params."""
-    if ctx.method == "initialize" and ctx.params:
-        options = ctx.params.get("initializationOptions")
-        if isinstance(options, dict) and options:
-            ctx.lifespan_context.apply_init_options(options)
-    return await call_next(ctx)
+def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
+    async def read(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """The SDK drops `initializationOptions`; read them from the raw `initialize` params."""
+        if ctx.method == "initialize" and ctx.params:
+            options = ctx.params.get("initializationOptions")
+            if isinstance(options, dict) and options:
+                ctx.lifespan_context.apply_init_options(options, trusted=trusted)
+        return await call_next(ctx)
+
+    return read
 
 
 async def _list_tools(

@@ -61,11 +61,13 @@ class TaskRunner:
         traces: TraceStore,
         max_query_chars: int,
         max_result_chars: int,
+        max_context_chars: int = 20_000,
     ) -> None:
         self.manager = manager
         self.planners = planners
         self.traces = traces
         self.max_query_chars = max_query_chars
+        self.max_context_chars = max_context_chars
         self.max_result_chars = max_result_chars
         self._catalog: tuple[tuple[tuple[str, str, int], ...], Catalog] | None = None
 
@@ -161,6 +163,14 @@ class TaskRunner:
                 f"the query is {len(task.query)} characters long; the limit is {self.max_query_chars}. "
                 "Shorten it, or put long content in a file and name the file in the task."
             )
+        selection = task.context.selection_text if task.context else None
+        if task.context and selection and len(selection) > self.max_context_chars:
+            limit = self.max_context_chars
+            cut = (
+                selection[:limit]
+                + f"\n[... selection cut: {len(selection)} characters in all; maxContextChars is {limit}]"
+            )
+            task = task.model_copy(update={"context": task.context.model_copy(update={"selection_text": cut})})
         return task
 
     def _confirmation_reason(self, plan: Plan) -> str | None:
@@ -236,18 +246,12 @@ class TaskRunner:
 
 
 def _preview(result: types.CallToolResult) -> str:
-    texts = [c.text for c in result.content if isinstance(c, types.TextContent)]
-    text = "\n".join(texts)
-    return text[:2000] + (f" [... {len(text) - 2000} more characters]" if len(text) > 2000 else "")
+    """The result's text for the trace, which redacts it and then cuts it to a preview."""
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
 def _as_dict(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        query = raw.get("query")
-        if isinstance(query, str) and len(query) > 2000:
-            raw = {**raw, "query": query[:2000] + f" [... {len(query) - 2000} more characters]"}
-        return dict(raw)
-    return {"input": repr(raw)[:2000]}
+    return dict(raw) if isinstance(raw, dict) else {"input": repr(raw)[:10_000]}
 
 
 async def _report(progress: Progress | None, message: str) -> None:

@@ -2,12 +2,15 @@
 
 Kept in a bounded ring, published on the event bus as they change, and appended as JSON
 lines to `traceFile` when one is configured; at start the ring is filled from that file's
-last lines, so the console still shows them after a restart. Everything stored is redacted first.
+last lines, so the console still shows them after a restart. This is the traces' sink: every string
+stored is redacted here, then cut to a bounded preview (`TEXT_LIMIT`), never cut before redaction.
+The file is created with mode 0600: it holds queries, arguments and file previews.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections import Counter, deque
@@ -19,6 +22,9 @@ from loguru import logger
 
 from agentify.events import EventBus
 from agentify.redact import Redactor
+
+TEXT_LIMIT = 2000
+"""Characters kept of any one string of a trace (a query, a selection, an argument, a result preview)."""
 
 
 @dataclass
@@ -88,7 +94,7 @@ class TraceStore:
             self._ring.extend(_load_tail(self._file, keep))
 
     def start(self, kind: str, task_input: dict[str, Any]) -> Trace:
-        trace = Trace(id=uuid.uuid4().hex[:16], kind=kind, input=self._redactor.data(task_input))
+        trace = Trace(id=uuid.uuid4().hex[:16], kind=kind, input=self._redactor.data(task_input, limit=TEXT_LIMIT))
         self._ring.append(trace)
         self._counts.update(("total", "running"))
         self._publish(trace)
@@ -101,22 +107,21 @@ class TraceStore:
 
     def end_span(self, trace: Trace, span: Span, error: str | None = None, **attributes: Any) -> None:
         span.end = time.time()
-        span.error = self._redactor.text(error) if error else None
-        span.attributes.update(self._redactor.data(attributes))
+        span.error = self._redactor.bounded(error, TEXT_LIMIT) if error else None
+        span.attributes.update(self._redactor.data(attributes, limit=TEXT_LIMIT))
         self._publish(trace)
 
     def finish(self, trace: Trace, error_code: str | None = None, error_message: str | None = None) -> None:
         trace.end = time.time()
         trace.status = "error" if error_code else "ok"
         if error_code:
-            trace.error = {"code": error_code, "message": self._redactor.text(error_message or "")}
+            trace.error = {"code": error_code, "message": self._redactor.bounded(error_message or "", TEXT_LIMIT)}
         self._counts.subtract(("running",))
         self._counts.update((trace.status,))
         self._publish(trace)
         if self._file is not None:
             try:
-                with self._file.open("a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(trace.as_dict(), default=str) + "\n")
+                _append_private(self._file, json.dumps(trace.as_dict(), default=str) + "\n")
             except OSError as exc:
                 logger.warning("cannot append the trace to {}: {}", self._file, exc.strerror)
 
@@ -134,6 +139,17 @@ class TraceStore:
         # Live updates matter only to a connected console; the ring above keeps every trace anyway.
         if self._bus.has_subscribers:
             self._bus.publish("trace", trace.as_dict())
+
+
+def _append_private(path: Path, line: str) -> None:
+    """Appends to `path`, creating it readable by its owner only (and tightening a file made before)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
 
 
 def _load_tail(path: Path, keep: int) -> list[Trace]:

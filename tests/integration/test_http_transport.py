@@ -12,6 +12,7 @@ import anyio
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import AGENTIFY, fake_backend, gateway_env, pid_alive, text_of, wait_until, write_config
 from tests.fakes.model_server import ModelServer, Reply
@@ -37,15 +38,16 @@ async def test_http_transport_serves_tasks_and_sigterm_closes_backends(tmp_path:
     port = free_port()
     marker = tmp_path / "marker.log"
     config = write_config(tmp_path, [fake_backend("fake", "--marker", str(marker), "--spawn-child")])
-    env = os.environ | gateway_env(model)
+    env = os.environ | gateway_env(model, AGENTIFY_HTTP_TOKEN="test-token-123456")
     command = [str(AGENTIFY), "serve", "--transport", "http", "--port", str(port), "--config", str(config)]
     async with await anyio.open_process(
         command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     ) as process:
         try:
             await wait_until(lambda: accepting(port), 30)
-            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
-                async with ClientSession(read, write) as session:
+            client = create_mcp_http_client(headers={"Authorization": "Bearer test-token-123456"})
+            async with client, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client) as (r, w):
+                async with ClientSession(r, w) as session:
                     with anyio.fail_after(30):
                         await session.initialize()
                         model.push(Reply.tool_call("fake__echo", {"text": "over http"}))

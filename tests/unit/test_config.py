@@ -58,7 +58,7 @@ def test_init_options_backends_replace_the_file_list(tmp_path: Path) -> None:
     assert [b.id for b in config.backends] == ["b"]
 
 
-def test_credential_secrets_skip_plain_env_values(tmp_path: Path) -> None:
+def test_secrets_are_credentials_and_expanded_values_but_not_plain_env_values(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         {
@@ -72,8 +72,26 @@ def test_credential_secrets_skip_plain_env_values(tmp_path: Path) -> None:
         },
     )
     config = load_sources(path, {}, {"OPENAI_API_KEY": "sk-1"}).resolve()
-    assert set(config.secrets()) == {"sk-1", "production", "ghp_1", "abc123def456ghi789"}
-    assert set(config.credential_secrets()) == {"sk-1", "ghp_1", "abc123def456ghi789"}
+    assert set(config.secrets()) == {"sk-1", "ghp_1", "abc123def456ghi789"}
+
+
+def test_every_value_from_a_variable_is_a_secret_wherever_it_is_used(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "backends": [
+                {"id": "a", "command": "x", "args": ["--token", "${GH_TOKEN}", "${HOME}/data", "--level=${LVL:-info}"]}
+            ]
+        },
+    )
+    config = load_sources(path, {}, {"GH_TOKEN": "plainword", "HOME": "/home/ada"}).resolve()
+    assert config.secrets() == ["plainword"]  # HOME names a place; the default came from the file
+
+
+def test_a_relative_trace_file_resolves_against_the_config_folder(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    path = write(tmp_path / "conf", {"traceFile": "traces.jsonl"})
+    assert load_sources(path, {}, {}).resolve().trace_file == str((tmp_path / "conf" / "traces.jsonl").resolve())
 
 
 def test_invalid_values_name_their_field(tmp_path: Path) -> None:

@@ -1,0 +1,68 @@
+"""The redactor runs in linear time on hostile input, and cuts only after it has masked."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from agentify.redact import MASK, Redactor
+
+MB = 1_000_000
+
+# The worst case of each pattern: a prefix that matches, followed by what makes it fail late,
+# repeated or stretched to 1 MB. A backtracking pattern takes minutes here (the old URL pattern
+# took 6 s on 80 kB); a linear one takes well under a second.
+WORST_CASES = {
+    "letters (URL scheme run)": "a" * MB,
+    "scheme-like run": "a+b.c-" * (MB // 6),
+    "URL without @": "x://user:" + "p" * MB,
+    "many URLs without @": "x://u:p/" * (MB // 8),
+    "bearer without token": "bearer " * (MB // 7),
+    "bearer with spaces": "Bearer" + " " * MB,
+    "short sk- keys": "sk-abc " * (MB // 7),
+    "token assignments": "token = " * (MB // 8),
+    "api keys without value": "api_key:" + " " * MB,
+    "quotes": 'password"' * (MB // 9),
+}
+
+
+@pytest.mark.parametrize("text", WORST_CASES.values(), ids=WORST_CASES.keys())
+def test_every_pattern_runs_in_linear_time_on_its_worst_case(text: str) -> None:
+    redactor = Redactor(["a-known-secret-value"])
+    started = time.perf_counter()
+    redactor.text(text)
+    # A safety bound, not a performance figure: quadratic matching of 1 MB takes minutes.
+    assert time.perf_counter() - started < 5.0
+
+
+def test_secret_shapes_are_still_masked() -> None:
+    redactor = Redactor()
+    text = redactor.text(
+        "Authorization: Bearer abcdefgh.ijk and sk-abcdefghijkl and token=hunter2222 "
+        "and postgres://app:pa55word@db/x and API_KEY: 'zzzzzzzz'"
+    )
+    for secret in ("abcdefgh.ijk", "sk-abcdefghijkl", "hunter2222", "pa55word", "zzzzzzzz"):
+        assert secret not in text
+    assert "postgres://app:" + MASK + "@db/x" in text
+
+
+def test_a_secret_straddling_the_cut_leaks_no_part_of_it() -> None:
+    secret = "ghp_" + "Z9" * 20
+    redactor = Redactor([secret])
+    text = "x" * 1990 + secret + "y" * 100
+    cut = redactor.bounded(text, 2000)
+    assert "ghp_" not in cut and "Z9Z9" not in cut
+    assert cut.endswith("characters in all]")
+    assert f"{len(text)} characters" in cut
+
+
+def test_a_huge_text_is_cut_after_masking_and_says_how_long_it_was() -> None:
+    redactor = Redactor(["s3cr3t-value"])
+    text = "s3cr3t-value " + "z" * (5 * MB)
+    cut = redactor.bounded(text, 100)
+    assert cut.startswith(MASK) and len(cut) < 200 and str(len(text)) in cut
+
+
+def test_short_texts_are_not_cut() -> None:
+    assert Redactor().bounded("hello", 10) == "hello"
