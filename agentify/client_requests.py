@@ -6,7 +6,6 @@ tool call. Both ride the channel of the `tools/call` that carries the task.
 
 from __future__ import annotations
 
-import json
 import warnings
 from typing import Any
 
@@ -15,6 +14,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from agentify.confirm_prompt import confirmation_message
 from agentify.planner import Plan
 from agentify.planner.sampling import MAX_TOKENS, SamplingResult
 from agentify.policy import Answer
@@ -74,10 +74,7 @@ class SessionConfirmer:
         return SessionConfirmer(ctx) if capabilities and capabilities.elicitation else None
 
     async def confirm(self, plan: Plan, reason: str) -> Answer:
-        message = (
-            f"agentify wants to call {plan.tool} on backend {plan.backend} with these arguments:\n"
-            f"{json.dumps(plan.arguments, indent=2)[:4000]}\n\nWhy you are asked: {reason}. Run it?"
-        )
+        message = confirmation_message(plan.backend, plan.tool, plan.arguments, reason)
         result = None
         with anyio.move_on_after(CONFIRM_TIMEOUT_SECONDS):
             try:

@@ -41,7 +41,29 @@ async def test_destructive_call_runs_after_the_user_accepts(
         result = await write_task(s, model, target)
     assert not result.is_error, text_of(result)
     assert target.read_text() == "new text"
-    assert "write_file" in seen[0] and "fs" in seen[0] and '"content": "new text"' in seen[0]
+    assert "write_file" in seen[0] and "backend fs" in seen[0] and "- content: new text" in seen[0]
+    assert f"- path: {target}" in seen[0]
+
+
+async def test_a_long_argument_cannot_hide_where_a_write_goes(
+    tmp_path: Path, workspace: Path, model: ModelServer
+) -> None:
+    seen: list[str] = []
+    target = workspace / "deep" / "where-it-lands.txt"
+    (workspace / "deep").mkdir()
+    content = "x" * 4800
+    config = write_config(tmp_path, [fs_backend(workspace)])
+    async with gateway(
+        config, gateway_env(model), tmp_path / "e.log", elicitation_callback=answering("decline", seen=seen)
+    ) as s:
+        # The model puts the long content first: the path must still be shown, whole, before it.
+        model.push(Reply.tool_call("fs__write_file", {"content": content, "path": str(target)}))
+        result = await s.call_tool("orchestrate_task", {"query": "write a long file"})
+    assert error_code(result) == "denied" and not target.exists()
+    message = seen[0]
+    assert f"- path: {target}" in message
+    assert message.index("- path:") < message.index("- content:")
+    assert "4800 characters in all" in message and len(message) < 1000
 
 
 @pytest.mark.parametrize(

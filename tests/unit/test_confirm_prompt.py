@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from agentify.confirm_prompt import confirmation_message
+
+
+def test_every_key_is_listed_and_places_come_first_in_full() -> None:
+    long_path = "/data/" + "d" * 500 + "/file.txt"
+    message = confirmation_message(
+        "fs",
+        "move_file",
+        {"body": "b" * 1000, "options": {"overwrite": True}, "destination": long_path, "source": "/tmp/a"},
+        "fs.move_file is marked destructive by its server",
+    )
+    lines = message.splitlines()
+    keys = [line.split(":")[0] for line in lines if line.startswith("- ")]
+    assert keys[:2] == ["- destination", "- source"] and set(keys) == {
+        "- body",
+        "- options",
+        "- destination",
+        "- source",
+    }
+    assert f"- destination: {long_path}" in lines
+    assert '- options: {"overwrite": true}' in lines
+    assert "1000 characters in all" in message and "b" * 161 not in message
+    assert "marked destructive" in message
+
+
+def test_a_call_without_arguments_says_so() -> None:
+    assert "No arguments." in confirmation_message("web", "browser_close", {}, "listed in tools.confirm")
