@@ -153,8 +153,10 @@ async def _serve(sources: ConfigSources, config: Config, logs: LogSetup) -> int:
 
     server = build_server(sources, config, logs, on_closed=_exit_watchdog)
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options(NotificationOptions()))
+    from agentify.stdio_guard import answering_parse_errors
+
+    async with stdio_server() as (read_stream, write_stream), answering_parse_errors(read_stream, write_stream) as read:
+        await server.run(read, write_stream, server.create_initialization_options(NotificationOptions()))
     return EXIT_OK
 
 

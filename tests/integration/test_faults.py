@@ -85,6 +85,7 @@ def test_garbage_lines_on_the_gateway_stdin_are_answered_and_serving_goes_on(
         ),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         "\x00\x01 binary garbage",
+        "[" * 200_000 + "]" * 200_000,
         json.dumps(
             {
                 "jsonrpc": "2.0",
@@ -106,6 +107,7 @@ def test_garbage_lines_on_the_gateway_stdin_are_answered_and_serving_goes_on(
         process.stdin.write(("\n".join(messages) + "\n").encode())
         process.stdin.flush()
         by_id: dict[Any, dict[str, Any]] = {}
+        replies: list[dict[str, Any]] = []
         deadline = time.monotonic() + 60
         while 2 not in by_id and time.monotonic() < deadline:
             ready, _, _ = select.select([process.stdout], [], [], 1.0)
@@ -115,6 +117,7 @@ def test_garbage_lines_on_the_gateway_stdin_are_answered_and_serving_goes_on(
                     break
                 reply = json.loads(line)  # every stdout line is JSON-RPC
                 by_id[reply.get("id")] = reply
+                replies.append(reply)
     finally:
         process.stdin.close()
         process.wait(timeout=20)
@@ -122,6 +125,10 @@ def test_garbage_lines_on_the_gateway_stdin_are_answered_and_serving_goes_on(
     assert by_id[1]["result"]["serverInfo"]["name"] == "agentify"
     assert by_id[2]["result"]["content"][0]["text"] == "echo: after garbage"
     assert "error" in by_id[99]
+    # Malformed, binary and 200,000-deep JSON each get a JSON-RPC parse error (null id): none is ignored.
+    parse_errors = [reply for reply in replies if reply.get("id") is None and "error" in reply]
+    assert len(parse_errors) == 4 and {r["error"]["code"] for r in parse_errors} == {-32700}
+    assert any("Invalid JSON" in r["error"]["message"] for r in parse_errors)
 
 
 async def test_500_tasks_at_concurrency_50_all_succeed_and_memory_stays_bounded(
