@@ -10,7 +10,8 @@
     ├── BackendError                   backend_error
     ├── TaskTimeout                    timeout
     ├── TaskCancelled                  cancelled
-    └── Denied                         denied
+    ├── Denied                         denied
+    └── InternalError                  internal_error (a bug in agentify itself: see its log by trace id)
 
     ConfigError                        (start-up only: exit code 2, never reaches a client)
 
@@ -74,6 +75,10 @@ class Denied(AgentifyError):
     code = "denied"
 
 
+class InternalError(AgentifyError):
+    code = "internal_error"
+
+
 ERROR_CODES: tuple[str, ...] = tuple(
     cls.code
     for cls in (
@@ -87,6 +92,7 @@ ERROR_CODES: tuple[str, ...] = tuple(
         TaskTimeout,
         TaskCancelled,
         Denied,
+        InternalError,
     )
 )
 

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from agentify.backend_state import BackendState
 from agentify.backends import BackendManager
-from agentify.errors import AgentifyError, BackendError, InvalidInput, InvalidPlan, TaskCancelled
+from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan, TaskCancelled
 from agentify.limits import block_size, cap_result
 from agentify.planner import Plan, TaskInput
 from agentify.planner.catalog import Catalog
@@ -136,11 +136,15 @@ class TaskRunner:
             self.traces.finish(trace, exc.code, exc.message)
             raise
         except anyio.get_cancelled_exc_class():
+            log.info("task cancelled by the client")
             self.traces.finish(trace, TaskCancelled.code, "cancelled by the client")
             raise
         except Exception as exc:  # a bug must still end its trace and answer as an error
             log.opt(exception=exc).error("task failed unexpectedly")
-            error = BackendError(f"internal error in agentify ({type(exc).__name__}); see its log")
+            error = InternalError(
+                f"agentify itself failed ({type(exc).__name__}: {str(exc)[:200]}); this is a bug in agentify, "
+                f"not in your backend. Its log has the details under trace {trace.id}; please report it."
+            )
             error.trace_id = trace.id
             self.traces.finish(trace, error.code, error.message)
             raise error from exc

@@ -239,6 +239,8 @@ async def test_cancel_from_client_reaches_backend(tmp_path: Path, model: ModelSe
             tg.cancel_scope.cancel()
         await wait_until(lambda: "cancelled slow" in marker.read_text())
         await echo_works(session, model)
+    # The person reading the gateway's log sees that the task ended, and why.
+    assert "task cancelled by the client" in (tmp_path / "stderr.log").read_text()
 
 
 async def test_tools_list_changed_refreshes_the_backend_tools(tmp_path: Path, model: ModelServer) -> None:

@@ -1,0 +1,47 @@
+"""A bug inside agentify is reported as internal_error with its trace id, never blamed on a backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from agentify.backends import BackendManager
+from agentify.config import PlannerConfig
+from agentify.errors import InternalError
+from agentify.events import EventBus
+from agentify.planner.select import PlannerSelector
+from agentify.redact import Redactor
+from agentify.tasks import TaskRunner
+from agentify.traces import TraceStore
+
+pytestmark = pytest.mark.anyio
+
+
+class BuggyPlanner:
+    name = "buggy"
+
+    async def plan(self, task: Any, catalog: Any) -> Any:
+        return {}["missing"]  # a programming error, as a real bug would raise
+
+
+class Selector(PlannerSelector):
+    def choose(self, sampler: Any = None) -> Any:
+        return BuggyPlanner()
+
+
+async def test_a_bug_in_agentify_is_an_internal_error_naming_its_trace() -> None:
+    traces = TraceStore(EventBus(), Redactor())
+    manager = BackendManager([])
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        runner = TaskRunner(manager, Selector(PlannerConfig(provider="offline")), traces, 1000, 10_000)
+        with pytest.raises(InternalError) as info:
+            await runner.run({"query": "read README.md"}, execute=False)
+        manager.close()
+    error = info.value
+    assert error.code == "internal_error" and error.trace_id is not None
+    assert error.trace_id in error.message and "bug in agentify" in error.message
+    trace = traces.get(error.trace_id)
+    assert trace is not None and trace.error is not None and trace.error["code"] == "internal_error"
