@@ -25,13 +25,13 @@ async def test_a_variable_in_args_is_masked_in_logs_traces_results_list_backends
 ) -> None:
     config = write_config(
         tmp_path,
-        [fake_backend("fake", "--marker", str(tmp_path / "m-${GH_TOKEN}.log"))],
+        [fake_backend("fake", "--marker", str(tmp_path / "m-${GH_TOKEN}.log"), env={"NODE_ENV": "production"})],
         traceFile="traces.jsonl",
     )
     env = gateway_env(model, GH_TOKEN=PLAIN_SECRET)
     stderr = tmp_path / "stderr.log"
     async with gateway(config, env, stderr) as session:
-        model.push(Reply.tool_call("fake__echo", {"text": f"the word {PLAIN_SECRET} echoed"}))
+        model.push(Reply.tool_call("fake__echo", {"text": f"the word {PLAIN_SECRET} echoed in production"}))
         echoed = await session.call_tool("orchestrate_task", {"query": "echo it"})
         backends = await session.call_tool("list_backends", {})
     assert (tmp_path / f"m-{PLAIN_SECRET}.log").exists()  # the backend got the real value
@@ -39,6 +39,8 @@ async def test_a_variable_in_args_is_masked_in_logs_traces_results_list_backends
     assert PLAIN_SECRET not in text_of(backends) + json.dumps(backends.structured_content)
     log = stderr.read_text()
     assert "starting:" in log and PLAIN_SECRET not in log
+    # An ordinary env value is no secret: the word stays readable in the log and the result.
+    assert "echoed in production" in log and text_of(echoed).endswith("echoed in production")
     trace_file = tmp_path / "traces.jsonl"  # relative to the config file's folder
     assert trace_file.exists() and PLAIN_SECRET not in trace_file.read_text()
     assert stat.S_IMODE(trace_file.stat().st_mode) == 0o600
