@@ -18,6 +18,8 @@ from loguru import logger
 
 from agentify.redact import Redactor
 
+LINE_LIMIT = 20_000
+"""Characters of one log line (tracebacks included) kept after masking; the rest is cut with a note."""
 _TEXT_FORMAT = "{time:HH:mm:ss.SSS} | {level: <7} | {name} | {message}{extra[extra_text]}"
 
 
@@ -56,7 +58,7 @@ class LogSetup:
         if self._json:
             line = json.dumps(self.as_event(record), ensure_ascii=False) + "\n"
         else:
-            line = self.redactor.text(str(message))
+            line = self.redactor.bounded(str(message), LINE_LIMIT)
             if not line.endswith("\n"):
                 line += "\n"
         try:
@@ -79,7 +81,7 @@ class LogSetup:
             "time": record["time"].timestamp(),
             "level": record["level"].name,
             "logger": record["name"],
-            "message": self.redactor.text(text),
+            "message": self.redactor.bounded(text, LINE_LIMIT),
             "extra": self.redactor.data({k: str(v) for k, v in extra.items()}),
         }
 

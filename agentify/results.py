@@ -47,10 +47,16 @@ def plan_result(outcome: TaskOutcome, credentials: Redactor) -> types.CallToolRe
     )
 
 
+LIMIT = 8000
+"""Characters of an error's text kept after masking (it may quote a backend's stderr)."""
+
+
 def error_result(error: AgentifyError, redactor: Redactor) -> types.CallToolResult:
     """The error as an isError result; redacted, since messages quote backend stderr and errors."""
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=redactor.text(f"agentify {error.code}: {error.message}"))],
+        content=[
+            types.TextContent(type="text", text=redactor.bounded(f"agentify {error.code}: {error.message}", 8000))
+        ],
         is_error=True,
         _meta={"agentify/error": {"code": error.code, "traceId": error.trace_id}},
     )

@@ -113,7 +113,8 @@ class TaskRunner:
 
             await _report(progress, "planning")
             plan = await self._plan(task, trace, sampler)
-            log.info("plan: {}.{} {}", plan.backend, plan.tool, json.dumps(plan.arguments)[:500])
+            log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
+            log.debug("plan arguments: {}", json.dumps(plan.arguments))  # the sink masks, then cuts
             reason = self._confirmation_reason(plan)
             result = None
             if execute:
@@ -142,7 +143,7 @@ class TaskRunner:
         except Exception as exc:  # a bug must still end its trace and answer as an error
             log.opt(exception=exc).error("task failed unexpectedly")
             error = InternalError(
-                f"agentify itself failed ({type(exc).__name__}: {str(exc)[:200]}); this is a bug in agentify, "
+                f"agentify itself failed ({type(exc).__name__}: {exc}); this is a bug in agentify, "
                 f"not in your backend. Its log has the details under trace {trace.id}; please report it."
             )
             error.trace_id = trace.id
