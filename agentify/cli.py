@@ -8,9 +8,11 @@ SIGTERM. Every failure is one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -25,6 +27,7 @@ from agentify.cli_errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     OneLineParser,
+    StartFailed,
     UsageError,
     report,
 )
@@ -203,6 +206,7 @@ async def _serve_http(sources: ConfigSources, config: Config, logs: LogSetup, ho
 
     from agentify.server import build_server
 
+    listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     server = build_server(sources, config, logs)
     app = server.streamable_http_app(host=host, streamable_http_path="/mcp")
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -211,8 +215,28 @@ async def _serve_http(sources: ConfigSources, config: Config, logs: LogSetup, ho
         "agentify {} serving MCP on http://{}:{}/mcp with {} backends", __version__, host, port, len(config.backends)
     )
     settings = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
-    await uvicorn.Server(settings).serve()
+    await uvicorn.Server(settings).serve(sockets=[listener])
     return EXIT_OK
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The HTTP transport's socket, bound (uvicorn listens on it).
+
+    Raises:
+        StartFailed: the address cannot be bound (in use, not an address of this machine)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        listener = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise StartFailed(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        fix = "choose another port with --port" if exc.errno == errno.EADDRINUSE else "choose another --host"
+        raise StartFailed(f"cannot listen on {host}:{port} ({exc.strerror or exc}); {fix}") from None
+    return listener
 
 
 class _ExitWatchdog:

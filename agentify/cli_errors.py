@@ -24,6 +24,10 @@ class UsageError(Exception):
     """A bad command line argument, environment variable or input file: exit 2, one line."""
 
 
+class StartFailed(Exception):
+    """The command cannot start for a reason outside its input (a busy port): exit 1, one line."""
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a mistake is one line naming the fix (not the usage block), exit 2."""
 
@@ -42,7 +46,7 @@ def user_error(exc: BaseException, usage: tuple[type[Exception], ...] = ()) -> E
             if found is not None:
                 return found
         return None
-    if isinstance(exc, Exception) and isinstance(exc, (AgentifyError, ConfigError, UsageError, *usage)):
+    if isinstance(exc, Exception) and isinstance(exc, (AgentifyError, ConfigError, UsageError, StartFailed, *usage)):
         return exc
     return None
 
@@ -62,6 +66,9 @@ def report(exc: BaseException, prog: str, usage: tuple[type[Exception], ...] = (
     found = user_error(exc, usage)
     if isinstance(found, AgentifyError):
         print(f"{prog}: {found.message}", file=sys.stderr)
+        return EXIT_FAILED
+    if isinstance(found, StartFailed):
+        print(f"{prog}: {found}", file=sys.stderr)
         return EXIT_FAILED
     if found is not None:
         print(f"{prog}: {found}", file=sys.stderr)
