@@ -10,6 +10,7 @@ anyio task groups wrap whatever their body raises in an `ExceptionGroup`, so a p
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import NoReturn
 
@@ -58,11 +59,20 @@ def interrupted_only(exc: BaseException) -> bool:
     return isinstance(exc, KeyboardInterrupt)
 
 
+def _stdout_closed(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_stdout_closed(inner) for inner in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)
+
+
 def report(exc: BaseException, prog: str, usage: tuple[type[Exception], ...] = ()) -> int:
     """Prints one line for `exc` on stderr and returns the exit code. The top-level handler of `main`."""
     if interrupted_only(exc):
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    if _stdout_closed(exc):  # `agentify doctor | head`: the reader has gone, there is nobody to tell
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # or the exit's flush fails again
+        return EXIT_FAILED
     found = user_error(exc, usage)
     if isinstance(found, AgentifyError):
         print(f"{prog}: {found.message}", file=sys.stderr)

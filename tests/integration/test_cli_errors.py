@@ -4,13 +4,15 @@ never a traceback. The real `agentify` console script is spawned for each path."
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import fake_backend, write_config
+from tests.conftest import AGENTIFY, fake_backend, write_config
 from tests.integration.test_cli import agentify
 
 pytestmark = pytest.mark.integration
@@ -135,3 +137,22 @@ def test_the_example_config_loads_with_its_comments(tmp_path: Path) -> None:
     done = agentify("doctor", "--config", str(path))
     assert "invalid configuration" not in done.stderr and "Traceback" not in done.stderr
     assert "no backends configured" in done.stdout
+
+
+def test_a_closed_stdout_ends_quietly(tmp_path: Path) -> None:
+    """`agentify doctor | head -1`: the reader went away; that is no internal error and no traceback."""
+    config = write_config(tmp_path, [])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_"))}
+    process = subprocess.Popen(
+        [str(AGENTIFY), "doctor", "--config", str(config)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # before the child has written anything: every write of it fails
+    _, errors = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert errors == ""
