@@ -17,8 +17,8 @@ from tests.integration.test_cli import agentify
 
 pytestmark = pytest.mark.integration
 
-# (arguments, environment, what stderr says, exit code); {config}, {cases}, {missing}, {folder}
-# and {busy} are filled in per test.
+# (arguments, environment, what stderr says, exit code); {config}, {cases}, {missing}, {folder},
+# {clash} and {busy} are filled in per test.
 PATHS: dict[str, tuple[list[str], dict[str, str], str, int]] = {
     "serve --log-level": (["serve", "--log-level", "LOUD"], {}, "argument --log-level: 'LOUD' is not a log level", 2),
     "run --log-level": (["run", "x", "--log-level", "LOUD"], {}, "'LOUD' is not a log level", 2),
@@ -55,6 +55,18 @@ PATHS: dict[str, tuple[list[str], dict[str, str], str, int]] = {
     "run without a query": (["run"], {}, "agentify run: the following arguments are required: query", 2),
     "eval without a file": (["eval"], {}, "agentify eval: the following arguments are required: file", 2),
     "eval file missing": (["eval", "{missing}", "--config", "{config}"], {}, "cannot be read", 2),
+    "eval --extra-tools missing": (
+        ["eval", "{cases}", "--extra-tools", "{missing}", "--config", "{config}"],
+        {},
+        "missing.json cannot be read",
+        2,
+    ),
+    "eval --extra-tools clash": (
+        ["eval", "{cases}", "--extra-tools", "{clash}", "--config", "{config}"],
+        {},
+        "agentify eval: the extra tools use backend ids that are configured already: fake",
+        2,
+    ),
     "eval --shortlist": (
         ["eval", "{cases}", "--shortlist", "0", "--config", "{config}"],
         {},
@@ -102,12 +114,14 @@ def test_a_cli_error_is_one_line_with_its_exit_code(tmp_path: Path, busy_port: i
     cases = tmp_path / "cases.jsonl"
     cases.write_text(json.dumps({"query": "echo hi", "expect": {"backend": "fake", "tool": "echo"}}) + "\n")
     (tmp_path / "folder").mkdir()
+    (tmp_path / "clash.json").write_text(json.dumps({"backends": [{"id": "fake", "tools": []}]}))
     values = {
         "config": str(write_config(tmp_path, [fake_backend()])),
         "cases": str(cases),
         "missing": str(tmp_path / "missing.json"),
         "folder": str(tmp_path / "folder"),
         "busy": str(busy_port),
+        "clash": str(tmp_path / "clash.json"),
     }
     done = agentify(*(_fill(a, values) for a in args), env={k: _fill(v, values) for k, v in env.items()})
     assert expected.replace("{busy}", str(busy_port)) in done.stderr
