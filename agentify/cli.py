@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, get_args
 
 import anyio
+import anyio.abc
 from loguru import logger
 
 from agentify import __version__
@@ -117,7 +118,7 @@ def _main(argv: list[str], prog: str) -> int:
     args = _parser(prog).parse_args(argv or ["serve"])
     command = args.command or "serve"
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
-    if env_level:
+    if env_level and not args.log_level:  # --log-level wins, so only a variable in effect must be valid
         env_level = _log_level(env_level, f"AGENTIFY_LOG_LEVEL={env_level}")
     flags: dict[str, Any] = {"logLevel": args.log_level}
     if command == "serve":
@@ -162,8 +163,9 @@ def _run_async(main: Callable[[], Awaitable[int]], on_signal: Callable[[], None]
     Errors propagate (wrapped in exception groups by the task group): `main()` reports them."""
     result = EXIT_OK
 
-    async def watch_signals(scope: anyio.CancelScope) -> None:
+    async def watch_signals(scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()  # before main() spawns anything: no backend can miss the shutdown
             async for signum in signals:
                 name = signal.Signals(signum).name
                 if scope.cancel_called:  # a second Ctrl-C while backends close: the close is bounded
@@ -178,7 +180,7 @@ def _run_async(main: Callable[[], Awaitable[int]], on_signal: Callable[[], None]
         nonlocal result
         async with anyio.create_task_group() as tg:
             with anyio.CancelScope() as scope:
-                tg.start_soon(watch_signals, scope)
+                await tg.start(watch_signals, scope)
                 result = await main()
             if scope.cancelled_caught:
                 result = EXIT_INTERRUPTED
