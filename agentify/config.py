@@ -205,6 +205,8 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} does not exist: pass --config with an existing file") from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -245,7 +247,10 @@ def _normalise_backends(layer: dict[str, Any], source: str) -> dict[str, Any]:
         return layer
     if not isinstance(servers, dict):
         raise ConfigError(f"mcpServers in the {source} must be an object mapping ids to servers")
-    backends = list(layer.get("backends") or [])
+    backends = layer.get("backends") or []
+    if not isinstance(backends, list):
+        raise ConfigError(f"backends in the {source} must be a list of backends, not {type(backends).__name__}")
+    backends = list(backends)
     fields = set(model_keys(BackendConfig)) - {"id"}
     valid = [*(k for k in suggested_keys(BackendConfig) if k != "id"), *MCP_SERVER_KEYS]
     for server_id, server in servers.items():

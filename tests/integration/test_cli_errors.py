@@ -17,8 +17,7 @@ from tests.integration.test_cli import agentify
 
 pytestmark = pytest.mark.integration
 
-# (arguments, environment, what stderr says, exit code); {config}, {cases}, {missing}, {folder},
-# {clash} and {busy} are filled in per test.
+# (arguments, environment, what stderr says, exit code); the {names} are filled in per test.
 PATHS: dict[str, tuple[list[str], dict[str, str], str, int]] = {
     "serve --log-level": (["serve", "--log-level", "LOUD"], {}, "argument --log-level: 'LOUD' is not a log level", 2),
     "run --log-level": (["run", "x", "--log-level", "LOUD"], {}, "'LOUD' is not a log level", 2),
@@ -47,6 +46,13 @@ PATHS: dict[str, tuple[list[str], dict[str, str], str, int]] = {
     ),
     "AGENTIFY_CONFIG missing": (["doctor"], {"AGENTIFY_CONFIG": "{missing}"}, "does not exist", 2),
     "config is a folder": (["run", "x", "--config", "{folder}"], {}, "cannot be read: Is a directory", 2),
+    "config not UTF-8": (["doctor", "--config", "{latin}"], {}, "latin.json is not UTF-8 text (byte 14)", 2),
+    "config backends not a list": (
+        ["serve", "--config", "{mixed}"],
+        {},
+        "backends in the config file {mixed} must be a list of backends, not str",
+        2,
+    ),
     "serve --port": (["serve", "--port", "abc"], {}, "agentify serve: argument --port: invalid int value: 'abc'", 2),
     "serve --debug-port": (["serve", "--debug-port", "x"], {}, "argument --debug-port: invalid int value", 2),
     "serve --transport": (["serve", "--transport", "tcp"], {}, "argument --transport: invalid choice: 'tcp'", 2),
@@ -115,6 +121,8 @@ def test_a_cli_error_is_one_line_with_its_exit_code(tmp_path: Path, busy_port: i
     cases.write_text(json.dumps({"query": "echo hi", "expect": {"backend": "fake", "tool": "echo"}}) + "\n")
     (tmp_path / "folder").mkdir()
     (tmp_path / "clash.json").write_text(json.dumps({"backends": [{"id": "fake", "tools": []}]}))
+    (tmp_path / "latin.json").write_bytes(b'{"logLevel": "\xff"}')
+    (tmp_path / "mixed.json").write_text(json.dumps({"backends": "x", "mcpServers": {"a": {"command": "y"}}}))
     values = {
         "config": str(write_config(tmp_path, [fake_backend()])),
         "cases": str(cases),
@@ -122,9 +130,11 @@ def test_a_cli_error_is_one_line_with_its_exit_code(tmp_path: Path, busy_port: i
         "folder": str(tmp_path / "folder"),
         "busy": str(busy_port),
         "clash": str(tmp_path / "clash.json"),
+        "latin": str(tmp_path / "latin.json"),
+        "mixed": str(tmp_path / "mixed.json"),
     }
     done = agentify(*(_fill(a, values) for a in args), env={k: _fill(v, values) for k, v in env.items()})
-    assert expected.replace("{busy}", str(busy_port)) in done.stderr
+    assert _fill(expected, values) in done.stderr
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
