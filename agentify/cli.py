@@ -58,6 +58,16 @@ def _level_flag(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number: use 0 to 65535")
+    return port
+
+
 def _parser(prog: str = "agentify") -> argparse.ArgumentParser:
     """`prog` names the subcommand in the top-level parser's errors (`agentify run: unrecognized ...`)."""
     parser = OneLineParser(prog=prog, description="One MCP server that routes tasks to your MCP tools.")
@@ -72,8 +82,8 @@ def _parser(prog: str = "agentify") -> argparse.ArgumentParser:
     common(serve)
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or http")
     serve.add_argument("--host", default="127.0.0.1", help="with --transport http: the address to bind")
-    serve.add_argument("--port", type=int, default=8765, help="with --transport http: the port (endpoint /mcp)")
-    serve.add_argument("--debug-port", type=int, help="serve the debug console on this port")
+    serve.add_argument("--port", type=_port, default=8765, help="with --transport http: the port (endpoint /mcp)")
+    serve.add_argument("--debug-port", type=_port, help="serve the debug console on this port")
     serve.add_argument("--debug-host", help="address the debug console binds (default 127.0.0.1: this machine only)")
 
     run = sub.add_parser("run", help="run one task from the terminal and print the result")
