@@ -356,14 +356,16 @@ class BackendManager:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Owns the backends until cancelled or `close` is called; every backend starts at once."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            for backend in self.backends.values():
-                tg.start_soon(backend.own)
-            task_status.started()
-            await self._stopping.wait()
-        self._tg = None
-        self.closed.set()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for backend in self.backends.values():
+                    tg.start_soon(backend.own)
+                task_status.started()
+                await self._stopping.wait()
+        finally:  # also when cancelled (a signal): open_gateway waits for this
+            self._tg = None
+            self.closed.set()
 
     def reconcile(self, specs: Iterable[BackendConfig]) -> None:
         """Applies a new backend list: removed or changed backends stop, new ones start."""

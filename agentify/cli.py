@@ -1,52 +1,94 @@
 """Command line: `serve` (default), `run`, `doctor`, `eval`, `arbigent`. Parsing and wiring only.
 
-Exit codes: 0 ok; 1 the task or a check failed; 2 the configuration or the command line is invalid;
-130 `run`, `doctor` or `eval` interrupted by SIGINT or SIGTERM.
+Exit codes (cli_errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
+line or an environment variable is invalid; 130 `run`, `doctor` or `eval` interrupted by SIGINT or
+SIGTERM. Every failure is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, get_args
 
 import anyio
+import anyio.abc
 from loguru import logger
 
 from agentify import __version__
-from agentify.config import Config, ConfigSources, load_sources
-from agentify.errors import AgentifyError, ConfigError
+from agentify.cli_errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    OneLineParser,
+    StartFailed,
+    UsageError,
+    report,
+)
+from agentify.config import Config, ConfigSources, LogLevel, load_sources
+from agentify.errors import AgentifyError
 from agentify.logging import LogSetup
 from agentify.redact import Redactor
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+COMMANDS = ("serve", "run", "doctor", "eval")
+LEVELS = get_args(LogLevel)
+# After SIGTERM or SIGINT, leave at once once every backend is closed; after stdin EOF the
+# process normally ends by itself, and this only catches a stuck exit.
+EXIT_WATCHDOG_SECONDS = 2.0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentify", description="One MCP server that routes tasks to your MCP tools.")
+def _log_level(text: str, where: str) -> str:
+    """`text` as a log level name; `where` says where it came from ("AGENTIFY_LOG_LEVEL=loud")."""
+    if text.upper() not in LEVELS:
+        raise UsageError(f"{where} is not a log level: use one of {', '.join(LEVELS)}")
+    return text.upper()
+
+
+def _level_flag(text: str) -> str:
+    try:
+        return _log_level(text, repr(text))
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number: use 0 to 65535")
+    return port
+
+
+def _parser(prog: str = "agentify") -> argparse.ArgumentParser:
+    """`prog` names the subcommand in the top-level parser's errors (`agentify run: unrecognized ...`)."""
+    parser = OneLineParser(prog=prog, description="One MCP server that routes tasks to your MCP tools.")
     parser.add_argument("--version", action="version", version=f"agentify {__version__}")
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser, prog="agentify")
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", help="config file (default: $AGENTIFY_CONFIG, else ./agentify.json)")
-        p.add_argument("--log-level", help="TRACE, DEBUG, INFO, WARNING or ERROR")
+        p.add_argument("--log-level", type=_level_flag, help="TRACE, DEBUG, INFO, WARNING or ERROR")
 
     serve = sub.add_parser("serve", help="run the gateway as an MCP server (the default)")
     common(serve)
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or http")
     serve.add_argument("--host", default="127.0.0.1", help="with --transport http: the address to bind")
-    serve.add_argument("--port", type=int, default=8765, help="with --transport http: the port (endpoint /mcp)")
+    serve.add_argument("--port", type=_port, default=8765, help="with --transport http: the port (endpoint /mcp)")
     serve.add_argument(
         "--no-auth",
         action="store_true",
         help="with --transport http on a loopback address: accept clients without the bearer token",
     )
-    serve.add_argument("--debug-port", type=int, help="serve the debug console on this port")
+    serve.add_argument("--debug-port", type=_port, help="serve the debug console on this port")
     serve.add_argument("--debug-host", help="address the debug console binds (default 127.0.0.1: this machine only)")
 
     run = sub.add_parser("run", help="run one task from the terminal and print the result")
@@ -78,8 +120,21 @@ def main(argv: list[str] | None = None) -> int:
         from agentify.arbigent.cli import main as arbigent_main
 
         return arbigent_main(argv[1:])
-    args = _parser().parse_args(argv or ["serve"])
+    prog = f"agentify {argv[0]}" if argv[:1] and argv[0] in COMMANDS else "agentify"
+    try:
+        return _main(argv, prog)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the top-level handler: one line and an exit code, never a traceback
+        return report(exc, prog)
+
+
+def _main(argv: list[str], prog: str) -> int:
+    args = _parser(prog).parse_args(argv or ["serve"])
     command = args.command or "serve"
+    env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
+    if env_level and not args.log_level:  # --log-level wins, so only a variable in effect must be valid
+        env_level = _log_level(env_level, f"AGENTIFY_LOG_LEVEL={env_level}")
     flags: dict[str, Any] = {"logLevel": args.log_level}
     if command == "serve":
         flags |= {"debugPort": args.debug_port, "debugHost": args.debug_host}
@@ -88,54 +143,62 @@ def main(argv: list[str] | None = None) -> int:
         flags["planner"] = {k: v for k, v in planner.items() if v is not None} or None
     redactor = Redactor()
     logs = LogSetup(redactor)
-    logs.configure(args.log_level or os.environ.get("AGENTIFY_LOG_LEVEL") or "INFO")
-    try:
-        sources = load_sources(args.config, flags)
-        config = sources.resolve()
-    except ConfigError as exc:
-        print(f"agentify: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    logs.configure(args.log_level or env_level or "INFO")
+    sources = load_sources(args.config, flags)
+    config = sources.resolve()
     redactor.add(config.secrets())
-    # run, doctor and eval print their own output: their log is quiet unless asked for.
-    quiet = args.log_level or os.environ.get("AGENTIFY_LOG_LEVEL") or "WARNING"
+    # run and eval print their own output: their log is quiet unless asked for. doctor's table
+    # already reports every backend's problem, so only errors are logged beside it.
+    quiet = args.log_level or env_level or ("ERROR" if command == "doctor" else "WARNING")
     logs.set_level(config.log_level if command == "serve" else quiet)
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
         from agentify.http_auth import choose_token
 
-        try:
-            token = choose_token(args.host, os.environ.get("AGENTIFY_HTTP_TOKEN"), args.no_auth)
-        except ConfigError as exc:
-            print(f"agentify: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        token = choose_token(args.host, os.environ.get("AGENTIFY_HTTP_TOKEN"), args.no_auth)  # ConfigError: exit 2
         return anyio.run(_serve_http, sources, config, logs, args.host, args.port, token)
     if command == "serve":
-        return _run_async(lambda: _serve(sources, config, logs))
+        exit_after = _ExitWatchdog()
+        return _run_async(lambda: _serve(sources, config, logs, exit_after), on_signal=exit_after.signalled.set)
     if command == "run":
         args.cwd = os.path.abspath(args.cwd or os.getcwd())
-        return _run_async(lambda: _run_task(sources, config, logs, args))
+        return _one_shot("run", lambda: _run_task(sources, config, logs, args))
     if command == "eval":
         return _eval(sources, config, logs, args)
-    return _run_async(lambda: _doctor(sources, config, logs))
+    return _one_shot("doctor", lambda: _doctor(sources, config, logs))
 
 
-def _run_async(main: Callable[[], Awaitable[int]]) -> int:
-    """Runs `main`; SIGTERM and SIGINT cancel it so every backend is shut down before exit."""
+def _one_shot(command: str, main: Callable[[], Awaitable[int]]) -> int:
+    code = _run_async(main)
+    if code == EXIT_INTERRUPTED:
+        print(f"agentify {command}: interrupted", file=sys.stderr)
+    return code
+
+
+def _run_async(main: Callable[[], Awaitable[int]], on_signal: Callable[[], None] | None = None) -> int:
+    """Runs `main`; SIGTERM and SIGINT cancel it, so every backend is shut down before the exit.
+
+    Errors propagate (wrapped in exception groups by the task group): `main()` reports them."""
     result = EXIT_OK
+
+    async def watch_signals(scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()  # before main() spawns anything: no backend can miss the shutdown
+            async for signum in signals:
+                name = signal.Signals(signum).name
+                if scope.cancel_called:  # a second Ctrl-C while backends close: the close is bounded
+                    logger.info("signal {} received: already shutting down", name)
+                    continue
+                logger.info("signal {} received: shutting down", name)
+                if on_signal is not None:
+                    on_signal()
+                scope.cancel()
 
     async def runner() -> None:
         nonlocal result
         async with anyio.create_task_group() as tg:
-
-            async def watch_signals(scope: anyio.CancelScope) -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                    async for signum in signals:
-                        logger.info("signal {} received: shutting down", signal.Signals(signum).name)
-                        scope.cancel()
-                        return
-
             with anyio.CancelScope() as scope:
-                tg.start_soon(watch_signals, scope)
+                await tg.start(watch_signals, scope)
                 result = await main()
             if scope.cancelled_caught:
                 result = EXIT_INTERRUPTED
@@ -145,13 +208,13 @@ def _run_async(main: Callable[[], Awaitable[int]]) -> int:
     return result
 
 
-async def _serve(sources: ConfigSources, config: Config, logs: LogSetup) -> int:
+async def _serve(sources: ConfigSources, config: Config, logs: LogSetup, exit_after: _ExitWatchdog) -> int:
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
     from agentify.server import build_server
 
-    server = build_server(sources, config, logs, on_closed=_exit_watchdog)
+    server = build_server(sources, config, logs, on_closed=exit_after.closed)
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
     from agentify.stdio_guard import answering_parse_errors
 
@@ -168,6 +231,7 @@ async def _serve_http(
     from agentify.http_auth import BearerAuth, is_loopback
     from agentify.server import build_server
 
+    listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # but the log level (no backends, commands, URLs, headers, env or keys).
     server = build_server(sources, config, logs, trust_init_options=False)
@@ -186,22 +250,48 @@ async def _serve_http(
         if not is_loopback(host):
             logger.warning("serving MCP on {}: reachable from other machines; only clients with the token get in", host)
     settings = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
-    await uvicorn.Server(settings).serve()
+    await uvicorn.Server(settings).serve(sockets=[listener])
     return EXIT_OK
 
 
-def _exit_watchdog() -> None:
-    """Called once every backend is closed. The SDK's stdin reader is a thread that only ends at EOF,
-    so after a signal the process could wait for input forever: leave if it has not exited by itself."""
+def _listen(host: str, port: int) -> socket.socket:
+    """The HTTP transport's socket, bound (uvicorn listens on it).
 
-    def hard_exit() -> None:
-        logger.info("agentify stopped")
-        sys.stderr.flush()
-        os._exit(EXIT_OK)
+    Raises:
+        StartFailed: the address cannot be bound (in use, not an address of this machine)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        listener = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise StartFailed(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        fix = "choose another port with --port" if exc.errno == errno.EADDRINUSE else "choose another --host"
+        raise StartFailed(f"cannot listen on {host}:{port} ({exc.strerror or exc}); {fix}") from None
+    return listener
 
-    timer = threading.Timer(2.0, hard_exit)
-    timer.daemon = True
-    timer.start()
+
+class _ExitWatchdog:
+    """Ends `serve` once every backend is closed. The SDK reads stdin in a worker thread that only
+    returns at EOF, so after a signal the process would otherwise wait for input forever."""
+
+    def __init__(self) -> None:
+        self.signalled = threading.Event()
+
+    def closed(self) -> None:
+        delay = 0.0 if self.signalled.is_set() else EXIT_WATCHDOG_SECONDS
+
+        def hard_exit() -> None:
+            logger.info("agentify stopped")
+            sys.stderr.flush()
+            os._exit(EXIT_OK)
+
+        timer = threading.Timer(delay, hard_exit)
+        timer.daemon = True
+        timer.start()
 
 
 async def _run_task(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:
@@ -264,8 +354,7 @@ def _eval(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse
         cases = load_cases(Path(args.file), os.path.abspath(args.cwd or os.getcwd()))
         extra = load_backends(Path(args.extra_tools)) if args.extra_tools else []
     except EvalFileError as exc:
-        print(f"agentify eval: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(str(exc)) from None
     report: Report | None = None
 
     async def evaluate() -> int:
@@ -273,17 +362,13 @@ def _eval(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse
         try:
             async with open_gateway(sources, config, logs, console=False) as gateway:
                 report = await evaluate_gateway(gateway, cases, extra)
-        except EvalFileError as exc:
-            print(f"agentify eval: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        except AgentifyError as exc:  # no usable planner, e.g. sampling without an IDE
-            print(f"agentify eval: {exc.message}", file=sys.stderr)
-            return EXIT_FAILED
+        except* EvalFileError as group:  # raised inside the gateway's task group, so wrapped
+            raise UsageError(str(group.exceptions[0])) from None
         return EXIT_OK
 
-    code = _run_async(evaluate)
-    if report is None:  # an error, or interrupted by a signal
-        return code or EXIT_FAILED
+    code = _one_shot("eval", evaluate)
+    if report is None:  # interrupted by a signal
+        return code
     print(json.dumps(report.as_json(), indent=2) if args.json else "\n".join(report.lines()))
     return EXIT_OK
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,12 +23,25 @@ from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from agentify.config_keys import COMMENT, check_keys, model_keys, suggested_keys, unknown_key_problem
 from agentify.errors import ConfigError
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
 DEFAULT_MODEL = "gpt-5.4-mini"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Keys of other clients' `mcpServers` entries that are not BackendConfig fields (DESIGN.md,
+# "Remote backends"): accepted, and mapped where the backends are loaded.
+MCP_SERVER_KEYS = ("disabled", "type", "url", "serverUrl", "headers")
+# Environment variables and the config key each one sets.
+ENV_KEYS: dict[str, tuple[str, ...]] = {
+    "OPENAI_API_KEY": ("planner", "apiKey"),
+    "OPENAI_BASE_URL": ("planner", "baseUrl"),
+    "AGENTIFY_MODEL": ("planner", "model"),
+    "AGENTIFY_PLANNER": ("planner", "provider"),
+    "AGENTIFY_LOG_LEVEL": ("logLevel",),
+    "AGENTIFY_DEBUG_PORT": ("debugPort",),
+}
 
 
 class _Model(BaseModel):
@@ -80,8 +93,6 @@ class PlannerConfig(_Model):
 
 
 class Config(_Model):
-    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="ignore")
-
     backends: list[BackendConfig] = Field(default_factory=list)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     debug_port: int | None = Field(default=None, ge=0, le=65535)
@@ -146,10 +157,13 @@ class ConfigSources:
         merged: dict[str, Any] = {}
         for layer in (self.file, _from_init_options(init_options or {}), self.env, self.flags):
             _deep_merge(merged, layer)
+        merged, unknown = check_keys(Config, merged)
+        if unknown:
+            raise ConfigError(_where(self.file_path) + "; ".join(unknown))
         try:
             config = Config.model_validate(merged)
         except ValidationError as exc:
-            raise ConfigError(_describe(exc, self.file_path)) from None
+            raise ConfigError(_describe(exc, self.file_path, self._origin)) from None
         base = self.file_path.parent if self.file_path else Path.cwd()
         for backend in config.backends:
             backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
@@ -157,6 +171,24 @@ class ConfigSources:
             config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
         config._expanded = frozenset(self.expanded)
         return config
+
+    def _origin(self, location: tuple[str | int, ...]) -> str | None:
+        """Where a failing value came from, when not from the file: the flag or the variable."""
+        if _lookup(self.flags, location):
+            return "the command line"
+        for variable, key in ENV_KEYS.items():
+            if location[: len(key)] == key and _lookup(self.env, key):
+                return variable
+        return None
+
+
+def _lookup(layer: Mapping[str, Any], location: tuple[str | int, ...]) -> bool:
+    value: Any = layer
+    for part in location:
+        if not isinstance(value, Mapping) or part not in value:
+            return False
+        value = value[part]
+    return True
 
 
 def load_sources(
@@ -169,7 +201,7 @@ def load_sources(
     file_layer: dict[str, Any] = {}
     expanded: set[str] = set()
     if path.exists() or path_text:
-        file_layer = _normalise_backends(_expand(_read_json(path), environ, "config", expanded), "config file")
+        file_layer = _normalise_backends(_expand(_read_json(path), environ, "config", expanded), f"config file {path}")
     return ConfigSources(
         file=file_layer,
         expanded=expanded,
@@ -186,6 +218,8 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} does not exist: pass --config with an existing file") from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -229,17 +263,26 @@ def _normalise_backends(layer: dict[str, Any], source: str) -> dict[str, Any]:
         return layer
     if not isinstance(servers, dict):
         raise ConfigError(f"mcpServers in the {source} must be an object mapping ids to servers")
-    backends = list(layer.get("backends") or [])
+    backends = layer.get("backends") or []
+    if not isinstance(backends, list):
+        raise ConfigError(f"backends in the {source} must be a list of backends, not {type(backends).__name__}")
+    backends = list(backends)
+    fields = set(model_keys(BackendConfig)) - {"id"}
+    valid = [*(k for k in suggested_keys(BackendConfig) if k != "id"), *MCP_SERVER_KEYS]
     for server_id, server in servers.items():
+        if server_id == COMMENT:
+            continue
         if not isinstance(server, dict):
             raise ConfigError(f"mcpServers.{server_id} in the {source} must be an object")
+        unknown = [k for k in server if k not in fields and k not in MCP_SERVER_KEYS and k != COMMENT]
+        if unknown:
+            problems = [unknown_key_problem(k, f"mcpServers.{server_id}", valid) for k in unknown]
+            raise ConfigError(f"invalid configuration in the {source}: " + "; ".join(problems))
         if "command" not in server:
             logger.warning("mcpServers.{} has no command (only stdio servers are supported); skipped", server_id)
             continue
         entry: dict[str, Any] = {"id": server_id, "enabled": not server.get("disabled", False)}
-        for key in ("command", "args", "env", "cwd", "description", "timeoutSeconds", "startupTimeoutSeconds", "tools"):
-            if key in server:
-                entry[key] = server[key]
+        entry |= {k: v for k, v in server.items() if k in fields}
         backends.append(entry)
     layer["backends"] = backends
     return layer
@@ -263,22 +306,17 @@ def _from_init_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    planner = {
-        key: environ[var]
-        for key, var in (
-            ("apiKey", "OPENAI_API_KEY"),
-            ("baseUrl", "OPENAI_BASE_URL"),
-            ("model", "AGENTIFY_MODEL"),
-            ("provider", "AGENTIFY_PLANNER"),
-        )
-        if environ.get(var)
-    }
-    layer: dict[str, Any] = {"planner": planner} if planner else {}
-    if environ.get("AGENTIFY_LOG_LEVEL"):
-        layer["logLevel"] = environ["AGENTIFY_LOG_LEVEL"]
-    if environ.get("AGENTIFY_DEBUG_PORT"):
-        layer["debugPort"] = environ["AGENTIFY_DEBUG_PORT"]
+    layer: dict[str, Any] = {}
+    for variable, key in ENV_KEYS.items():
+        if environ.get(variable):
+            _deep_merge(layer, _nested(key, environ[variable]))
     return layer
+
+
+def _nested(key: tuple[str, ...], value: Any) -> dict[str, Any]:
+    for part in reversed(key[1:]):
+        value = {part: value}
+    return {key[0]: value}
 
 
 def _deep_merge(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
@@ -290,11 +328,15 @@ def _deep_merge(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
             target[key] = dict(value) if isinstance(value, Mapping) else value
 
 
-def _describe(exc: ValidationError, path: Path | None) -> str:
-    where = f" (from {path} and the environment)" if path else ""
+def _where(path: Path | None) -> str:
+    return f"invalid configuration (from {path} and the environment): " if path else "invalid configuration: "
+
+
+def _describe(exc: ValidationError, path: Path | None, origin: Callable[[tuple[str | int, ...]], str | None]) -> str:
     problems = []
     for error in exc.errors(include_url=False, include_input=False):
         location = ".".join(str(part) for part in error["loc"]) or "(top level)"
         message = error["msg"].removeprefix("Value error, ")
-        problems.append(f"{location}: {message}")
-    return f"invalid configuration{where}: " + "; ".join(problems)
+        source = origin(error["loc"]) if error["loc"] else None
+        problems.append(f"{location} (from {source}): {message}" if source else f"{location}: {message}")
+    return _where(path) + "; ".join(problems)

@@ -170,9 +170,8 @@ def resolve_binary(explicit: str | None) -> Path:
         found = shutil.which(name)
         if found:
             return Path(found)
-    searched = os.environ.get("PATH", "") or "(PATH is empty)"
     raise StartupError(
-        f"the arbigent CLI was not found: looked for {' then '.join(EXECUTABLES)} on PATH ({searched}). {INSTALL_HINT}"
+        f"the arbigent CLI was not found: looked for {' then '.join(EXECUTABLES)} on PATH. {INSTALL_HINT}"
     )
 
 

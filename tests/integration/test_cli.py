@@ -123,3 +123,28 @@ def test_mcp_servers_map_and_env_expansion_are_accepted(tmp_path: Path, workspac
     assert done.returncode == 0, done.stdout + done.stderr
     assert any(line.split()[:2] == ["files", "ready"] for line in done.stdout.splitlines())
     assert any(line.split()[:2] == ["off", "disabled"] for line in done.stdout.splitlines())
+
+
+def _arbigent_without_cli(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The example config's arbigent backend, on a PATH where no arbigent CLI can be found."""
+    repo = Path(__file__).resolve().parents[2]
+    example = json.loads((repo / "backends.example.json").read_text())
+    backend = next(b for b in example["backends"] if b["id"] == "arbigent")
+    backend |= {"command": str(AGENTIFY), "cwd": str(repo), "env": {}}
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    return write_config(tmp_path, [backend, fake_backend()]), {"PATH": str(empty), "PYTHONPATH": str(repo)}
+
+
+def test_a_missing_arbigent_cli_is_reported_once_in_short(tmp_path: Path) -> None:
+    config, env = _arbigent_without_cli(tmp_path)
+    doctor = agentify("doctor", "--config", str(config), env=env)
+    run = agentify("run", "echo hi", "--config", str(config), env=env)
+    assert doctor.returncode == 1
+    row = next(line for line in doctor.stdout.splitlines() if line.startswith("arbigent"))
+    assert "failed" in row and "arbigent CLI was not found" in row and "brew install" in row
+    assert (doctor.stdout + doctor.stderr).count("arbigent CLI was not found") == 1  # the table says it
+    warnings = [line for line in run.stderr.splitlines() if "arbigent CLI was not found" in line]
+    assert len(warnings) == 1 and "WARNING" in warnings[0]
+    for output in (doctor.stdout, doctor.stderr, run.stdout, run.stderr):
+        assert env["PATH"] not in output  # the searched PATH is not dumped

@@ -99,3 +99,112 @@ def test_invalid_values_name_their_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_sources(path, {}, {}).resolve()
     assert "backends.0.tools.allow" in str(info.value) and "debugPort" in str(info.value)
+
+
+def config_error(tmp_path: Path, data: dict[str, object]) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_sources(write(tmp_path, data), {}, {}).resolve()
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"backend": []}, 'unknown key "backend" (did you mean "backends"?)'),
+        ({"plannr": {}}, 'unknown key "plannr" (did you mean "planner"?)'),
+        ({"debugPrt": 9000}, 'unknown key "debugPrt" (did you mean "debugPort"?)'),
+        ({"LogLevel": "info"}, 'unknown key "LogLevel" (did you mean "logLevel"?)'),
+        ({"planner": {"modle": "m"}}, 'unknown key "planner.modle" (did you mean "model"?)'),
+        (
+            {"backends": [{"id": "a", "command": "x", "timeout": 5}]},
+            'unknown key "backends.0.timeout" (did you mean "timeoutSeconds"?)',
+        ),
+        (
+            {"backends": [{"id": "a", "command": "x", "tools": {"alow": []}}]},
+            'unknown key "backends.0.tools.alow" (did you mean "allow"?)',
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "disabeld": True}}},
+            'unknown key "mcpServers.a.disabeld" (did you mean "disabled"?)',
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "tools": {"deny": [], "confirn": []}}}},
+            'unknown key "backends.0.tools.confirn" (did you mean "confirm"?)',
+        ),
+        ({"zzz": 1}, 'unknown key "zzz" (valid here: backends, debugHost, debugPort, '),
+    ],
+    ids=["backend", "plannr", "debugPrt", "case", "planner", "entry", "tools", "mcp-servers", "mcp-tools", "far"],
+)
+def test_an_unknown_key_is_an_error_naming_it_and_the_closest_valid_key(
+    tmp_path: Path, data: dict[str, object], expected: str
+) -> None:
+    assert expected in config_error(tmp_path, data)
+
+
+def test_every_unknown_key_is_reported_at_once(tmp_path: Path) -> None:
+    message = config_error(tmp_path, {"plannr": {}, "debugPrt": 1, "planner": {"modle": "m"}})
+    assert all(key in message for key in ('"plannr"', '"debugPrt"', '"planner.modle"'))
+
+
+def test_unknown_keys_in_initialization_options_backends_are_named(tmp_path: Path) -> None:
+    sources = load_sources(write(tmp_path, {}), {}, {})
+    with pytest.raises(ConfigError, match=r'unknown key "backends\.0\.comand" \(did you mean "command"\?\)'):
+        sources.resolve({"backends": [{"id": "a", "comand": "x"}]})
+
+
+def test_comment_keys_are_allowed_at_every_level(tmp_path: Path) -> None:
+    data = {
+        "$comment": "top",
+        "planner": {"$comment": "planner", "provider": "offline"},
+        "backends": [
+            {
+                "$comment": "entry",
+                "id": "a",
+                "command": "x",
+                "env": {"$comment": "env", "TOKEN": "t"},
+                "tools": {"$comment": "tools", "deny": ["rm"]},
+            }
+        ],
+        "mcpServers": {"$comment": "servers", "b": {"$comment": "entry", "command": "y"}},
+    }
+    config = load_sources(write(tmp_path, data), {}, {}).resolve()
+    assert [b.id for b in config.backends] == ["a", "b"]
+    assert config.backends[0].env == {"TOKEN": "t"}  # a comment never becomes an environment variable
+    assert config.backends[0].tools.deny == ["rm"]
+
+
+def test_other_clients_mcp_server_spellings_are_not_unknown(tmp_path: Path) -> None:
+    servers = {
+        "cursor": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer t"}},
+        "vscode": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {}},
+        "windsurf": {"serverUrl": "http://127.0.0.1:1/sse"},
+        "claude": {"type": "stdio", "command": "x", "args": [], "env": {}},
+    }
+    config = load_sources(write(tmp_path, {"mcpServers": servers}), {}, {}).resolve()
+    assert "claude" in [b.id for b in config.backends]
+
+
+def test_mcp_server_entries_keep_every_backend_setting(tmp_path: Path) -> None:
+    entry = {"command": "x", "allowDestructive": True, "tools": {"confirm": ["rm"]}, "timeoutSeconds": 5}
+    backend = load_sources(write(tmp_path, {"mcpServers": {"a": entry}}), {}, {}).resolve().backends[0]
+    assert (backend.allow_destructive, backend.tools.confirm, backend.timeout_seconds) == (True, ["rm"], 5)
+
+
+def test_every_key_of_the_models_is_accepted_in_both_spellings(tmp_path: Path) -> None:
+    """The valid keys are the models' own: whatever a model gains is accepted without a list to update."""
+    from agentify.config import BackendConfig, Config
+
+    full = Config(backends=[BackendConfig(id="a", command="x")])
+    for by_alias in (True, False):
+        data = full.model_dump(by_alias=by_alias, mode="json")
+        assert load_sources(write(tmp_path, data), {}, {}).resolve().backends[0].id == "a"
+
+
+def test_a_bad_environment_value_names_its_variable(tmp_path: Path) -> None:
+    path = write(tmp_path, {})
+    with pytest.raises(ConfigError, match=r"debugPort \(from AGENTIFY_DEBUG_PORT\): Input should be a valid integer"):
+        load_sources(path, {}, {"AGENTIFY_DEBUG_PORT": "abc"}).resolve()
+    with pytest.raises(ConfigError, match=r"planner\.provider \(from AGENTIFY_PLANNER\)"):
+        load_sources(path, {}, {"AGENTIFY_PLANNER": "magic"}).resolve()
+    with pytest.raises(ConfigError, match=r"planner\.shortlist \(from the command line\)"):
+        load_sources(path, {"planner": {"shortlist": 0}}, {}).resolve()

@@ -1,0 +1,154 @@
+"""Stopping with a signal, as IDEs and terminals do: `serve` ends with every backend and child gone
+while its stdin is still open; `run`, `doctor` and `eval` say "interrupted" and exit 130.
+
+The limits here are generous on purpose: how fast it stops is measured by scripts/bench.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import AGENTIFY, fake_backend, fs_backend, gateway_env, pid_alive, write_config
+from tests.fakes.model_server import ModelServer, Reply
+
+pytestmark = pytest.mark.integration
+
+LIMIT = 20.0
+
+
+def wait_for(predicate: Callable[[], bool], what: str, seconds: float = LIMIT) -> None:
+    """Polls another process's state (no event crosses the process boundary), bounded."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up after {seconds} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@contextmanager
+def spawn(args: list[str], env: dict[str, str], stderr: Path) -> Iterator[subprocess.Popen[str]]:
+    """agentify in its own process group, stdin kept open (an IDE closes it only at the very end)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_"))}
+    with stderr.open("w") as errors:
+        process = subprocess.Popen(
+            [str(AGENTIFY), *args],
+            env=base | env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate(timeout=LIMIT)
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended while we looked
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def marker_pids(marker: Path) -> list[int]:
+    """The fake backend's pid and its child's, as it recorded them."""
+    return [int(line.split()[1]) for line in marker.read_text().splitlines() if line.startswith(("started ", "child "))]
+
+
+def assert_nothing_left(gateway: subprocess.Popen[str], backends: list[int], others: list[int]) -> None:
+    """No backend, no child of one, nothing of any backend's process group, nothing of the gateway's."""
+    pids = [*backends, *others]
+    wait_for(lambda: not any(pid_alive(p) for p in pids), f"the processes {pids} to end")
+    wait_for(lambda: not any(group_alive(p) for p in [*backends, gateway.pid]), "every process group to end")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_serve_stops_on_a_signal_with_stdin_open_and_leaves_no_process(
+    tmp_path: Path, workspace: Path, model: ModelServer, signum: int
+) -> None:
+    marker = tmp_path / "marker.log"
+    config = write_config(
+        tmp_path, [fake_backend("fake", "--marker", str(marker), "--spawn-child"), fs_backend(workspace)]
+    )
+    stderr = tmp_path / "stderr.log"
+    with spawn(["serve", "--config", str(config)], gateway_env(model), stderr) as gateway:
+        wait_for(lambda: marker.exists() and "child" in marker.read_text(), "the fake backend and its child")
+        wait_for(lambda: stderr.read_text().count("ready:") == 2, "both backends to be ready")
+        backends = children(gateway.pid)
+        others = [p for p in marker_pids(marker) if p not in backends]
+        gateway.send_signal(signum)
+        code = gateway.wait(timeout=LIMIT)
+        output = gateway.stdout.read() if gateway.stdout else ""
+    assert code == 0
+    assert output == ""  # stdout is the MCP wire: nothing but protocol, and no request was sent
+    assert "Traceback" not in stderr.read_text()
+    assert len(backends) == 2 and len(others) == 1
+    assert_nothing_left(gateway, backends, others)
+
+
+def test_run_interrupted_during_a_call_says_so_and_exits_130(tmp_path: Path, model: ModelServer) -> None:
+    marker = tmp_path / "marker.log"
+    model.push(Reply.tool_call("fake__slow", {"seconds": 600}))
+    config = write_config(tmp_path, [fake_backend("fake", "--marker", str(marker), "--spawn-child")])
+    stderr = tmp_path / "stderr.log"
+    with spawn(["run", "wait ten minutes", "--config", str(config)], gateway_env(model), stderr) as run:
+        wait_for(lambda: "plan: fake.slow" in stderr.read_text(), "the slow call to start")
+        backends = children(run.pid)
+        others = [p for p in marker_pids(marker) if p not in backends]
+        run.send_signal(signal.SIGINT)
+        code = run.wait(timeout=LIMIT)
+        output = run.stdout.read() if run.stdout else ""
+    log = stderr.read_text()
+    assert code == 130
+    assert log.rstrip().endswith("agentify run: interrupted")
+    assert output == "" and "Traceback" not in log
+    assert "cancelled slow" in marker.read_text()  # the backend's call was cancelled, not abandoned
+    assert len(backends) == 1 and len(others) == 1
+    assert_nothing_left(run, backends, others)
+
+
+@pytest.mark.parametrize("command", ["doctor", "eval"])
+def test_doctor_and_eval_interrupted_say_so_and_exit_130(tmp_path: Path, command: str) -> None:
+    config = write_config(tmp_path, [fake_backend("stuck", "--hang-initialize", startupTimeoutSeconds=600)])
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"query": "echo hi", "expect": {"backend": "stuck", "tool": "echo"}}) + "\n")
+    args = [command, "--config", str(config)] + ([str(cases)] if command == "eval" else [])
+    stderr = tmp_path / "stderr.log"
+    with spawn(args, gateway_env(None), stderr) as process:
+        wait_for(lambda: "fake backend starting" in stderr.read_text(), "the backend to start")
+        backends = children(process.pid)
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=LIMIT)
+    log = stderr.read_text()
+    assert code == 130
+    assert log.rstrip().endswith(f"agentify {command}: interrupted")
+    assert "Traceback" not in log
+    assert len(backends) == 1
+    assert_nothing_left(process, backends, [])
