@@ -146,6 +146,8 @@ def _main(argv: list[str], prog: str) -> int:
     # already reports every backend's problem, so only errors are logged beside it.
     quiet = args.log_level or env_level or ("ERROR" if command == "doctor" else "WARNING")
     logs.set_level(config.log_level if command == "serve" else quiet)
+    if command == "run" and not (args.log_level or env_level):
+        logger.disable("agentify.tasks")  # its only warning, "task failed", is what run prints on stdout
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
         return anyio.run(_serve_http, sources, config, logs, args.host, args.port)
