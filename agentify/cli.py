@@ -153,7 +153,7 @@ def _main(argv: list[str], prog: str) -> int:
         return anyio.run(_serve_http, sources, config, logs, args.host, args.port)
     if command == "serve":
         exit_after = _ExitWatchdog()
-        return _run_async(lambda: _serve(sources, config, logs, exit_after), on_signal=exit_after.signalled.set)
+        return _run_async(lambda: _serve(sources, config, logs, exit_after), on_signal=exit_after.signal)
     if command == "run":
         args.cwd = os.path.abspath(args.cwd or os.getcwd())
         return _one_shot("run", lambda: _run_task(sources, config, logs, args))
@@ -260,17 +260,27 @@ class _ExitWatchdog:
     def __init__(self) -> None:
         self.signalled = threading.Event()
 
+    def signal(self) -> None:
+        """A signal arrived: leave as soon as the backends are closed, and in any case once their
+        close (bounded by SHUTDOWN_SECONDS) must be over, should a signal beat the gateway's start."""
+        from agentify.app import SHUTDOWN_SECONDS
+
+        self.signalled.set()
+        _exit_after(SHUTDOWN_SECONDS + EXIT_WATCHDOG_SECONDS)
+
     def closed(self) -> None:
-        delay = 0.0 if self.signalled.is_set() else EXIT_WATCHDOG_SECONDS
+        _exit_after(0.0 if self.signalled.is_set() else EXIT_WATCHDOG_SECONDS)
 
-        def hard_exit() -> None:
-            logger.info("agentify stopped")
-            sys.stderr.flush()
-            os._exit(EXIT_OK)
 
-        timer = threading.Timer(delay, hard_exit)
-        timer.daemon = True
-        timer.start()
+def _exit_after(seconds: float) -> None:
+    def hard_exit() -> None:
+        logger.info("agentify stopped")
+        sys.stderr.flush()
+        os._exit(EXIT_OK)
+
+    timer = threading.Timer(seconds, hard_exit)
+    timer.daemon = True
+    timer.start()
 
 
 async def _run_task(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:
