@@ -116,15 +116,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return arbigent_main(argv[1:])
     prog = f"agentify {argv[0]}" if argv[:1] and argv[0] in COMMANDS else "agentify"
+    redactor = Redactor()
     try:
-        return _main(argv, prog)
+        return _main(argv, prog, redactor)
     except SystemExit:
         raise
     except BaseException as exc:  # the top-level handler: one line and an exit code, never a traceback
-        return report(exc, prog)
+        return report(exc, prog, redactor.text)
 
 
-def _main(argv: list[str], prog: str) -> int:
+def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     args = _parser(prog).parse_args(argv or ["serve"])
     command = args.command or "serve"
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
@@ -136,7 +137,6 @@ def _main(argv: list[str], prog: str) -> int:
     if command == "eval":
         planner = {"provider": args.planner, "shortlist": args.shortlist}
         flags["planner"] = {k: v for k, v in planner.items() if v is not None} or None
-    redactor = Redactor()
     logs = LogSetup(redactor)
     logs.configure(args.log_level or env_level or "INFO")
     sources = load_sources(args.config, flags)
