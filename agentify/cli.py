@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return arbigent_main(argv[1:])
     prog = f"agentify {argv[0]}" if argv[:1] and argv[0] in COMMANDS else "agentify"
     redactor = Redactor()
+    logger.remove()  # loguru's default sink is unredacted stderr at DEBUG: LogSetup adds ours
     try:
         return _main(argv, prog, redactor)
     except SystemExit:
