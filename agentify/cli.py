@@ -121,15 +121,17 @@ def main(argv: list[str] | None = None) -> int:
 
         return arbigent_main(argv[1:])
     prog = f"agentify {argv[0]}" if argv[:1] and argv[0] in COMMANDS else "agentify"
+    redactor = Redactor()
+    logger.remove()  # loguru's default sink is unredacted stderr at DEBUG: LogSetup adds ours
     try:
-        return _main(argv, prog)
+        return _main(argv, prog, redactor)
     except SystemExit:
         raise
     except BaseException as exc:  # the top-level handler: one line and an exit code, never a traceback
-        return report(exc, prog)
+        return report(exc, prog, redactor.text)
 
 
-def _main(argv: list[str], prog: str) -> int:
+def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     args = _parser(prog).parse_args(argv or ["serve"])
     command = args.command or "serve"
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
@@ -141,7 +143,6 @@ def _main(argv: list[str], prog: str) -> int:
     if command == "eval":
         planner = {"provider": args.planner, "shortlist": args.shortlist}
         flags["planner"] = {k: v for k, v in planner.items() if v is not None} or None
-    redactor = Redactor()
     logs = LogSetup(redactor)
     logs.configure(args.log_level or env_level or "INFO")
     sources = load_sources(args.config, flags)
@@ -151,6 +152,8 @@ def _main(argv: list[str], prog: str) -> int:
     # already reports every backend's problem, so only errors are logged beside it.
     quiet = args.log_level or env_level or ("ERROR" if command == "doctor" else "WARNING")
     logs.set_level(config.log_level if command == "serve" else quiet)
+    if command == "run" and not (args.log_level or env_level):
+        logger.disable("agentify.tasks")  # its only warning, "task failed", is what run prints on stdout
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
         from agentify.http_auth import choose_token
@@ -159,7 +162,7 @@ def _main(argv: list[str], prog: str) -> int:
         return anyio.run(_serve_http, sources, config, logs, args.host, args.port, token)
     if command == "serve":
         exit_after = _ExitWatchdog()
-        return _run_async(lambda: _serve(sources, config, logs, exit_after), on_signal=exit_after.signalled.set)
+        return _run_async(lambda: _serve(sources, config, logs, exit_after), on_signal=exit_after.signal)
     if command == "run":
         args.cwd = os.path.abspath(args.cwd or os.getcwd())
         return _one_shot("run", lambda: _run_task(sources, config, logs, args))
@@ -281,17 +284,27 @@ class _ExitWatchdog:
     def __init__(self) -> None:
         self.signalled = threading.Event()
 
+    def signal(self) -> None:
+        """A signal arrived: leave as soon as the backends are closed, and in any case once their
+        close (bounded by SHUTDOWN_SECONDS) must be over, should a signal beat the gateway's start."""
+        from agentify.app import SHUTDOWN_SECONDS
+
+        self.signalled.set()
+        _exit_after(SHUTDOWN_SECONDS + EXIT_WATCHDOG_SECONDS)
+
     def closed(self) -> None:
-        delay = 0.0 if self.signalled.is_set() else EXIT_WATCHDOG_SECONDS
+        _exit_after(0.0 if self.signalled.is_set() else EXIT_WATCHDOG_SECONDS)
 
-        def hard_exit() -> None:
-            logger.info("agentify stopped")
-            sys.stderr.flush()
-            os._exit(EXIT_OK)
 
-        timer = threading.Timer(delay, hard_exit)
-        timer.daemon = True
-        timer.start()
+def _exit_after(seconds: float) -> None:
+    def hard_exit() -> None:
+        logger.info("agentify stopped")
+        sys.stderr.flush()
+        os._exit(EXIT_OK)
+
+    timer = threading.Timer(seconds, hard_exit)
+    timer.daemon = True
+    timer.start()
 
 
 async def _run_task(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 from loguru import logger
@@ -37,19 +38,15 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def user_error(exc: BaseException, usage: tuple[type[Exception], ...] = ()) -> Exception | None:
-    """The error a user can act on inside `exc`, however deeply task groups have wrapped it.
-
-    `usage` adds error types that mean a bad input (exit 2), such as the eval file's."""
+def user_error(exc: BaseException) -> AgentifyError | ConfigError | UsageError | StartFailed | None:
+    """The error a user can act on inside `exc`, however deeply task groups have wrapped it."""
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = user_error(inner, usage)
+            found = user_error(inner)
             if found is not None:
                 return found
         return None
-    if isinstance(exc, Exception) and isinstance(exc, (AgentifyError, ConfigError, UsageError, StartFailed, *usage)):
-        return exc
-    return None
+    return exc if isinstance(exc, AgentifyError | ConfigError | UsageError | StartFailed) else None
 
 
 def interrupted_only(exc: BaseException) -> bool:
@@ -65,32 +62,28 @@ def _stdout_closed(exc: BaseException) -> bool:
     return isinstance(exc, BrokenPipeError)
 
 
-def report(exc: BaseException, prog: str, usage: tuple[type[Exception], ...] = ()) -> int:
-    """Prints one line for `exc` on stderr and returns the exit code. The top-level handler of `main`."""
+def report(exc: BaseException, prog: str, redact: Callable[[str], str]) -> int:
+    """Prints one line for `exc` on stderr (through `redact`) and returns the exit code.
+
+    The top-level handler of `main`."""
     if interrupted_only(exc):
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     if _stdout_closed(exc):  # `agentify doctor | head`: the reader has gone, there is nobody to tell
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # or the exit's flush fails again
         return EXIT_FAILED
-    found = user_error(exc, usage)
+    found = user_error(exc)
     if isinstance(found, AgentifyError):
-        print(f"{prog}: {found.message}", file=sys.stderr)
-        return EXIT_FAILED
-    if isinstance(found, StartFailed):
-        print(f"{prog}: {found}", file=sys.stderr)
+        print(redact(f"{prog}: {found.message}"), file=sys.stderr)
         return EXIT_FAILED
     if found is not None:
-        print(f"{prog}: {found}", file=sys.stderr)
-        return EXIT_USAGE
+        print(redact(f"{prog}: {found}"), file=sys.stderr)
+        return EXIT_FAILED if isinstance(found, StartFailed) else EXIT_USAGE
     # A bug: say so in one line; the traceback goes to the log, shown with --log-level DEBUG.
     logger.opt(exception=exc).debug("unexpected error")
     leaf = exc
     while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
         leaf = leaf.exceptions[0]
-    print(
-        f"{prog}: internal error ({type(leaf).__name__}: {leaf}); "
-        "run again with --log-level DEBUG for the traceback and report it",
-        file=sys.stderr,
-    )
+    message = f"{prog}: internal error ({type(leaf).__name__}: {leaf}); "
+    print(redact(message + "run again with --log-level DEBUG for the traceback and report it"), file=sys.stderr)
     return EXIT_FAILED

@@ -148,3 +148,11 @@ def test_a_missing_arbigent_cli_is_reported_once_in_short(tmp_path: Path) -> Non
     assert len(warnings) == 1 and "WARNING" in warnings[0]
     for output in (doctor.stdout, doctor.stderr, run.stdout, run.stderr):
         assert env["PATH"] not in output  # the searched PATH is not dumped
+
+
+def test_run_reports_a_failed_task_once(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend()])
+    done = agentify("run", "echo hi", "--config", str(config), env={"AGENTIFY_PLANNER": "openai"})
+    assert done.returncode == 1
+    assert "planner_unavailable" in done.stdout
+    assert (done.stdout + done.stderr).count("no API key is configured") == 1, done.stdout + done.stderr
