@@ -206,8 +206,7 @@ async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int
     print(f"agentify {__version__}")
     print(f"config: {sources.file_path or '(no config file: defaults and environment only)'}")
     async with open_gateway(sources, config, logs, console=False) as gateway:
-        limit = max((b.startup_timeout_seconds for b in config.backends), default=1.0) + 1
-        await gateway.manager.wait_all_settled(limit)
+        await gateway.manager.wait_all_settled()
         choice = gateway.planners.describe()
         statuses = gateway.manager.statuses()
     print(f"planner: {choice.reason}")
@@ -219,6 +218,8 @@ async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int
         if spec.enabled and status.last_error:
             broken = True
         detail = status.last_error or ", ".join(status.tools)
+        if status.url:
+            detail = f"{status.url}: {detail}"
         print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {logs.redactor.text(detail)}")
     if not statuses:
         print("(no backends configured: see backends.example.json)")

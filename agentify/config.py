@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from agentify.errors import ConfigError
+from agentify.redact import MASK
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
@@ -44,9 +45,31 @@ class ToolFilter(_Model):
         return tool not in self.deny and (self.allow is None or tool in self.allow)
 
 
+class BearerAuth(_Model):
+    type: Literal["bearer"]
+    token: str = Field(min_length=1, repr=False)
+
+
+class OAuthSettings(_Model):
+    type: Literal["oauth"]
+    client_id: str | None = None
+    client_secret: str | None = Field(default=None, repr=False)
+    scopes: list[str] | None = None
+
+
+Transport = Literal["streamable-http", "sse"]
+
+
 class BackendConfig(_Model):
     id: str
-    command: str = Field(min_length=1)
+    command: str | None = Field(default=None, min_length=1)
+    url: str | None = Field(default=None, min_length=1)
+    transport: Transport | None = None
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    auth: BearerAuth | OAuthSettings | None = Field(default=None, discriminator="type")
+    start: Literal["eager", "lazy"] = "eager"
+    idle_stop_seconds: float | None = Field(default=None, gt=0)
+    forward_roots: bool = False
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
@@ -63,6 +86,46 @@ class BackendConfig(_Model):
         if not BACKEND_ID.match(value):
             raise ValueError(f"{value!r} is not a valid backend id: use 1-64 of the characters a-z A-Z 0-9 _ -")
         return value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError(f"{mask_url(value)!r} is not an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _command_or_url(self) -> BackendConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                f"backend {self.id!r} needs exactly one of command (a local stdio server) or url (a remote server)"
+            )
+        if self.url is None and (self.transport or self.headers or self.auth):
+            raise ValueError(f"backend {self.id!r}: transport, headers and auth apply to url backends only")
+        return self
+
+    @property
+    def remote(self) -> bool:
+        return self.url is not None
+
+    def secret_values(self) -> list[str]:
+        """Every credential this backend carries: env values, header values, the bearer token, the client secret."""
+        values = [*self.env.values(), *self.headers.values()]
+        if isinstance(self.auth, BearerAuth):
+            values.append(self.auth.token)
+        elif isinstance(self.auth, OAuthSettings) and self.auth.client_secret:
+            values.append(self.auth.client_secret)
+        values.extend(_url_secrets(self.url))
+        return values
+
+    def credential_values(self) -> list[str]:
+        """The secrets that are credentials for sure: also masked inside backend results."""
+        values = [v for k, v in self.env.items() if _is_credential(k, v)]
+        return values + [v for v in self.secret_values() if v not in self.env.values()]
+
+    def where(self) -> str:
+        """How the backend is reached, for people: the command, or the URL with its secrets masked."""
+        return mask_url(self.url) if self.url else " ".join([self.command or "", *self.args])
 
 
 class PlannerConfig(_Model):
@@ -105,7 +168,7 @@ class Config(_Model):
         """What logs, traces and the console mask: the API key and every value of a backend's env."""
         values = [self.planner.api_key or ""]
         for backend in self.backends:
-            values.extend(backend.env.values())
+            values.extend(backend.secret_values())
         return [v for v in values if v]
 
     def credential_secrets(self) -> list[str]:
@@ -113,11 +176,37 @@ class Config(_Model):
         (by name, or long random-looking values); `NODE_ENV=production` must not blank out a file's text."""
         values = [self.planner.api_key or ""]
         for backend in self.backends:
-            values.extend(v for k, v in backend.env.items() if _is_credential(k, v))
+            values.extend(backend.credential_values())
         return [v for v in values if v]
 
 
 _CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|private|session|cookie")
+
+
+_QUERY_SECRET = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential|code")
+
+
+def _url_secrets(url: str | None) -> list[str]:
+    """The userinfo password and the secret-looking query values of a URL."""
+    if not url:
+        return []
+    parts = urlsplit(url)
+    values = [parts.password or ""]
+    values += [v for k, v in parse_qsl(parts.query) if _QUERY_SECRET.search(k) or _is_credential(k, v)]
+    return [v for v in values if v]
+
+
+def mask_url(url: str) -> str:
+    """The URL with its userinfo and secret-looking query values replaced by the mask."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
+    query = "&".join(
+        f"{k}={MASK if (_QUERY_SECRET.search(k) or _is_credential(k, v)) else v}"
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _is_credential(name: str, value: str) -> bool:
@@ -217,16 +306,53 @@ def _normalise_backends(layer: dict[str, Any], source: str) -> dict[str, Any]:
     for server_id, server in servers.items():
         if not isinstance(server, dict):
             raise ConfigError(f"mcpServers.{server_id} in the {source} must be an object")
-        if "command" not in server:
-            logger.warning("mcpServers.{} has no command (only stdio servers are supported); skipped", server_id)
-            continue
-        entry: dict[str, Any] = {"id": server_id, "enabled": not server.get("disabled", False)}
-        for key in ("command", "args", "env", "cwd", "description", "timeoutSeconds", "startupTimeoutSeconds", "tools"):
-            if key in server:
-                entry[key] = server[key]
-        backends.append(entry)
+        backends.append(_server_entry(server_id, server, source))
     layer["backends"] = backends
     return layer
+
+
+_COMMON_KEYS = (
+    "description",
+    "timeoutSeconds",
+    "startupTimeoutSeconds",
+    "tools",
+    "start",
+    "idleStopSeconds",
+    "forwardRoots",
+    "allowDestructive",
+)
+_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http", "streamableHttp": "streamable-http"}
+
+
+def _server_entry(server_id: str, server: dict[str, Any], source: str) -> dict[str, Any]:
+    """One `mcpServers` entry in the spelling of Cursor, VS Code / Claude Code or Windsurf, as a backend."""
+    entry: dict[str, Any] = {"id": server_id, "enabled": not server.get("disabled", False)}
+    url = server.get("url", server.get("serverUrl"))
+    kind = server.get("type", server.get("transport"))
+    if url is None and "command" not in server:
+        raise ConfigError(
+            f"mcpServers.{server_id} in the {source} has neither command (a local server) nor url / serverUrl "
+            "(a remote one): add one of them"
+        )
+    if url is not None:
+        entry["url"] = url
+        if kind == "sse":
+            entry["transport"] = "sse"
+        elif kind in _TYPES:
+            entry["transport"] = _TYPES[kind]
+        elif kind not in (None, "stdio"):
+            raise ConfigError(f"mcpServers.{server_id}.type {kind!r} is not one of http, streamable-http, sse")
+        for key in ("headers", "auth"):
+            if key in server:
+                entry[key] = server[key]
+    else:
+        for key in ("command", "args", "env", "cwd"):
+            if key in server:
+                entry[key] = server[key]
+    for key in _COMMON_KEYS:
+        if key in server:
+            entry[key] = server[key]
+    return entry
 
 
 def _from_init_options(options: Mapping[str, Any]) -> dict[str, Any]:
