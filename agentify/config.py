@@ -108,6 +108,10 @@ class BackendConfig(_Model):
     def remote(self) -> bool:
         return self.url is not None
 
+    @property
+    def oauth(self) -> bool:
+        return isinstance(self.auth, OAuthSettings)
+
     def secret_values(self) -> list[str]:
         """Every credential this backend carries: env values, header values, the bearer token, the client secret."""
         values = [*self.env.values(), *self.headers.values()]

@@ -58,14 +58,14 @@ async def call_tool(
 
 async def _call_failure(exc: MCPError, link: Link, spec: BackendConfig, tool: str, stderr_hint: str) -> AgentifyError:
     if link.refused_status == 401:
-        return needs_auth(spec)
+        return refused(spec)
     if exc.error.code == types.CONNECTION_CLOSED or link.gone.is_set():
         if link.exit_code is None:
             with anyio.move_on_after(LINK_END_WAIT):
                 await link.gone.wait()
             reason = link.lost_reason or "the connection closed"
             return BackendUnavailable(
-                f"backend {spec.id!r} went away during the call to {tool} ({reason}); "
+                f"backend {spec.id!r} ({spec.where()}) went away during the call to {tool} ({reason}); "
                 "it is reconnected on the next call."
             )
         code = await link.exit_code()
@@ -75,6 +75,16 @@ async def _call_failure(exc: MCPError, link: Link, spec: BackendConfig, tool: st
             + f"; it will be restarted on the next call. {stderr_hint}"
         )
     return BackendError(f"backend {spec.id!r} rejected the call to {tool}: {exc.error.message} (code {exc.error.code})")
+
+
+def refused(spec: BackendConfig) -> BackendUnavailable:
+    """The server answered HTTP 401: OAuth backends need the browser flow, others a right header or token."""
+    if spec.oauth:
+        return needs_auth(spec)
+    return BackendUnavailable(
+        f"backend {spec.id!r} ({spec.where()}) refused the credentials (HTTP 401): "
+        "check its headers and auth.token in the config (and the variables they name)."
+    )
 
 
 def needs_auth(spec: BackendConfig) -> BackendUnavailable:

@@ -127,10 +127,9 @@ async def _relayed(read: Any, write: Any) -> AsyncIterator[Link]:
                     await send.send(message)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
-        finally:
-            if link.lost_reason is None:
-                link.lost_reason = "the server closed the connection"
-            link.gone.set()
+        # The stream ended by itself (a cancelled relay leaves the verdict to the supervisor).
+        link.lost_reason = link.lost_reason or "the server closed the connection"
+        link.gone.set()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(relay)

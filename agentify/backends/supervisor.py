@@ -24,7 +24,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from agentify import __version__
-from agentify.backends.calls import call_tool, unavailable
+from agentify.backends.calls import call_tool, refused, unavailable
 from agentify.backends.connection import AuthRequired, Connection, Link, WrongTransport
 from agentify.backends.handles import ToolHandle
 from agentify.backends.manifest import ManifestStore
@@ -257,25 +257,34 @@ class Supervisor:
                     self._ever_ready = True
                     self._set_state(BackendState.READY)
                     failure = await self._serve(session, link)
-        except AuthRequired:
-            self.last_error = f"the server asks for authorization: run `agentify auth {self.spec.id}`"
-            self._set_state(BackendState.NEEDS_AUTH)
-        except WrongTransport:
-            self._log.info("the server does not speak streamable HTTP; trying the SSE transport")
-            self._clean_end = True
-            self._demand.set()
         except Exception as exc:  # the owner task must survive anything a backend or its transport does
-            self._log.opt(exception=exc).debug("backend session ended by an exception")
-            failure = self.connection.explain(exc)
+            failure = self._ended_by(exc)
         finally:
             self._session = None
             if self._link is not None:
-                self._link.gone.set()
+                self._link.lost_reason = self._link.lost_reason or failure
+                self._link.gone.set()  # wakes callers whose call failed with the connection
             self._link = None
         if failure is not None:
             self._fail(failure)
         elif self.state is BackendState.READY:  # left on purpose while ready: stopping or idle
             self._set_state(BackendState.STOPPED if self._closing else BackendState.IDLE)
+
+    def _ended_by(self, exc: Exception) -> str | None:
+        """What an exception out of a session means: a state to enter (None) or a failure to report."""
+        if _contains(exc, WrongTransport):
+            self._log.info("the server does not speak streamable HTTP; trying the SSE transport")
+            self._clean_end = True
+            self._demand.set()
+            return None
+        if _contains(exc, AuthRequired):
+            if not self.spec.oauth:
+                return refused(self.spec).message
+            self.last_error = f"the server asks for authorization: run `agentify auth {self.spec.id}`"
+            self._set_state(BackendState.NEEDS_AUTH)
+            return None
+        self._log.opt(exception=exc).debug("backend session ended by an exception")
+        return self.connection.explain(exc)
 
     def _client_session(self, link: Link) -> ClientSession:
         roots = self._roots
@@ -415,3 +424,9 @@ class Supervisor:
         self._changed = anyio.Event()
         if self._on_state is not None:
             self._on_state(self.status())
+
+
+def _contains(exc: BaseException, kind: type[BaseException]) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_contains(inner, kind) for inner in exc.exceptions)
+    return isinstance(exc, kind)
