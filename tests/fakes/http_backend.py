@@ -46,8 +46,7 @@ def main() -> None:
         if scope["type"] == "http":
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
             if args.headers_log:
-                with open(args.headers_log, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps({"method": scope["method"], "headers": headers}) + "\n")
+                _append(args.headers_log, json.dumps({"method": scope["method"], "headers": headers}))
             if token and headers.get("authorization") != f"Bearer {token}":
                 await send(
                     {"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]}
@@ -60,6 +59,11 @@ def main() -> None:
         with open(args.marker, "a", encoding="utf-8") as handle:
             handle.write(f"started {os.getpid()}\n")
     uvicorn.run(guarded, host="127.0.0.1", port=args.port, log_level="warning", lifespan="on")
+
+
+def _append(path: str, line: str) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
 
 
 if __name__ == "__main__":
