@@ -219,7 +219,7 @@ async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int
             broken = True
         detail = status.last_error or ", ".join(status.tools)
         if status.url:
-            detail = f"{status.url}: {detail}"
+            detail = f"{status.url}: {detail}" if detail else status.url
         print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {logs.redactor.text(detail)}")
     if not statuses:
         print("(no backends configured: see backends.example.json)")
