@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from loguru import logger
+from mcp import MCPDeprecationWarning
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
@@ -161,7 +163,9 @@ class Supervisor:
         session = self._session
         if session is not None and self.spec.forward_roots:
             try:
-                await session.send_roots_list_changed()
+                with warnings.catch_warnings():  # deprecated only in the 2026-07-28 era; backends use 2025-11-25
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await session.send_roots_list_changed()
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 self._log.warning("could not send roots/list_changed: {}", exc)
 
