@@ -1,4 +1,4 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `arbigent`. Parsing and wiring only.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `arbigent`. Parsing and wiring only.
 
 Exit codes: 0 ok; 1 the task or a check failed; 2 the configuration or the command line is invalid;
 130 `run`, `doctor` or `eval` interrupted by SIGINT or SIGTERM.
@@ -63,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--extra-tools", help="a JSON file of recorded backends whose tools join the catalog")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
 
+    auth = sub.add_parser("auth", help="authorize agentify with an OAuth backend (opens the browser)")
+    common(auth)
+    auth.add_argument("backend", help="the id of a backend with auth.type oauth")
+
     sub.add_parser("arbigent", help="the Arbigent test-runner MCP server (see `agentify arbigent --help`)")
     return parser
 
@@ -104,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_async(lambda: _run_task(sources, config, logs, args))
     if command == "eval":
         return _eval(sources, config, logs, args)
+    if command == "auth":
+        return _auth(config, args.backend, redactor)
     return _run_async(lambda: _doctor(sources, config, logs))
 
 
@@ -226,6 +232,51 @@ async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int
         broken = True
     print("\nresult: " + ("problems found (see above)" if broken else "all good"))
     return EXIT_FAILED if broken else EXIT_OK
+
+
+def _auth(config: Config, backend_id: str, redactor: Redactor) -> int:
+    from agentify.backends.login import LoginFailed, login
+
+    spec = next((b for b in config.backends if b.id == backend_id), None)
+    if spec is None or not spec.oauth:
+        oauth = [b.id for b in config.backends if b.oauth]
+        print(
+            f"agentify auth: {backend_id!r} is not a backend with auth.type oauth in the config "
+            f"(OAuth backends: {', '.join(oauth) or 'none'})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    count = -1
+    problem = ""
+
+    async def authorize() -> int:
+        nonlocal count, problem
+        try:
+            count = await login(spec)
+        except Exception as exc:  # top level of the command: every failure becomes one readable line
+            problem = _login_problem(exc, LoginFailed)
+            return EXIT_FAILED
+        return EXIT_OK
+
+    code = _run_async(authorize)
+    if count >= 0:
+        print(
+            f"agentify auth: {backend_id} is authorized ({count} tools); running gateways pick it up on the next call"
+        )
+    elif problem:
+        print(f"agentify auth: {redactor.text(problem)}", file=sys.stderr)
+    return code
+
+
+def _login_problem(exc: BaseException, expected: type[Exception]) -> str:
+    leaves = [exc]
+    while any(isinstance(e, BaseExceptionGroup) for e in leaves):
+        leaves = [i for e in leaves for i in (e.exceptions if isinstance(e, BaseExceptionGroup) else [e])]
+    known = next((e for e in leaves if isinstance(e, expected)), None)
+    if known is not None:
+        return str(known)
+    first = leaves[0]
+    return f"the authorization failed: {type(first).__name__}: {first}. Check the url and try again."
 
 
 def _eval(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:

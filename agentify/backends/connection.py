@@ -53,6 +53,14 @@ class Connection(Protocol):
         """Switches to the older transport after a refusal that calls for it; False if there is none."""
         ...
 
+    def retry_auth(self) -> bool:
+        """After the server asked for a new authorization: arrange a refresh for the next session, if possible."""
+        ...
+
+    def auth_stamp(self) -> float:
+        """Changes when stored credentials change (after `agentify auth`); constant if there are none."""
+        ...
+
     def explain(self, exc: BaseException) -> str:
         """What a failure raised while opening or serving this connection means, in words."""
         ...

@@ -11,18 +11,20 @@ appear in what this module logs or reports (the URL is shown masked).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
+from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from agentify.backends.connection import AuthRequired, Link
+from agentify.backends.oauth import TokenFile, provider_for
 from agentify.config import BackendConfig, BearerAuth, mask_url
 
 CONNECT_SECONDS = 10.0  # connect, write and pool timeouts of the HTTP client
@@ -37,6 +39,7 @@ class RemoteConnection:
         path = urlsplit(spec.url).path.rstrip("/")
         self.kind: str = spec.transport or ("sse" if path.endswith("/sse") else "streamable-http")
         self.may_fall_back = spec.transport is None and self.kind == "streamable-http"
+        self._tokens = TokenFile(spec) if spec.oauth else None
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._spec.headers)
@@ -44,28 +47,47 @@ class RemoteConnection:
             headers["Authorization"] = f"Bearer {self._spec.auth.token}"
         return headers
 
+    def client(
+        self, auth: httpx2.Auth | None, on_response: Callable[[httpx2.Response], Awaitable[None]] | None = None
+    ) -> httpx2.AsyncClient:
+        """An HTTP client with the backend's headers and bearer token, and `auth` (OAuth) if given."""
+        return httpx2.AsyncClient(
+            headers=self.headers(),
+            auth=auth,
+            timeout=httpx2.Timeout(CONNECT_SECONDS, read=STREAM_READ_SECONDS),
+            event_hooks={"response": [on_response]} if on_response else None,
+        )
+
     def _auth(self) -> httpx2.Auth | None:
-        return None
+        """The SDK's OAuth provider once there are stored tokens; before that a 401 means `needs_auth`."""
+        if self._tokens is None or not self._tokens.has_tokens():
+            return None
+        return provider_for(self._spec, self._tokens)
+
+    def retry_auth(self) -> bool:
+        return self._tokens is not None and self._tokens.expire()
+
+    def auth_stamp(self) -> float:
+        return self._tokens.stamp() if self._tokens is not None else 0.0
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
         links: list[Link] = []  # the open link, once there is one: the status hook writes to it
 
         async def on_response(response: httpx2.Response) -> None:
-            if response.status_code >= 400 and links:
+            if not links:
+                return
+            if response.status_code >= 400:
                 links[0].refused_status = response.status_code
+            elif response.request.method == "POST" and str(response.request.url) == self.url:
+                links[0].refused_status = None  # an MCP request went through: earlier refusals are over
 
         def client(
             headers: dict[str, str] | None = None,
             timeout: httpx2.Timeout | None = None,
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
-            return httpx2.AsyncClient(
-                headers=self.headers(),
-                auth=self._auth(),
-                timeout=httpx2.Timeout(CONNECT_SECONDS, read=STREAM_READ_SECONDS),
-                event_hooks={"response": [on_response]},
-            )
+            return self.client(self._auth(), on_response)
 
         try:
             if self.kind == "sse":
@@ -100,6 +122,10 @@ class RemoteConnection:
                 return f"{where} answered HTTP {error.response.status_code}"
             if isinstance(error, httpx2.TimeoutException):
                 return f"{where} did not answer in time"
+            if isinstance(error, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
+                return (
+                    f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
+                )
             if isinstance(error, httpx2.TransportError):
                 return f"the connection to {where} failed ({type(error).__name__})"
         first = next(iter(_leaves(exc)), exc)

@@ -42,6 +42,12 @@ class StdioConnection:
     def fall_back(self) -> bool:
         return False
 
+    def retry_auth(self) -> bool:
+        return False
+
+    def auth_stamp(self) -> float:
+        return 0.0
+
     def explain(self, exc: BaseException) -> str:
         if isinstance(exc, OSError):
             return f"cannot start {self._command!r}: {exc.strerror or exc} (cwd {self._spec.cwd})"

@@ -32,7 +32,7 @@ from agentify.backends.handles import ToolHandle
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.state import SETTLED, STARTING, TRANSITIONS, BackendState, BackendStatus
 from agentify.config import BackendConfig
-from agentify.errors import Denied
+from agentify.errors import BackendUnavailable, Denied
 from agentify.stderr_log import StderrLog
 
 StateListener = Callable[[BackendStatus], None]
@@ -81,6 +81,8 @@ class Supervisor:
         self._activity = anyio.Event()
         self._closing = False
         self._ever_ready = False
+        self._refresh_tried = False  # a refused token was refreshed once since the last ready session
+        self._auth_stamp = 0.0
         self._clean_end = True  # the last session ended on purpose (idle), so the next start is no restart
         self._busy = 0
         self._last_used = time.monotonic()
@@ -125,8 +127,8 @@ class Supervisor:
         return handles
 
     def settling(self) -> bool:
-        """Whether a catalog should wait for this backend: it is starting, or learning its tools."""
-        return self.spec.enabled and self.state not in SETTLED and (self.spec.start == "eager" or self._learn)
+        """Whether a catalog should wait for this backend: it is starting (or learning its tools)."""
+        return self.spec.enabled and self.state not in SETTLED
 
     async def wait_settled(self, seconds: float | None = None) -> None:
         """Waits (bounded) until this backend is ready, idle or has failed; at once if disabled."""
@@ -134,8 +136,15 @@ class Supervisor:
         await self._wait_while(lambda: self.spec.enabled and self.state not in SETTLED, limit)
 
     def kick(self) -> None:
-        """Asks a failed backend that was never ready in this run to start again (after its backoff)."""
-        if self.spec.enabled and not self._closing and not self._ever_ready and self.state is BackendState.FAILED:
+        """Asks for a start, without waiting, where no call would ever ask: a backend that failed before it was
+        ever ready in this run (the planner cannot choose its tools), and one that needed authorization and
+        has new credentials now (`agentify auth` was run)."""
+        if not self.spec.enabled or self._closing:
+            return
+        if self.state is BackendState.FAILED and not self._ever_ready:
+            self._demand.set()
+        elif self.state is BackendState.NEEDS_AUTH and self.connection.auth_stamp() != self._auth_stamp:
+            self._set_state(BackendState.RESTARTING)  # so a catalog waits for the attempt
             self._demand.set()
 
     async def call(
@@ -149,6 +158,20 @@ class Supervisor:
         if not self.spec.tools.permits(tool):
             raise Denied(f"{self.spec.id}.{tool} is not allowed by tools.allow / tools.deny of the backend's config")
         session, link = await self._acquire()
+        try:
+            return await self._call_on(session, link, tool, arguments, progress)
+        except BackendUnavailable:
+            if not (self.spec.oauth and link.refused_status == 401):
+                raise
+        # The server refused the access token before running the call: once refreshed, call again.
+        with anyio.move_on_after(self.start_limit):
+            await link.gone.wait()  # the owner ends that session, then starts one that refreshes the token
+        session, link = await self._acquire()
+        return await self._call_on(session, link, tool, arguments, progress)
+
+    async def _call_on(
+        self, session: ClientSession, link: Link, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
+    ) -> types.CallToolResult:
         self._busy += 1
         self._activity.set()
         try:
@@ -183,8 +206,8 @@ class Supervisor:
             # The link is gone and the owner is ending the session: wait for its verdict, then restart.
             await self._wait_while(lambda: self.state is BackendState.READY, self.start_limit)
         if self.spec.enabled and self.state is not BackendState.READY and not self._closing:
-            if self.state is BackendState.NEEDS_AUTH:
-                raise unavailable(self.spec, self.state.value, self.last_error)
+            if self.state is BackendState.NEEDS_AUTH and self.connection.auth_stamp() == self._auth_stamp:
+                raise unavailable(self.spec, self.state.value, self.last_error)  # nothing new to try
             self._demand.set()
             backoff_left = max(0.0, self._next_start_at - time.monotonic())
             attempted = False
@@ -259,6 +282,7 @@ class Supervisor:
                     self._session = session
                     self.last_error = None
                     self._ever_ready = True
+                    self._refresh_tried = False
                     self._set_state(BackendState.READY)
                     failure = await self._serve(session, link)
         except Exception as exc:  # the owner task must survive anything a backend or its transport does
@@ -284,11 +308,24 @@ class Supervisor:
         if _contains(exc, AuthRequired):
             if not self.spec.oauth:
                 return refused(self.spec).message
-            self.last_error = f"the server asks for authorization: run `agentify auth {self.spec.id}`"
-            self._set_state(BackendState.NEEDS_AUTH)
+            if not self._refresh_tried and self.connection.retry_auth():
+                self._log.info("the server refused the access token; refreshing it")
+                self._refresh_tried = True
+                self._clean_end = True
+                self._demand.set()
+                return None
+            self._needs_auth()
             return None
-        self._log.opt(exception=exc).debug("backend session ended by an exception")
-        return self.connection.explain(exc)
+        explanation = self.connection.explain(exc)
+        if explanation.startswith("unexpected"):  # a bug or a case nobody foresaw: keep the traceback
+            self._log.opt(exception=exc).error("backend session failed: {}", explanation)
+        return explanation
+
+    def _needs_auth(self) -> None:
+        self.last_error = f"the server asks for authorization: run `agentify auth {self.spec.id}`"
+        self._auth_stamp = self.connection.auth_stamp()
+        self._log.warning("needs authorization: run `agentify auth {}`", self.spec.id)
+        self._set_state(BackendState.NEEDS_AUTH)
 
     def _client_session(self, link: Link) -> ClientSession:
         roots = self._roots
