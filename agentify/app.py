@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 from loguru import logger
 
-from agentify.backend_state import BackendStatus
-from agentify.backends import BackendManager
+from agentify.backends import BackendManager, BackendStatus
+from agentify.backends.manifest import cache_dir
 from agentify.config import Config, ConfigSources
 from agentify.console import ConsoleSupervisor
 from agentify.errors import ConfigError
@@ -102,7 +102,7 @@ async def open_gateway(
     bus = EventBus()
     logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, logs.redactor, file=config.trace_file)
-    manager = BackendManager(config.backends, on_state=_on_backend_state(bus))
+    manager = BackendManager(config.backends, on_state=_on_backend_state(bus), cache_dir=cache_dir())
     planners = PlannerSelector(config.planner)
     runner = TaskRunner(
         manager, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars

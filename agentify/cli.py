@@ -1,4 +1,4 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `arbigent`. Parsing and wiring only.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `arbigent`. Parsing and wiring only.
 
 Exit codes (cli_errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
 line or an environment variable is invalid; 130 `run`, `doctor` or `eval` interrupted by SIGINT or
@@ -27,6 +27,7 @@ from agentify.cli_errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_USAGE,
     OneLineParser,
     StartFailed,
     UsageError,
@@ -37,7 +38,7 @@ from agentify.errors import AgentifyError
 from agentify.logging import LogSetup
 from agentify.redact import Redactor
 
-COMMANDS = ("serve", "run", "doctor", "eval")
+COMMANDS = ("serve", "run", "doctor", "eval", "auth")
 LEVELS = get_args(LogLevel)
 # After SIGTERM or SIGINT, leave at once once every backend is closed; after stdin EOF the
 # process normally ends by itself, and this only catches a stuck exit.
@@ -110,6 +111,10 @@ def _parser(prog: str = "agentify") -> argparse.ArgumentParser:
     evaluate.add_argument("--extra-tools", help="a JSON file of recorded backends whose tools join the catalog")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
 
+    auth = sub.add_parser("auth", help="authorize agentify with an OAuth backend (opens the browser)")
+    common(auth)
+    auth.add_argument("backend", help="the id of a backend with auth.type oauth")
+
     sub.add_parser("arbigent", help="the Arbigent test-runner MCP server (see `agentify arbigent --help`)")
     return parser
 
@@ -168,6 +173,8 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         return _one_shot("run", lambda: _run_task(sources, config, logs, args))
     if command == "eval":
         return _eval(sources, config, logs, args)
+    if command == "auth":
+        return _auth(config, args.backend, redactor)
     return _one_shot("doctor", lambda: _doctor(sources, config, logs))
 
 
@@ -336,8 +343,7 @@ async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int
     print(f"agentify {__version__}")
     print(f"config: {sources.file_path or '(no config file: defaults and environment only)'}")
     async with open_gateway(sources, config, logs, console=False) as gateway:
-        limit = max((b.startup_timeout_seconds for b in config.backends), default=1.0) + 1
-        await gateway.manager.wait_all_settled(limit)
+        await gateway.manager.wait_all_settled()
         choice = gateway.planners.describe()
         statuses = gateway.manager.statuses()
     print(f"planner: {choice.reason}")
@@ -349,12 +355,59 @@ async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int
         if spec.enabled and status.last_error:
             broken = True
         detail = status.last_error or ", ".join(status.tools)
+        if status.url:
+            detail = f"{status.url}: {detail}" if detail else status.url
         print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {logs.redactor.text(detail)}")
     if not statuses:
         print("(no backends configured: see backends.example.json)")
         broken = True
     print("\nresult: " + ("problems found (see above)" if broken else "all good"))
     return EXIT_FAILED if broken else EXIT_OK
+
+
+def _auth(config: Config, backend_id: str, redactor: Redactor) -> int:
+    from agentify.backends.login import LoginFailed, login
+
+    spec = next((b for b in config.backends if b.id == backend_id), None)
+    if spec is None or not spec.oauth:
+        oauth = [b.id for b in config.backends if b.oauth]
+        print(
+            f"agentify auth: {backend_id!r} is not a backend with auth.type oauth in the config "
+            f"(OAuth backends: {', '.join(oauth) or 'none'})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    count = -1
+    problem = ""
+
+    async def authorize() -> int:
+        nonlocal count, problem
+        try:
+            count = await login(spec)
+        except Exception as exc:  # top level of the command: every failure becomes one readable line
+            problem = _login_problem(exc, LoginFailed)
+            return EXIT_FAILED
+        return EXIT_OK
+
+    code = _run_async(authorize)
+    if count >= 0:
+        print(
+            f"agentify auth: {backend_id} is authorized ({count} tools); running gateways pick it up on the next call"
+        )
+    elif problem:
+        print(f"agentify auth: {redactor.text(problem)}", file=sys.stderr)
+    return code
+
+
+def _login_problem(exc: BaseException, expected: type[Exception]) -> str:
+    leaves = [exc]
+    while any(isinstance(e, BaseExceptionGroup) for e in leaves):
+        leaves = [i for e in leaves for i in (e.exceptions if isinstance(e, BaseExceptionGroup) else [e])]
+    known = next((e for e in leaves if isinstance(e, expected)), None)
+    if known is not None:
+        return str(known)
+    first = leaves[0]
+    return f"the authorization failed: {type(first).__name__}: {first}. Check the url and try again."
 
 
 def _eval(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:

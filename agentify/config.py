@@ -18,13 +18,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from agentify.config_keys import COMMENT, check_keys, model_keys, suggested_keys, unknown_key_problem
 from agentify.errors import ConfigError
+from agentify.redact import MASK
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
@@ -57,9 +58,31 @@ class ToolFilter(_Model):
         return tool not in self.deny and (self.allow is None or tool in self.allow)
 
 
+class BearerAuth(_Model):
+    type: Literal["bearer"]
+    token: str = Field(min_length=1, repr=False)
+
+
+class OAuthSettings(_Model):
+    type: Literal["oauth"]
+    client_id: str | None = None
+    client_secret: str | None = Field(default=None, repr=False)
+    scopes: list[str] | None = None
+
+
+Transport = Literal["streamable-http", "sse"]
+
+
 class BackendConfig(_Model):
     id: str
-    command: str = Field(min_length=1)
+    command: str | None = Field(default=None, min_length=1)
+    url: str | None = Field(default=None, min_length=1)
+    transport: Transport | None = None
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    auth: BearerAuth | OAuthSettings | None = Field(default=None, discriminator="type")
+    start: Literal["eager", "lazy"] = "eager"
+    idle_stop_seconds: float | None = Field(default=None, gt=0)
+    forward_roots: bool = False
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
@@ -70,16 +93,53 @@ class BackendConfig(_Model):
     allow_destructive: bool = False
     tools: ToolFilter = Field(default_factory=ToolFilter)
 
-    def secret_values(self) -> list[str]:
-        """Values of this backend that are secrets whatever their names (headers and auth, once remote)."""
-        return []
-
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
         if not BACKEND_ID.match(value):
             raise ValueError(f"{value!r} is not a valid backend id: use 1-64 of the characters a-z A-Z 0-9 _ -")
         return value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError(f"{mask_url(value)!r} is not an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _command_or_url(self) -> BackendConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                f"backend {self.id!r} needs exactly one of command (a local stdio server) or url (a remote server)"
+            )
+        if self.url is None and (self.transport or self.headers or self.auth):
+            raise ValueError(f"backend {self.id!r}: transport, headers and auth apply to url backends only")
+        return self
+
+    @property
+    def remote(self) -> bool:
+        return self.url is not None
+
+    @property
+    def oauth(self) -> bool:
+        return isinstance(self.auth, OAuthSettings)
+
+    def secret_values(self) -> list[str]:
+        """This backend's credentials: every header value, the bearer token, the client secret, a URL's
+        password and secret-looking query values, and env values that are credentials (by name or look)."""
+        values = [v for k, v in self.env.items() if _is_credential(k, v)]
+        values.extend(self.headers.values())
+        if isinstance(self.auth, BearerAuth):
+            values.append(self.auth.token)
+        elif isinstance(self.auth, OAuthSettings) and self.auth.client_secret:
+            values.append(self.auth.client_secret)
+        values.extend(_url_secrets(self.url))
+        return values
+
+    def where(self) -> str:
+        """How the backend is reached, for people: the command, or the URL with its secrets masked."""
+        return mask_url(self.url) if self.url else " ".join([self.command or "", *self.args])
 
 
 class PlannerConfig(_Model):
@@ -119,11 +179,10 @@ class Config(_Model):
 
     def secrets(self) -> list[str]:
         """What every sink masks (logs, traces, the console, results): the API key, every value that came
-        from `${VAR}`, and env values that are credentials (by name, or long random-looking values).
+        from `${VAR}`, and each backend's credentials (`BackendConfig.secret_values`).
         `NODE_ENV=production` is not a secret: masking it would blank the word out of every log line."""
         values = [self.planner.api_key or "", *self._expanded]
         for backend in self.backends:
-            values.extend(v for k, v in backend.env.items() if _is_credential(k, v))
             values.extend(backend.secret_values())
         return sorted({v for v in values if v})
 
@@ -135,6 +194,32 @@ _PLACE_VARIABLES = re.compile(
     r"HOME|PWD|OLDPWD|USER|LOGNAME|SHELL|TMPDIR|TEMP|TMP|PATH|LANG|XDG_[A-Z_]+_(HOME|DIR|DIRS)"
 )
 """Variables that name places or people, not secrets: masking `/home/ada` would hide every path in the log."""
+
+
+_QUERY_SECRET = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential|code")
+
+
+def _url_secrets(url: str | None) -> list[str]:
+    """The userinfo password and the secret-looking query values of a URL."""
+    if not url:
+        return []
+    parts = urlsplit(url)
+    values = [parts.password or ""]
+    values += [v for k, v in parse_qsl(parts.query) if _QUERY_SECRET.search(k) or _is_credential(k, v)]
+    return [v for v in values if v]
+
+
+def mask_url(url: str) -> str:
+    """The URL with its userinfo and secret-looking query values replaced by the mask."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
+    query = "&".join(
+        f"{k}={MASK if (_QUERY_SECRET.search(k) or _is_credential(k, v)) else v}"
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _is_credential(name: str, value: str) -> bool:
@@ -278,14 +363,43 @@ def _normalise_backends(layer: dict[str, Any], source: str) -> dict[str, Any]:
         if unknown:
             problems = [unknown_key_problem(k, f"mcpServers.{server_id}", valid) for k in unknown]
             raise ConfigError(f"invalid configuration in the {source}: " + "; ".join(problems))
-        if "command" not in server:
-            logger.warning("mcpServers.{} has no command (only stdio servers are supported); skipped", server_id)
-            continue
-        entry: dict[str, Any] = {"id": server_id, "enabled": not server.get("disabled", False)}
-        entry |= {k: v for k, v in server.items() if k in fields}
-        backends.append(entry)
+        backends.append(_server_entry(server_id, server, source))
     layer["backends"] = backends
     return layer
+
+
+_TYPES = {"http": "streamable-http", "streamable-http": "streamable-http", "streamableHttp": "streamable-http"}
+
+
+def _server_entry(server_id: str, server: dict[str, Any], source: str) -> dict[str, Any]:
+    """One `mcpServers` entry in the spelling of Cursor, VS Code / Claude Code or Windsurf, as a backend."""
+    entry: dict[str, Any] = {"id": server_id, "enabled": not server.get("disabled", False)}
+    url = server.get("url", server.get("serverUrl"))
+    kind = server.get("type", server.get("transport"))
+    if url is None and "command" not in server:
+        raise ConfigError(
+            f"mcpServers.{server_id} in the {source} has neither command (a local server) nor url / serverUrl "
+            "(a remote one): add one of them"
+        )
+    if url is not None:
+        entry["url"] = url
+        if kind == "sse":
+            entry["transport"] = "sse"
+        elif kind in _TYPES:
+            entry["transport"] = _TYPES[kind]
+        elif kind not in (None, "stdio"):
+            raise ConfigError(f"mcpServers.{server_id}.type {kind!r} is not one of http, streamable-http, sse")
+        for key in ("headers", "auth"):
+            if key in server:
+                entry[key] = server[key]
+    else:
+        for key in ("command", "args", "env", "cwd"):
+            if key in server:
+                entry[key] = server[key]
+    # Every other key that is a backend field (description, tools, start, allowDestructive...) is kept.
+    fields = set(model_keys(BackendConfig)) - {"id", "url", "command", "args", "env", "cwd", "headers", "auth"}
+    entry |= {k: v for k, v in server.items() if k in fields}
+    return entry
 
 
 def _from_init_options(options: Mapping[str, Any]) -> dict[str, Any]:

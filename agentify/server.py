@@ -156,7 +156,8 @@ def _backends_result(gateway: Gateway, sampling_available: bool) -> types.CallTo
     statuses = gateway.manager.statuses()
     lines = [f"planner: {choice.reason}"]
     for status in statuses:
-        line = f"- {status.id}: {status.state.value}, {len(status.tools)} tools"
+        line = f"- {status.id}: {status.state.value}" + (f" ({status.url})" if status.url else "")
+        line += f", {len(status.tools)} tools"
         if status.tools:
             line += ": " + ", ".join(status.tools)
         if status.last_error:
@@ -171,6 +172,8 @@ def _backends_result(gateway: Gateway, sampling_available: bool) -> types.CallTo
                 "id": s.id,
                 "state": s.state.value,
                 "pid": s.pid,
+                "url": s.url,
+                "start": s.start,
                 "restarts": s.restarts,
                 "lastError": s.last_error,
                 "tools": list(s.tools),

@@ -19,8 +19,7 @@ import mcp_types as types
 from loguru import logger
 from pydantic import ValidationError
 
-from agentify.backend_state import BackendState
-from agentify.backends import BackendManager
+from agentify.backends import BackendManager, ToolHandle
 from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan, TaskCancelled
 from agentify.limits import block_size, cap_result
 from agentify.planner import Plan, TaskInput
@@ -31,7 +30,6 @@ from agentify.policy import Confirmer, confirmation_reason, enforce
 from agentify.traces import TraceStore
 
 Progress = Callable[[str], Awaitable[None]]
-CATALOG_WAIT_MAX = 30.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,22 +70,11 @@ class TaskRunner:
         self._catalog: tuple[tuple[tuple[str, str, int], ...], Catalog] | None = None
 
     async def catalog(self) -> Catalog:
-        """The tools of every usable backend; waits (bounded) for backends that are still starting.
-
-        A backend that failed before it ever listed tools is asked to start again (after its
-        backoff): the planner cannot choose its tools, so no call would ever restart it."""
-        for backend in self.manager.backends.values():
-            if not backend.tools:
-                backend.kick()
-        starting = [b for b in self.manager.backends.values() if b.state is not BackendState.READY]
-        if starting:
-            limit = min(CATALOG_WAIT_MAX, max(b.spec.startup_timeout_seconds for b in starting) + 1)
-            await self.manager.wait_all_settled(limit)
-        backends = [b for b in self.manager.backends.values() if b.spec.enabled]
-        key = tuple((b.spec.id, b.spec.description, b.tools_version) for b in backends)
-        if self._catalog is None or self._catalog[0] != key:
+        """The tools of every usable backend (`BackendManager.catalog` waits, bounded, for starting ones)."""
+        tools = await self.manager.catalog()
+        if self._catalog is None or self._catalog[0] != tools.key:
             # Rebuilt only when a backend's tools changed, so compiled argument validators are kept.
-            self._catalog = (key, Catalog.build((b.spec.id, b.spec.description, b.tools) for b in backends))
+            self._catalog = (tools.key, Catalog.from_handles(tools.handles))
         return self._catalog[1]
 
     async def run(
@@ -179,16 +166,14 @@ class TaskRunner:
         return task
 
     def _confirmation_reason(self, plan: Plan) -> str | None:
-        backend = self.manager.get(plan.backend)
-        tool = next((t for t in backend.tools if t.name == plan.tool), None)
-        return confirmation_reason(backend.spec, tool) if tool is not None else None
+        return confirmation_reason(plan.handle.spec, plan.handle.tool) if plan.handle is not None else None
 
     async def _confirm(self, plan: Plan, reason: str | None, confirmer: Confirmer | None, trace: Any) -> None:
         if reason is None:
             return
         span = self.traces.span(trace, "confirm")
         try:
-            await enforce(plan, self.manager.get(plan.backend).spec, reason, confirmer)
+            await enforce(plan, _handle(plan).spec, reason, confirmer)
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}", reason=reason)
             raise
@@ -201,8 +186,7 @@ class TaskRunner:
             span.attributes["provider"] = planner.name
             catalog = await self.catalog()
             plan = await planner.plan(task, catalog)
-            if catalog.find(plan.backend, plan.tool) is None:
-                raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
+            _handle(plan)
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
             raise
@@ -230,7 +214,7 @@ class TaskRunner:
             await _report(report, f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 
         try:
-            result = await self.manager.get(plan.backend).call(plan.tool, plan.arguments, relay)
+            result = await _handle(plan).call(plan.arguments, relay)
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
             raise
@@ -248,6 +232,12 @@ class TaskRunner:
             result=_preview(result),
         )
         return capped
+
+
+def _handle(plan: Plan) -> ToolHandle:
+    if plan.handle is None:
+        raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
+    return plan.handle
 
 
 def _preview(result: types.CallToolResult) -> str:

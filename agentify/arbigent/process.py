@@ -13,11 +13,10 @@ import codecs
 import fcntl
 import hashlib
 import os
-import signal
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +26,12 @@ from loguru import logger
 
 from agentify.arbigent.errors import ToolCallError
 from agentify.arbigent.results import OutputCapture
+from agentify.proc import group_alive, stop_group
 
 LineHandler = Callable[[str], None]
 
 MAX_LINE = 8192
 """Longer lines are handed on in pieces so one endless line cannot grow a buffer without bound."""
-_POLL_SECONDS = 0.05
 _DRAIN_SECONDS = 5.0
 """After the child exited, how long its pipes may stay open (held by an escaped grandchild)."""
 _KILL_REAP_SECONDS = 5.0
@@ -103,44 +102,13 @@ async def run_process(
 
 
 async def stop_process_group(process: anyio.abc.Process, grace: float, kill_now: anyio.Event) -> None:
-    """SIGTERM to the child's process group, up to `grace` seconds to exit, then SIGKILL."""
+    """SIGTERM to the child's process group, up to `grace` seconds to exit, then SIGKILL (`agentify.proc`)."""
     pgid = process.pid
-    if not _group_alive(pgid) and process.returncode is not None:
+    if not group_alive(pgid) and process.returncode is not None:
         return
     logger.bind(pid=pgid).info("stopping arbigent (process group {}): SIGTERM, {} s grace, then SIGKILL", pgid, grace)
-    _signal_group(pgid, signal.SIGTERM)
-    with anyio.move_on_after(grace):
-        await _group_gone(pgid, unless=kill_now)
-    if _group_alive(pgid):
-        _signal_group(pgid, signal.SIGKILL)
-    with anyio.move_on_after(_KILL_REAP_SECONDS):
-        await _group_gone(pgid)
-        await process.wait()
-    if _group_alive(pgid):
+    if not await stop_group(process, grace, kill_now):
         logger.bind(pid=pgid).error("process group {} is still alive after SIGKILL", pgid)
-
-
-async def _group_gone(pgid: int, unless: anyio.Event | None = None) -> None:
-    """Returns once no process of the group is left (or `unless` is set); the kernel offers no event for it."""
-    while _group_alive(pgid):
-        if unless is not None and unless.is_set():
-            return
-        await anyio.sleep(_POLL_SECONDS)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _signal_group(pgid: int, signum: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
 
 
 async def _pump(

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agentify import __version__
+from agentify.config import mask_url
 from agentify.redact import MASK
 
 if TYPE_CHECKING:
@@ -50,12 +51,7 @@ class Views:
         )
 
     def backends(self) -> list[dict[str, Any]]:
-        return self.redact(
-            [
-                status.as_dict() | {"enabled": self._gateway.manager.backends[status.id].spec.enabled}
-                for status in self._gateway.manager.statuses()
-            ]
-        )
+        return self.redact([status.as_dict() for status in self._gateway.manager.statuses()])
 
     def config(self) -> dict[str, Any]:
         """The effective config (every source merged), with the API key and every env value masked."""
@@ -64,6 +60,12 @@ class Views:
             data["planner"]["apiKey"] = MASK
         for backend in data["backends"]:
             backend["env"] = dict.fromkeys(backend["env"], MASK)
+            backend["headers"] = dict.fromkeys(backend["headers"], MASK)
+            if backend.get("auth"):
+                shown = ("type", "clientId", "scopes")
+                backend["auth"] = {k: (v if k in shown else MASK) for k, v in backend["auth"].items()}
+            if backend.get("url"):
+                backend["url"] = mask_url(backend["url"])
         return self.redact(data)
 
     def logs(self, level: str = "TRACE", limit: int = 200, trace_id: str | None = None) -> list[dict[str, Any]]:

@@ -7,12 +7,15 @@ and `catalog.py` holds what every planner shares (tool naming, argument validati
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from agentify.planner.catalog import Catalog
+
+if TYPE_CHECKING:
+    from agentify.backends.handles import ToolHandle
 
 
 class TaskContext(BaseModel):
@@ -56,6 +59,7 @@ class Plan:
     planner: str
     reasoning: str | None = None
     usage: PlanUsage = field(default_factory=lambda: PlanUsage(provider="none"))
+    handle: ToolHandle | None = field(default=None, repr=False, compare=False)  # the resolved tool to call
 
 
 class Planner(Protocol):

@@ -12,12 +12,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import mcp_types as types
 from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
+
+if TYPE_CHECKING:
+    from agentify.backends.handles import ToolHandle
 
 MAX_NAME = 64
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
@@ -31,6 +34,7 @@ class CatalogTool:
     backend: str
     backend_description: str
     tool: types.Tool
+    handle: ToolHandle | None = None  # how to call it; None for recorded tools (eval) that cannot be called
 
     @property
     def description(self) -> str:
@@ -72,17 +76,25 @@ class Catalog:
 
     @classmethod
     def build(cls, backends: Iterable[tuple[str, str, Iterable[types.Tool]]]) -> Catalog:
-        """From (backend id, backend description, tools) triples."""
-        entries = [(bid, desc, tool) for bid, desc, tools in backends for tool in tools]
-        names = [_base_name(bid, tool.name) for bid, _, tool in entries]
+        """From (backend id, backend description, tools) triples (tools that cannot be called: eval, tests)."""
+        return cls._named([(bid, desc, tool, None) for bid, desc, tools in backends for tool in tools])
+
+    @classmethod
+    def from_handles(cls, handles: Iterable[ToolHandle]) -> Catalog:
+        """From the backend manager's resolved tool handles: every tool can be called through its handle."""
+        return cls._named([(h.backend, h.description, h.tool, h) for h in handles])
+
+    @classmethod
+    def _named(cls, entries: list[tuple[str, str, types.Tool, ToolHandle | None]]) -> Catalog:
+        names = [_base_name(bid, tool.name) for bid, _, tool, _ in entries]
         counts: dict[str, int] = {}
         for name in names:
             counts[name] = counts.get(name, 0) + 1
         result = []
-        for (bid, desc, tool), name in zip(entries, names, strict=True):
+        for (bid, desc, tool, handle), name in zip(entries, names, strict=True):
             if counts[name] > 1:
                 name = _hashed(name, bid, tool.name)
-            result.append(CatalogTool(name=name, backend=bid, backend_description=desc, tool=tool))
+            result.append(CatalogTool(name=name, backend=bid, backend_description=desc, tool=tool, handle=handle))
         return cls(result)
 
     def __len__(self) -> int:

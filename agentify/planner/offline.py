@@ -71,6 +71,7 @@ class OfflinePlanner:
             )
         return Plan(
             backend=chosen.backend,
+            handle=chosen.handle,
             tool=chosen.tool.name,
             arguments=filling.arguments,
             planner=self.name,

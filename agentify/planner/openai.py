@@ -62,6 +62,7 @@ class OpenAIPlanner:
             if problem is None:
                 return Plan(
                     backend=tool.backend,
+                    handle=tool.handle,
                     tool=tool.tool.name,
                     arguments=arguments,
                     planner=self.name,

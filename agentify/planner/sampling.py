@@ -76,6 +76,7 @@ class SamplingPlanner:
                 assert isinstance(arguments, dict)
                 return Plan(
                     backend=tool.backend,
+                    handle=tool.handle,
                     tool=tool.tool.name,
                     arguments=arguments,
                     planner=self.name,

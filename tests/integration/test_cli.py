@@ -82,7 +82,7 @@ def test_doctor_exits_1_when_a_backend_is_broken(tmp_path: Path, model: ModelSer
     ("content", "expected"),
     [
         ('{"backends": [{"id": "a b", "command": "x"}]}', "backends.0.id"),
-        ('{"backends": [{"id": "a"}]}', "backends.0.command: Field required"),
+        ('{"backends": [{"id": "a"}]}', "backends.0: backend 'a' needs exactly one of command"),
         ('{"backends": [{"id": "a", "command": "x", "timeoutSeconds": -1}]}', "backends.0.timeoutSeconds"),
         ('{"backends": [{"id": "a", "command": "x"}, {"id": "a", "command": "y"}]}', "used twice"),
         ('{"planner": {"provider": "magic"}}', "planner.provider"),

@@ -39,9 +39,49 @@ def test_mcp_servers_map_becomes_backends_and_disabled_is_respected(tmp_path: Pa
     assert config.backends[0].cwd == str(tmp_path.resolve())
 
 
-def test_url_only_mcp_server_is_skipped(tmp_path: Path) -> None:
-    path = write(tmp_path, {"mcpServers": {"remote": {"url": "http://127.0.0.1:1/mcp"}, "a": {"command": "x"}}})
-    assert [b.id for b in load_sources(path, {}, {}).resolve().backends] == ["a"]
+def test_remote_mcp_servers_in_the_spellings_of_cursor_vscode_claude_code_and_windsurf(tmp_path: Path) -> None:
+    servers = {
+        "cursor": {"url": "https://example.test/mcp", "headers": {"X-Team": "${TEAM}"}},
+        "vscode": {"type": "http", "url": "https://example.test/mcp"},
+        "claude": {"type": "streamable-http", "url": "https://example.test/mcp"},
+        "legacy": {"type": "sse", "url": "https://example.test/events"},
+        "windsurf": {"serverUrl": "https://example.test/sse", "disabled": True},
+        "local": {"command": "x"},
+    }
+    config = load_sources(write(tmp_path, {"mcpServers": servers}), {}, {"TEAM": "team-secret-42"}).resolve()
+    seen = {b.id: (b.url, b.transport, b.headers, b.enabled) for b in config.backends}
+    assert seen == {
+        "cursor": ("https://example.test/mcp", None, {"X-Team": "team-secret-42"}, True),
+        "vscode": ("https://example.test/mcp", "streamable-http", {}, True),
+        "claude": ("https://example.test/mcp", "streamable-http", {}, True),
+        "legacy": ("https://example.test/events", "sse", {}, True),
+        "windsurf": ("https://example.test/sse", None, {}, False),
+        "local": (None, None, {}, True),
+    }
+    assert "team-secret-42" in config.secrets()
+
+
+def test_a_server_with_neither_command_nor_url_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="neither command"):
+        load_sources(write(tmp_path, {"mcpServers": {"odd": {"args": ["x"]}}}), {}, {})
+    path = write(tmp_path, {"backends": [{"id": "both", "command": "x", "url": "http://127.0.0.1:1/mcp"}]})
+    with pytest.raises(ConfigError, match="exactly one of command"):
+        load_sources(path, {}, {}).resolve()
+    path = write(tmp_path, {"backends": [{"id": "ftp", "url": "ftp://127.0.0.1/mcp"}]})
+    with pytest.raises(ConfigError, match="not an http"):
+        load_sources(path, {}, {}).resolve()
+
+
+def test_bearer_token_url_password_and_query_token_are_secrets_and_masked_in_the_url(tmp_path: Path) -> None:
+    backend = {
+        "id": "r",
+        "url": "https://user:pa55word-x@example.test/mcp?api_key=q-token-123&team=blue",
+        "auth": {"type": "bearer", "token": "bearer-token-abc"},
+    }
+    config = load_sources(write(tmp_path, {"backends": [backend]}), {}, {}).resolve()
+    assert {"pa55word-x", "q-token-123", "bearer-token-abc"} <= set(config.secrets())
+    shown = config.backends[0].where()
+    assert shown == "https://[REDACTED]@example.test/mcp?api_key=[REDACTED]&team=blue"
 
 
 def test_variables_expand_with_defaults_and_missing_ones_are_named(tmp_path: Path) -> None:

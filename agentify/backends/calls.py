@@ -1,0 +1,110 @@
+"""The call adapter: one tool call on a live session, and every failure mapped to the contract's codes here.
+
+Like httpx's `map_httpcore_exceptions`: whatever the transport or the SDK raises during a call
+(timeouts, malformed results, JSON-RPC errors, a connection that ended, a refused credential)
+becomes `TaskTimeout`, `BackendError` or `BackendUnavailable` in this module and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from agentify.backends.connection import Link
+from agentify.config import BackendConfig
+from agentify.errors import AgentifyError, BackendError, BackendUnavailable, TaskTimeout
+
+LINK_END_WAIT = 2.0  # how long a failed call waits to learn why its connection ended
+
+
+async def call_tool(
+    session: ClientSession,
+    link: Link,
+    spec: BackendConfig,
+    tool: str,
+    arguments: dict[str, Any],
+    progress: ProgressFnT | None,
+    stderr_hint: str,
+) -> types.CallToolResult:
+    """One `tools/call` with the backend's timeout. Cancelling the caller cancels the backend's call.
+
+    Raises:
+        TaskTimeout, BackendError, BackendUnavailable.
+    """
+    timeout = spec.timeout_seconds
+    request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
+    try:
+        with anyio.fail_after(timeout):
+            return await session.send_request(request, types.CallToolResult, progress_callback=progress)
+    except TimeoutError:
+        raise TaskTimeout(
+            f"{spec.id}.{tool} did not answer within {timeout:g} s and was cancelled. "
+            f"If it needs longer, raise timeoutSeconds for backend {spec.id!r} in the config."
+        ) from None
+    except ValidationError as exc:
+        raise BackendError(
+            f"backend {spec.id!r} answered the call to {tool} with a malformed result: "
+            f"{exc.error_count()} problem(s), first: {exc.errors()[0]['msg']}"
+        ) from exc
+    except MCPError as exc:
+        raise await _call_failure(exc, link, spec, tool, stderr_hint) from exc
+
+
+async def _call_failure(exc: MCPError, link: Link, spec: BackendConfig, tool: str, stderr_hint: str) -> AgentifyError:
+    if link.refused_status == 401:
+        return refused(spec)
+    if exc.error.code == types.CONNECTION_CLOSED or link.gone.is_set():
+        if link.exit_code is None:
+            with anyio.move_on_after(LINK_END_WAIT):
+                await link.gone.wait()
+            reason = link.lost_reason or "the connection closed"
+            return BackendUnavailable(
+                f"backend {spec.id!r} ({spec.where()}) went away during the call to {tool} ({reason}); "
+                "it is reconnected on the next call."
+            )
+        code = await link.exit_code()
+        return BackendError(
+            f"backend {spec.id!r} exited during the call to {tool}"
+            + (f" (exit code {code})" if code is not None else "")
+            + f"; it will be restarted on the next call. {stderr_hint}"
+        )
+    return BackendError(f"backend {spec.id!r} rejected the call to {tool}: {exc.error.message} (code {exc.error.code})")
+
+
+def refused(spec: BackendConfig) -> BackendUnavailable:
+    """The server answered HTTP 401: OAuth backends need the browser flow, others a right header or token."""
+    if spec.oauth:
+        return needs_auth(spec)
+    return BackendUnavailable(
+        f"backend {spec.id!r} ({spec.where()}) refused the credentials (HTTP 401): "
+        "check its headers and auth.token in the config (and the variables they name)."
+    )
+
+
+def needs_auth(spec: BackendConfig) -> BackendUnavailable:
+    return BackendUnavailable(
+        f"backend {spec.id!r} needs authorization: run `agentify auth {spec.id}` (with the same --config), "
+        "then try again."
+    )
+
+
+def unavailable(spec: BackendConfig, state: str, last_error: str | None) -> BackendUnavailable:
+    """Why a call could not get a session: disabled, needs authorization, or not started in time."""
+    if not spec.enabled:
+        return BackendUnavailable(
+            f"backend {spec.id!r} is disabled in the configuration; set enabled to true to use it"
+        )
+    if state == "needs_auth":
+        return needs_auth(spec)
+    detail = f": {last_error}" if last_error else ""
+    check = "its url and headers" if spec.remote else "its command and arguments"
+    return BackendUnavailable(
+        f"backend {spec.id!r} is not available ({state}){detail}. "
+        f"Check {check} with `agentify doctor`; it is retried on the next call."
+    )

@@ -1,0 +1,48 @@
+"""Resolved tool handles: what `BackendManager.catalog()` returns and a `Plan` carries.
+
+A handle is one tool of one backend, bound to the supervisor that calls it, so no later step
+looks the (backend, tool) pair up again or reaches into the manager.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.shared.dispatcher import ProgressFnT
+
+from agentify.config import BackendConfig
+
+
+class ToolCaller(Protocol):
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
+    ) -> types.CallToolResult: ...
+
+
+@dataclass(frozen=True, eq=False)
+class ToolHandle:
+    """One callable backend tool. `spec` is the backend's config (the safety policy reads it)."""
+
+    backend: str
+    description: str
+    tool: types.Tool
+    spec: BackendConfig
+    caller: ToolCaller
+
+    async def call(self, arguments: dict[str, Any], progress: ProgressFnT | None = None) -> types.CallToolResult:
+        """Calls the tool; a lazy or stopped backend is started first.
+
+        Raises:
+            BackendUnavailable, BackendError, TaskTimeout, Denied.
+        """
+        return await self.caller.call(self.tool.name, arguments, progress)
+
+
+@dataclass(frozen=True)
+class ToolCatalog:
+    """Every usable tool; `key` changes whenever any backend's tools (or description) change."""
+
+    key: tuple[tuple[str, str, int], ...]
+    handles: tuple[ToolHandle, ...]

@@ -1,0 +1,128 @@
+"""BackendManager: one supervisor per configured backend, their owner tasks, and the catalog of tool handles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskGroup
+
+from agentify.backends.connection import Connection
+from agentify.backends.handles import ToolCatalog
+from agentify.backends.manifest import ManifestStore
+from agentify.backends.remote import RemoteConnection
+from agentify.backends.state import BackendStatus
+from agentify.backends.stdio import StdioConnection
+from agentify.backends.supervisor import SETTLE_SLACK, RootsGetter, StateListener, Supervisor
+from agentify.config import BackendConfig
+from agentify.stderr_log import StderrLog
+
+CATALOG_WAIT_MAX = 30.0  # a catalog waits at most this long for backends that are still starting
+
+
+def supervise(
+    spec: BackendConfig, manifests: ManifestStore, on_state: StateListener | None, roots: RootsGetter | None
+) -> Supervisor:
+    stderr = StderrLog(spec.id)
+    connection: Connection
+    if spec.remote:
+        connection = RemoteConnection(spec)
+    else:
+        connection = StdioConnection(spec, stderr)
+    return Supervisor(spec, connection, stderr, manifests, on_state=on_state, roots=roots)
+
+
+class BackendManager:
+    """Starts every eager backend concurrently in the background and owns the supervisors' tasks."""
+
+    def __init__(
+        self,
+        specs: Iterable[BackendConfig],
+        on_state: StateListener | None = None,
+        *,
+        roots: RootsGetter | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self._on_state = on_state
+        self._roots = roots
+        self._manifests = ManifestStore(cache_dir)
+        self._supervisors: dict[str, Supervisor] = {s.id: supervise(s, self._manifests, on_state, roots) for s in specs}
+        self._tg: TaskGroup | None = None
+        self.closed = anyio.Event()
+        self._stopping = anyio.Event()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Owns the backends until cancelled or `close` is called."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for supervisor in self._supervisors.values():
+                    tg.start_soon(supervisor.run)
+                task_status.started()
+                await self._stopping.wait()
+        finally:
+            self._tg = None
+            self.closed.set()  # also when cancelled (a signal): nobody may wait for a close that never comes
+
+    def reconcile(self, specs: Iterable[BackendConfig]) -> None:
+        """Applies a new backend list: removed or changed backends stop, new ones start."""
+        assert self._tg is not None, "reconcile needs a running manager"
+        wanted = {s.id: s for s in specs}
+        for backend_id, supervisor in list(self._supervisors.items()):
+            if wanted.get(backend_id) != supervisor.spec:
+                supervisor.stop()
+                del self._supervisors[backend_id]
+        for backend_id, spec in wanted.items():
+            if backend_id not in self._supervisors:
+                supervisor = supervise(spec, self._manifests, self._on_state, self._roots)
+                self._supervisors[backend_id] = supervisor
+                self._tg.start_soon(supervisor.run)
+
+    def statuses(self) -> list[BackendStatus]:
+        return [s.status() for s in self._supervisors.values()]
+
+    async def catalog(self) -> ToolCatalog:
+        """The tools of every enabled backend as handles; waits (bounded) for backends still starting.
+
+        A backend that failed before it was ever ready is asked to start again (after its backoff):
+        the planner cannot choose its tools, so no call would ever restart it. Lazy backends with a
+        manifest are not started: their handles start them on the first call."""
+        for supervisor in self._supervisors.values():
+            supervisor.kick()
+        settling = [s for s in self._supervisors.values() if s.settling()]
+        if settling:
+            limit = min(CATALOG_WAIT_MAX, max(s.start_limit for s in settling) + SETTLE_SLACK)
+            await _wait_settled(settling, limit)
+        enabled = [s for s in self._supervisors.values() if s.spec.enabled]
+        return ToolCatalog(
+            key=tuple((s.spec.id, s.spec.description, s.tools_version) for s in enabled),
+            handles=tuple(handle for s in enabled for handle in s.handles()),
+        )
+
+    async def wait_all_settled(self) -> None:
+        """Waits until every enabled backend is ready, idle or failed, bounded by the longest start-up timeout."""
+        supervisors = [s for s in self._supervisors.values() if s.spec.enabled]
+        if supervisors:
+            await _wait_settled(supervisors, max(s.start_limit for s in supervisors) + SETTLE_SLACK)
+
+    def roots_changed(self) -> None:
+        """Sends notifications/roots/list_changed to every running backend that forwards roots."""
+        if self._tg is None:
+            return
+        for supervisor in self._supervisors.values():
+            if supervisor.spec.forward_roots:
+                self._tg.start_soon(supervisor.send_roots_changed)
+
+    def close(self) -> None:
+        """Asks every owner to close its session; `run` returns once they have."""
+        for supervisor in self._supervisors.values():
+            supervisor.stop()
+        self._stopping.set()
+
+
+async def _wait_settled(supervisors: list[Supervisor], seconds: float) -> None:
+    with anyio.move_on_after(seconds):
+        async with anyio.create_task_group() as tg:
+            for supervisor in supervisors:
+                tg.start_soon(supervisor.wait_settled, seconds)

@@ -1,0 +1,84 @@
+"""The tool manifest: each backend's last `tools/list`, kept in the cache dir so planning needs no running backend.
+
+A manifest is keyed by a hash of how the backend is started (command, args, the names of its
+env variables, url), so a changed command or URL is learnt afresh and a renamed backend is
+not. Values of env variables and headers are never part of the key nor of the file. An
+unreadable or stale file is ignored (and logged); writing is atomic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import mcp_types as types
+from loguru import logger
+from pydantic import ValidationError
+
+from agentify.config import BackendConfig
+
+FORMAT = 1
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """AGENTIFY_CACHE_DIR, else $XDG_CACHE_HOME/agentify, else ~/.cache/agentify."""
+    environ = os.environ if environ is None else environ
+    if environ.get("AGENTIFY_CACHE_DIR"):
+        return Path(environ["AGENTIFY_CACHE_DIR"])
+    if environ.get("XDG_CACHE_HOME"):
+        return Path(environ["XDG_CACHE_HOME"]) / "agentify"
+    return Path.home() / ".cache" / "agentify"
+
+
+def manifest_key(spec: BackendConfig) -> str:
+    identity = {
+        "command": spec.command,
+        "args": spec.args,
+        "env": sorted(spec.env),
+        "url": spec.url,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+
+
+class ManifestStore:
+    """Reads and writes manifests under `directory`/manifests; `None` keeps nothing (tests, one-shot tools)."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory / "manifests" if directory is not None else None
+
+    def path(self, spec: BackendConfig) -> Path | None:
+        return self.directory / f"{manifest_key(spec)}.json" if self.directory is not None else None
+
+    def load(self, spec: BackendConfig) -> list[types.Tool] | None:
+        """The tools last listed by this backend, or None when it was never learnt (or the file is unusable)."""
+        path = self.path(spec)
+        if path is None or not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("format") != FORMAT:
+                return None
+            return [types.Tool.model_validate(tool) for tool in data["tools"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
+            logger.bind(backend=spec.id).warning("ignoring the unusable tool manifest {}: {}", path, exc)
+            return None
+
+    def save(self, spec: BackendConfig, tools: list[types.Tool]) -> None:
+        path = self.path(spec)
+        if path is None:
+            return
+        data = {
+            "format": FORMAT,
+            "backend": spec.id,
+            "tools": [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools],
+        }
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(data), encoding="utf-8")
+            temporary.replace(path)
+        except OSError as exc:
+            logger.bind(backend=spec.id).warning("cannot write the tool manifest {}: {}", path, exc.strerror or exc)

@@ -1,0 +1,191 @@
+"""OAuth 2.1 for remote backends, through the SDK's `OAuthClientProvider` (discovery, registration, PKCE, refresh).
+
+agentify adds only what the SDK leaves to its caller: where tokens live (one file per backend
+in the user's config dir, mode 0600), and who answers the authorization redirect. While
+serving, nobody can: a server that asks for a new authorization makes the backend
+`needs_auth`. `agentify auth <backend>` answers it with a browser and a loopback redirect
+(`login.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl, ValidationError
+
+from agentify.backends.connection import AuthRequired
+from agentify.config import BackendConfig, OAuthSettings
+
+PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"  # while serving nobody receives a redirect
+
+
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """AGENTIFY_CONFIG_DIR, else $XDG_CONFIG_HOME/agentify, else ~/.config/agentify."""
+    environ = os.environ if environ is None else environ
+    if environ.get("AGENTIFY_CONFIG_DIR"):
+        return Path(environ["AGENTIFY_CONFIG_DIR"])
+    if environ.get("XDG_CONFIG_HOME"):
+        return Path(environ["XDG_CONFIG_HOME"]) / "agentify"
+    return Path.home() / ".config" / "agentify"
+
+
+class TokenFile:
+    """The SDK's `TokenStorage` for one backend: tokens and client registration in one 0600 JSON file."""
+
+    def __init__(self, spec: BackendConfig, directory: Path | None = None) -> None:
+        assert spec.url is not None
+        digest = hashlib.sha256(spec.url.encode()).hexdigest()[:12]
+        self.path = (directory or config_dir()) / "oauth" / f"{spec.id}-{digest}.json"
+        self._backend = spec.id
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            logger.bind(backend=self._backend).warning("ignoring the unreadable token file {}: {}", self.path, exc)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+        os.chmod(temporary, 0o600)
+        temporary.replace(self.path)
+
+    def stamp(self) -> float:
+        """Changes whenever the file is written (so a running gateway notices `agentify auth`)."""
+        try:
+            return self.path.stat().st_mtime_ns / 1e9
+        except OSError:
+            return 0.0
+
+    def has_tokens(self) -> bool:
+        return bool(self._read().get("tokens"))
+
+    def expires_at(self) -> float | None:
+        value = self._read().get("expiresAt")
+        return float(value) if isinstance(value, int | float) else None
+
+    def expire(self) -> bool:
+        """Marks the access token as expired so the next session refreshes it; False without a refresh token."""
+        data = self._read()
+        if not (data.get("tokens") or {}).get("refresh_token"):
+            return False
+        data["expiresAt"] = 1.0  # long past (0 would read as "no expiry" to the SDK)
+        self._write(data)
+        return True
+
+    async def get_tokens(self) -> OAuthToken | None:
+        tokens = self._read().get("tokens")
+        try:
+            return OAuthToken.model_validate(tokens) if tokens else None
+        except ValidationError:
+            return None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        data = self._read()
+        data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
+        data["expiresAt"] = time.time() + tokens.expires_in if tokens.expires_in else None
+        self._write(data)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        client = self._read().get("client")
+        try:
+            return OAuthClientInformationFull.model_validate(client) if client else None
+        except ValidationError:
+            return None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        data = self._read()
+        data["client"] = client_info.model_dump(mode="json", exclude_none=True)
+        self._write(data)
+
+    def redirect_uri(self) -> str | None:
+        """The loopback redirect the client was registered with, so a new login reuses its port."""
+        uris = (self._read().get("client") or {}).get("redirect_uris") or []
+        return str(uris[0]) if uris else None
+
+
+class _Provider(OAuthClientProvider):
+    """The SDK's provider; stored tokens also bring back their expiry, so an expired one is refreshed."""
+
+    def __init__(self, store: TokenFile, **options: Any) -> None:
+        super().__init__(storage=store, **options)
+        self._store = store
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        self.context.token_expiry_time = self._store.expires_at()
+
+
+async def _nobody_to_ask(url: str) -> None:
+    raise AuthRequired("the server asks for a new authorization")
+
+
+async def _no_callback() -> AuthorizationCodeResult:
+    raise AuthRequired("the server asks for a new authorization")
+
+
+def provider_for(
+    spec: BackendConfig,
+    store: TokenFile,
+    *,
+    redirect_uri: str | None = None,
+    open_url: Callable[[str], Awaitable[None]] | None = None,
+    callback: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
+) -> OAuthClientProvider:
+    """The SDK's OAuth provider for `spec`. Without `open_url` (serving), a needed authorization raises
+    `AuthRequired` instead of opening anything."""
+    settings = spec.auth
+    assert isinstance(settings, OAuthSettings) and spec.url is not None
+    redirect = redirect_uri or store.redirect_uri() or PLACEHOLDER_REDIRECT
+    metadata = OAuthClientMetadata(
+        client_name="agentify",
+        redirect_uris=[AnyUrl(redirect)],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        scope=" ".join(settings.scopes) if settings.scopes else None,
+        token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
+    )
+    return _Provider(
+        store,
+        server_url=spec.url,
+        client_metadata=metadata,
+        redirect_handler=open_url or _nobody_to_ask,
+        callback_handler=callback or _no_callback,
+    )
+
+
+async def preregister(spec: BackendConfig, store: TokenFile, redirect_uri: str) -> None:
+    """A configured clientId (servers without dynamic registration) is stored as the client's registration."""
+    settings = spec.auth
+    assert isinstance(settings, OAuthSettings)
+    if settings.client_id is None:
+        return
+    current = await store.get_client_info()
+    if current is not None and current.client_id == settings.client_id:
+        return
+    await store.set_client_info(
+        OAuthClientInformationFull(
+            client_id=settings.client_id,
+            client_secret=settings.client_secret,
+            redirect_uris=[AnyUrl(redirect_uri)],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
+        )
+    )

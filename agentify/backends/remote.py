@@ -1,0 +1,165 @@
+"""Remote connections: streamable HTTP and SSE through the SDK's own clients, with headers, bearer and OAuth.
+
+Without a configured transport, streamable HTTP is tried first; a server that refuses its
+`initialize` POST with 400, 404 or 405 is tried again over the old SSE transport, as the MCP
+spec's backwards-compatibility section describes. A URL whose path ends in `/sse` means SSE.
+
+The link is "gone" when the server's stream ends (SSE) or the transport fails (streamable
+HTTP: the SDK's transport raises, which ends the session); header values and tokens never
+appear in what this module logs or reports (the URL is shown masked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx2
+from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+
+from agentify.backends.connection import AuthRequired, Link
+from agentify.backends.oauth import TokenFile, provider_for
+from agentify.config import BackendConfig, BearerAuth, mask_url
+
+CONNECT_SECONDS = 10.0  # connect, write and pool timeouts of the HTTP client
+STREAM_READ_SECONDS = 300.0  # a server may hold a response stream open this long without sending
+
+
+class RemoteConnection:
+    def __init__(self, spec: BackendConfig) -> None:
+        assert spec.url is not None
+        self._spec = spec
+        self.url = spec.url
+        path = urlsplit(spec.url).path.rstrip("/")
+        self.kind: str = spec.transport or ("sse" if path.endswith("/sse") else "streamable-http")
+        self.may_fall_back = spec.transport is None and self.kind == "streamable-http"
+        self._tokens = TokenFile(spec) if spec.oauth else None
+
+    def headers(self) -> dict[str, str]:
+        headers = dict(self._spec.headers)
+        if isinstance(self._spec.auth, BearerAuth):
+            headers["Authorization"] = f"Bearer {self._spec.auth.token}"
+        return headers
+
+    def client(
+        self, auth: httpx2.Auth | None, on_response: Callable[[httpx2.Response], Awaitable[None]] | None = None
+    ) -> httpx2.AsyncClient:
+        """An HTTP client with the backend's headers and bearer token, and `auth` (OAuth) if given."""
+        return httpx2.AsyncClient(
+            headers=self.headers(),
+            auth=auth,
+            timeout=httpx2.Timeout(CONNECT_SECONDS, read=STREAM_READ_SECONDS),
+            event_hooks={"response": [on_response]} if on_response else None,
+        )
+
+    def _auth(self) -> httpx2.Auth | None:
+        """The SDK's OAuth provider once there are stored tokens; before that a 401 means `needs_auth`."""
+        if self._tokens is None or not self._tokens.has_tokens():
+            return None
+        return provider_for(self._spec, self._tokens)
+
+    def retry_auth(self) -> bool:
+        return self._tokens is not None and self._tokens.expire()
+
+    def auth_stamp(self) -> float:
+        return self._tokens.stamp() if self._tokens is not None else 0.0
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Link]:
+        links: list[Link] = []  # the open link, once there is one: the status hook writes to it
+
+        async def on_response(response: httpx2.Response) -> None:
+            if not links:
+                return
+            if response.status_code >= 400:
+                links[0].refused_status = response.status_code
+            elif response.request.method == "POST" and str(response.request.url) == self.url:
+                links[0].refused_status = None  # an MCP request went through: earlier refusals are over
+
+        def client(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            return self.client(self._auth(), on_response)
+
+        try:
+            if self.kind == "sse":
+                async with sse_client(self.url, httpx_client_factory=client, timeout=CONNECT_SECONDS) as (read, write):
+                    async with _relayed(read, write) as link:
+                        links.append(link)
+                        yield link
+            else:
+                async with client() as http, streamable_http_client(self.url, http_client=http) as (read, write):
+                    async with _relayed(read, write) as link:
+                        links.append(link)
+                        yield link
+        except httpx2.HTTPStatusError as exc:
+            if exc.response.status_code == 401:
+                raise AuthRequired from exc
+            raise
+
+    def fall_back(self) -> bool:
+        """After the server refused streamable HTTP's `initialize`: use SSE from now on, if allowed."""
+        if not self.may_fall_back:
+            return False
+        self.kind = "sse"
+        self.may_fall_back = False
+        return True
+
+    def explain(self, exc: BaseException) -> str:
+        where = mask_url(self.url)
+        for error in _leaves(exc):
+            if isinstance(error, httpx2.ConnectError):
+                return f"cannot connect to {where} (is the server running?)"
+            if isinstance(error, httpx2.HTTPStatusError):
+                return f"{where} answered HTTP {error.response.status_code}"
+            if isinstance(error, httpx2.TimeoutException):
+                return f"{where} did not answer in time"
+            if isinstance(error, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
+                return (
+                    f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
+                )
+            if isinstance(error, httpx2.TransportError):
+                return f"the connection to {where} failed ({type(error).__name__})"
+        first = next(iter(_leaves(exc)), exc)
+        return f"unexpected failure talking to {where}: {type(first).__name__}"
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc, *([exc.__cause__] if exc.__cause__ is not None else [])]
+
+
+@asynccontextmanager
+async def _relayed(read: Any, write: Any) -> AsyncIterator[Link]:
+    """A link over the transport's streams whose read side is forwarded, so it learns at once when it ends."""
+    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    link = Link(read_stream=receive, write_stream=write)
+
+    async def relay() -> None:
+        try:
+            async with send:
+                async for message in read:
+                    if isinstance(message, Exception):
+                        link.lost_reason = f"the stream failed: {type(message).__name__}"
+                    await send.send(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        # The stream ended by itself (a cancelled relay leaves the verdict to the supervisor).
+        link.lost_reason = link.lost_reason or "the server closed the connection"
+        link.gone.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(relay)
+        try:
+            yield link
+        finally:
+            tg.cancel_scope.cancel()

@@ -1,0 +1,54 @@
+"""The stdio connection: a local backend process, through `agentify.transport`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from agentify.backends.connection import Link
+from agentify.config import BackendConfig
+from agentify.stderr_log import StderrLog
+from agentify.transport import spawn_backend
+
+EXIT_STATUS_WAIT = 1.0  # how long an error message waits for the exit code of a process whose stdout closed
+
+
+class StdioConnection:
+    kind = "stdio"
+
+    def __init__(self, spec: BackendConfig, stderr: StderrLog) -> None:
+        assert spec.command is not None
+        self._command = spec.command
+        self._spec = spec
+        self._stderr = stderr
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Link]:
+        spec = self._spec
+        async with spawn_backend(self._command, spec.args, spec.env, spec.cwd, self._stderr.line) as process:
+
+            async def exit_code() -> int | None:
+                return await process.wait_exit(EXIT_STATUS_WAIT)
+
+            link = Link(
+                read_stream=process.read_stream,
+                write_stream=process.write_stream,
+                gone=process.stdout_closed,
+                pid=process.pid,
+                exit_code=exit_code,
+            )
+            yield link
+
+    def fall_back(self) -> bool:
+        return False
+
+    def retry_auth(self) -> bool:
+        return False
+
+    def auth_stamp(self) -> float:
+        return 0.0
+
+    def explain(self, exc: BaseException) -> str:
+        if isinstance(exc, OSError):
+            return f"cannot start {self._command!r}: {exc.strerror or exc} (cwd {self._spec.cwd})"
+        return f"unexpected failure: {type(exc).__name__}: {exc}"

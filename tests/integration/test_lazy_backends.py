@@ -1,0 +1,77 @@
+"""Lazy backends: planned from the tool manifest, started by the first call, stopped after their idle time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import echo_works, fake_backend, gateway, gateway_env, pid_alive, text_of, wait_until, write_config
+from tests.fakes.model_server import ModelServer, Reply
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+def started_pids(marker: Path) -> list[int]:
+    if not marker.exists():
+        return []
+    return [int(line.split()[1]) for line in marker.read_text().splitlines() if line.startswith("started ")]
+
+
+async def listed(session: Any, backend_id: str) -> dict[str, Any]:
+    listing = await session.call_tool("list_backends", {})
+    return next(b for b in (listing.structured_content or {})["backends"] if b["id"] == backend_id)
+
+
+async def test_lazy_backend_is_learnt_once_then_runs_only_while_it_is_used(tmp_path: Path, model: ModelServer) -> None:
+    marker = tmp_path / "lazy.log"
+    lazy = fake_backend("lazy", "--marker", str(marker), start="lazy", idleStopSeconds=1)
+    config = write_config(tmp_path, [lazy, fake_backend()])
+    env = gateway_env(model)
+
+    # First run, no manifest yet: the backend is started once to learn its tools, then stopped.
+    async with gateway(config, env, tmp_path / "stderr.log") as session:
+        await echo_works(session, model)  # planning waits for the learning start
+        await wait_until(lambda: len(started_pids(marker)) == 1)
+        learnt = started_pids(marker)[0]
+        await wait_until(lambda: not pid_alive(learnt))
+        state = await listed(session, "lazy")
+        assert state["state"] == "idle" and "echo" in state["tools"] and state["start"] == "lazy"
+    assert any(t["function"]["name"] == "lazy__echo" for t in model.requests[0]["tools"])
+
+    # Second run, with the manifest: nothing runs until a plan needs the backend.
+    async with gateway(config, env, tmp_path / "stderr.log") as session:
+        await echo_works(session, model)
+        state = await listed(session, "lazy")
+        assert state["state"] == "idle" and "echo" in state["tools"] and state["pid"] is None
+        assert len(started_pids(marker)) == 1  # not started: planned from the manifest
+        assert any(t["function"]["name"] == "lazy__echo" for t in model.requests[-1]["tools"])
+
+        model.push(Reply.tool_call("lazy__echo", {"text": "wake up"}))
+        result = await session.call_tool("orchestrate_task", {"query": "echo wake up on lazy"})
+        assert text_of(result) == "echo: wake up", text_of(result)
+        pid = started_pids(marker)[-1]
+        assert len(started_pids(marker)) == 2 and pid_alive(pid)
+        assert (await listed(session, "lazy"))["pid"] == pid
+
+        await wait_until(lambda: not pid_alive(pid))  # idleStopSeconds: 1
+        state = await listed(session, "lazy")
+        assert state["state"] == "idle" and state["restarts"] == 0 and "echo" in state["tools"]
+
+        model.push(Reply.tool_call("lazy__echo", {"text": "again"}))
+        again = await session.call_tool("orchestrate_task", {"query": "echo again on lazy"})
+        assert text_of(again) == "echo: again" and len(started_pids(marker)) == 3
+
+
+async def test_a_changed_command_is_learnt_afresh(tmp_path: Path, model: ModelServer) -> None:
+    marker = tmp_path / "lazy.log"
+    first = write_config(tmp_path, [fake_backend("lazy", "--marker", str(marker), start="lazy"), fake_backend()])
+    async with gateway(first, gateway_env(model), tmp_path / "stderr.log") as session:
+        await echo_works(session, model)
+        await wait_until(lambda: len(started_pids(marker)) == 1)
+    changed = fake_backend("lazy", "--marker", str(marker), "--spawn-child", start="lazy")
+    second = write_config(tmp_path, [changed, fake_backend()])
+    async with gateway(second, gateway_env(model), tmp_path / "stderr.log") as session:
+        await echo_works(session, model)
+        await wait_until(lambda: len(started_pids(marker)) == 2)

@@ -1,0 +1,111 @@
+"""OAuth end to end: needs_auth, `agentify auth` with a loopback redirect, refresh on 401, then needs_auth again.
+
+The backend is its own authorization server, built on the SDK's `mcp.server.auth`; the browser
+step is an HTTP client following the redirects from the printed URL to agentify's loopback."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from tests.conftest import AGENTIFY, REPO, error_code, gateway, gateway_env, text_of
+from tests.fakes.model_server import ModelServer, Reply
+from tests.servers import free_port, server_process, wait_accepting
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+OAUTH_BACKEND = REPO / "tests/fakes/oauth_backend.py"
+
+
+async def call(session: Any, model: ModelServer, tool: str, arguments: dict[str, Any]) -> Any:
+    model.push(Reply.tool_call(tool, arguments))
+    return await session.call_tool("orchestrate_task", {"query": f"use {tool}"})
+
+
+async def state_of(session: Any, backend_id: str) -> dict[str, Any]:
+    listing = await session.call_tool("list_backends", {})
+    return next(b for b in (listing.structured_content or {})["backends"] if b["id"] == backend_id)
+
+
+async def authorize(config: Path, env: dict[str, str], log: Path) -> str:
+    """`agentify auth secure`, with the browser step done by following the printed URL's redirects."""
+    command = [str(AGENTIFY), "auth", "secure", "--config", str(config)]
+    async with await anyio.open_process(command, env=env | {"BROWSER": "true"}) as process:
+        assert process.stderr is not None and process.stdout is not None
+        seen = b""
+        with anyio.fail_after(30):
+            while b"\nhttp" not in seen:
+                seen += await process.stderr.receive()
+        url = seen.decode().split("\n")[1].strip()
+        async with httpx2.AsyncClient(follow_redirects=True, timeout=30) as browser:
+            page = await browser.get(url)
+        assert page.status_code == 200 and "authorized" in page.text
+        with anyio.fail_after(30):
+            await process.wait()
+        out = (await process.stdout.receive()).decode() if process.returncode == 0 else ""
+        rest = b""
+        with anyio.move_on_after(1):
+            async for chunk in process.stderr:
+                rest += chunk
+        await anyio.Path(log).write_bytes(seen + rest)
+        assert process.returncode == 0, (seen + rest).decode()
+    return out
+
+
+async def test_oauth_login_refresh_and_reauthorization(tmp_path: Path, model: ModelServer) -> None:
+    port = free_port()
+    events = tmp_path / "oauth-events.log"
+    argv = [sys.executable, str(OAUTH_BACKEND), "--port", str(port), "--log", str(events)]
+    config = tmp_path / "agentify.json"
+    entry = {"id": "secure", "url": f"http://127.0.0.1:{port}/mcp", "auth": {"type": "oauth"}}
+    config.write_text(json.dumps({"backends": [entry]}))
+    env = gateway_env(model, AGENTIFY_CONFIG_DIR=str(tmp_path / "config"))
+    stderr = tmp_path / "stderr.log"
+    with server_process(argv, tmp_path / "server.log"):
+        await wait_accepting(port)
+        async with gateway(config, env, stderr) as session:
+            before = await state_of(session, "secure")
+            while before["state"] in ("starting", "stopped"):
+                before = await state_of(session, "secure")
+            assert before["state"] == "needs_auth" and "agentify auth secure" in before["lastError"]
+
+            auth_env = env | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")}
+            printed = await authorize(config, auth_env, tmp_path / "auth.log")
+            assert "secure is authorized (3 tools)" in printed
+            (token_file,) = (tmp_path / "config" / "oauth").glob("secure-*.json")
+            assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+            tokens = json.loads(token_file.read_text())["tokens"]
+
+            # The running gateway picks the new tokens up on the next call.
+            assert text_of(await call(session, model, "secure__echo", {"text": "signed in"})) == "echo: signed in"
+            listed = await state_of(session, "secure")
+            assert listed["state"] == "ready" and "echo" in listed["tools"]
+
+            # The server forgets the access token: a 401 mid-session refreshes it, and the call goes through.
+            assert "revoked" in text_of(await call(session, model, "secure__forget_access", {}))
+            again = await call(session, model, "secure__echo", {"text": "refreshed"})
+            assert text_of(again) == "echo: refreshed", text_of(again)
+            assert "token refresh" in events.read_text().splitlines()
+
+            # It forgets the refresh token too: the backend needs a new authorization.
+            assert "revoked" in text_of(await call(session, model, "secure__forget_all", {}))
+            lost = await call(session, model, "secure__echo", {"text": "gone"})
+            assert error_code(lost) == "backend_unavailable" and "agentify auth secure" in text_of(lost)
+            assert (await state_of(session, "secure"))["state"] == "needs_auth"
+    for secret in (tokens["access_token"], tokens["refresh_token"]):
+        assert secret not in stderr.read_text() and secret not in (tmp_path / "auth.log").read_text()
+
+
+def test_auth_names_the_oauth_backends_when_given_another(tmp_path: Path) -> None:
+    config = tmp_path / "agentify.json"
+    config.write_text(json.dumps({"backends": [{"id": "local", "command": "true"}]}))
+    done = subprocess.run([str(AGENTIFY), "auth", "local", "--config", str(config)], capture_output=True, text=True)
+    assert done.returncode == 2 and "not a backend with auth.type oauth" in done.stderr and "none" in done.stderr

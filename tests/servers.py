@@ -1,0 +1,65 @@
+"""Real remote MCP servers for tests, on 127.0.0.1: server-everything (streamable HTTP, SSE) and our own."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+
+from tests.conftest import REPO
+
+EVERYTHING = REPO / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+HTTP_BACKEND = REPO / "tests/fakes/http_backend.py"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def accepting(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+async def wait_accepting(port: int, seconds: float = 20.0) -> None:
+    with anyio.fail_after(seconds):
+        while not accepting(port):  # noqa: ASYNC110 - the server is another process
+            await anyio.sleep(0.05)
+
+
+@contextmanager
+def server_process(argv: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env=os.environ | (env or {}), start_new_session=True
+        )
+    try:
+        yield process
+    finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, 9)
+    process.wait(10)
+
+
+def everything(mode: str, port: int, log: Path) -> list[str]:
+    """argv and env of server-everything in `streamableHttp` or `sse` mode (it reads PORT)."""
+    if not EVERYTHING.exists():
+        raise RuntimeError(f"{EVERYTHING} is missing: run scripts/setup.sh (npm install) first")
+    return ["node", str(EVERYTHING), mode]
+
+
+def http_backend(port: int, *flags: str) -> list[str]:
+    return [sys.executable, str(HTTP_BACKEND), "--port", str(port), *flags]

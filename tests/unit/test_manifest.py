@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import mcp_types as types
+
+from agentify.backends.manifest import ManifestStore, cache_dir, manifest_key
+from agentify.config import BackendConfig
+
+TOOL = types.Tool(name="echo", description="Echo", input_schema={"type": "object"})
+
+
+def test_cache_dir_prefers_agentify_then_xdg_then_home() -> None:
+    assert cache_dir({"AGENTIFY_CACHE_DIR": "/a", "XDG_CACHE_HOME": "/x"}) == Path("/a")
+    assert cache_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/agentify")
+    assert cache_dir({}) == Path.home() / ".cache" / "agentify"
+
+
+def test_key_depends_on_how_it_starts_but_not_on_env_values_or_id() -> None:
+    base = BackendConfig(id="a", command="node", args=["s.js"], env={"TOKEN": "one"})
+    assert manifest_key(base) == manifest_key(base.model_copy(update={"id": "b", "env": {"TOKEN": "two"}}))
+    assert manifest_key(base) != manifest_key(base.model_copy(update={"env": {"OTHER": "one"}}))
+    assert manifest_key(base) != manifest_key(base.model_copy(update={"args": ["t.js"]}))
+    remote = BackendConfig(id="r", url="http://127.0.0.1:1/mcp")
+    assert manifest_key(remote) != manifest_key(BackendConfig(id="r", url="http://127.0.0.1:2/mcp"))
+
+
+def test_saved_tools_load_back_and_secrets_stay_out(tmp_path: Path) -> None:
+    store = ManifestStore(tmp_path)
+    spec = BackendConfig(id="a", command="node", env={"TOKEN": "secret-value-123"})
+    assert store.load(spec) is None
+    store.save(spec, [TOOL])
+    assert store.load(spec) == [TOOL]
+    path = store.path(spec)
+    assert path is not None and "secret-value-123" not in path.read_text()
+
+
+def test_an_unreadable_manifest_is_ignored(tmp_path: Path) -> None:
+    store = ManifestStore(tmp_path)
+    spec = BackendConfig(id="a", command="node")
+    path = store.path(spec)
+    assert path is not None
+    path.parent.mkdir(parents=True)
+    for content in ("not json", '{"format": 1, "tools": [{"name": 5}]}', "[]", '{"format": 99, "tools": []}'):
+        path.write_text(content)
+        assert store.load(spec) is None
