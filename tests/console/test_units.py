@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+import socket
 from typing import Any
 
 import anyio
 import pytest
+from starlette.requests import HTTPConnection
 
-from agentify.console.security import Access
+from agentify.console.security import Access, presented_token, token_subprotocol
 from agentify.console.stream import FELL_BEHIND, STALLED, pump
 from agentify.console.supervisor import console_token
 from agentify.events import EventBus
@@ -60,12 +63,18 @@ def test_only_the_console_own_names_pass_the_host_check_on_loopback() -> None:
     assert access.loopback and Access("t", "::1", 1).loopback and Access("t", "localhost", 1).loopback
 
 
-def test_a_wildcard_bind_also_accepts_ip_addresses_but_no_foreign_names() -> None:
-    access = Access(token="t" * 32, host="0.0.0.0", port=8123)
-    assert access.host_allowed("192.0.2.7:8123") and access.host_allowed("[2001:db8::1]:8123")
-    assert not access.host_allowed("evil.example:8123") and not access.host_allowed("192.0.2.7:9999")
-    assert access.base_url == "http://127.0.0.1:8123/"
-    assert not access.loopback and not Access("t", "myhost.example", 1).loopback
+def test_off_loopback_only_the_configured_name_passes_and_no_other_address() -> None:
+    wildcard = Access(token="t" * 32, host="0.0.0.0", port=8123)
+    assert wildcard.host_allowed(f"{socket.gethostname()}:8123") and wildcard.host_allowed("127.0.0.1:8123")
+    refused = ("192.0.2.7:8123", "[2001:db8::1]:8123", "evil.example:8123", "0.0.0.0:8123", "192.0.2.7:9999")
+    assert not any(wildcard.host_allowed(h) for h in refused)
+    assert not wildcard.origin_allowed("http://192.0.2.7:8123")
+    assert wildcard.base_url == "http://127.0.0.1:8123/"
+    named = Access(token="t" * 32, host="console.lan.example", port=8123)
+    assert named.host_allowed("console.lan.example:8123") and named.host_allowed("Console.LAN.example:8123")
+    assert named.origin_allowed("http://console.lan.example:8123")
+    assert not named.host_allowed("192.0.2.7:8123") and not named.host_allowed("other.lan.example:8123")
+    assert not wildcard.loopback and not named.loopback
 
 
 def test_origins_must_be_the_console_itself() -> None:
@@ -75,11 +84,22 @@ def test_origins_must_be_the_console_itself() -> None:
     assert access.base_url == "http://[::1]:8123/"
 
 
-def test_the_url_carries_the_token_quoted_and_the_cookie_is_per_port() -> None:
+def test_the_url_carries_the_token_quoted() -> None:
     access = Access(token="a b/c+d&e", host="127.0.0.1", port=8123)
     assert access.url_with_token == "http://127.0.0.1:8123/?token=a%20b%2Fc%2Bd%26e"
-    assert access.cookie_name == "agentify_console_8123"
     assert access.token_matches("a b/c+d&e") and not access.token_matches("a b/c+d&")
+
+
+def test_any_token_travels_as_a_header_safe_subprotocol_and_comes_back_whole() -> None:
+    for token in ("a b/c+d&e", "ünïcode-tökén-0123456789", "x" * 200, "plain_token-0123456789"):
+        offered = token_subprotocol(token)
+        assert re.fullmatch(r"agentify-token\.[A-Za-z0-9_-]+", offered), offered  # RFC 7230 token characters
+        scope = {"type": "websocket", "headers": [], "subprotocols": ["agentify-console", offered]}
+        assert presented_token(HTTPConnection(scope)) == token
+    garbled = {"type": "websocket", "headers": [], "subprotocols": ["agentify-token.\u00e9%"]}
+    assert not Access("t" * 32, "127.0.0.1", 1).token_matches(presented_token(HTTPConnection(garbled)) or "")
+    plain_http = {"type": "http", "headers": [], "subprotocols": [token_subprotocol("t" * 32)]}
+    assert presented_token(HTTPConnection(plain_http)) is None
 
 
 def test_the_token_comes_from_the_environment_unless_it_is_too_short_to_be_safe() -> None:
