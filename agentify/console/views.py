@@ -114,7 +114,7 @@ def bounded_result(result: dict[str, Any], limit: int) -> dict[str, Any]:
             continue
         size = len(json.dumps(block, default=str))
         if size > remaining:
-            note = f"[agentify console: a {block.get('type', 'content')} block of {size} characters not shown]"
+            note = f"[agentify console: {block.get('type', 'a')} content of {size} characters not shown]"
             content.append({"type": "text", "text": note})
         else:
             remaining -= size

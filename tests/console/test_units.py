@@ -11,9 +11,11 @@ import anyio
 import pytest
 from starlette.requests import HTTPConnection
 
+from agentify.console.bodies import BodyLimit
 from agentify.console.security import Access, presented_token, token_subprotocol
 from agentify.console.stream import FELL_BEHIND, STALLED, pump
 from agentify.console.supervisor import console_token
+from agentify.console.views import bounded_result
 from agentify.events import EventBus
 from agentify.redact import Redactor
 
@@ -108,3 +110,62 @@ def test_the_token_comes_from_the_environment_unless_it_is_too_short_to_be_safe(
     random_one, another = console_token({}), console_token({})
     assert short != "guessable" and len(short) >= 32
     assert random_one != another and len(random_one) >= 32
+
+
+async def _drive(limit: int, headers: list[tuple[bytes, bytes]], chunks: list[bytes]) -> tuple[int, int, list[bytes]]:
+    """One HTTP request through `BodyLimit` in front of an app that reads one message:
+    (status, how many chunks were pulled from the client, the bodies the app saw)."""
+    pulled = 0
+    seen: list[bytes] = []
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        message = await receive()
+        seen.append(message["body"])
+        assert message["more_body"] is False
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def receive() -> dict[str, Any]:
+        nonlocal pulled
+        pulled += 1
+        if pulled > len(chunks):
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": chunks[pulled - 1], "more_body": pulled < len(chunks)}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/api/tasks", "headers": headers, "query_string": b""}
+    with anyio.fail_after(5):
+        await BodyLimit(app, limit=limit)(scope, receive, send)
+    return sent[0]["status"], pulled, seen
+
+
+@pytest.mark.anyio
+async def test_a_chunked_body_is_refused_as_soon_as_it_passes_the_cap_and_the_rest_is_never_pulled() -> None:
+    status, pulled, bodies = await _drive(1000, [], [b"x" * 400] * 100)
+    assert status == 413 and pulled == 3 and bodies == []
+    status, pulled, bodies = await _drive(1000, [(b"content-length", b"50000000")], [b"x" * 400] * 100)
+    assert status == 413 and pulled == 0 and bodies == []
+    status, _, bodies = await _drive(1000, [], [b"a" * 400, b"b" * 400, b"c" * 200])
+    assert status == 200 and bodies == [b"a" * 400 + b"b" * 400 + b"c" * 200]  # within the cap: whole, in one
+
+
+def test_a_result_is_cut_to_its_bound_with_notes_and_oversized_blocks_left_out() -> None:
+    image = {"type": "image", "data": "A" * 5000, "mimeType": "image/png"}
+    result = {
+        "content": [{"type": "text", "text": "a" * 60}, image, {"type": "text", "text": "b" * 60}],
+        "structuredContent": {"content": "a" * 120},
+        "isError": False,
+        "_meta": {"agentify/plan": {"traceId": "t"}},
+    }
+    bounded = bounded_result(result, 100)
+    texts = [block.get("text", "") for block in bounded["content"]]
+    assert texts[0] == "a" * 60
+    assert texts[1] == f"[agentify console: image content of {len(json.dumps(image))} characters not shown]"
+    assert texts[2] == "b" * 40 + "\n[agentify console: 20 of 60 characters not shown]"
+    assert texts[3] == "[agentify console: structuredContent too large to show]"
+    assert "structuredContent" not in bounded and bounded["_meta"] == result["_meta"]
+    small = {"content": [{"type": "text", "text": "hi"}], "structuredContent": {"x": 1}}
+    assert bounded_result(small, 100) == small
