@@ -1,6 +1,11 @@
 // agentify debug console: one WebSocket (/ws) for live state, the JSON API for the rest.
 // No build step and no dependencies. Every value from the gateway is rendered with
 // textContent, never as HTML: log lines and backend output are untrusted text.
+//
+// The console token arrives once, in the address (?token=). The page moves it to this tab's
+// sessionStorage, takes it out of the address bar and history, and sends it as a header
+// (Authorization: Bearer) or, for the WebSocket, as a subprotocol. Never as a cookie: cookies
+// ignore ports, so every other web server on 127.0.0.1 would receive it.
 "use strict";
 
 const MAX_LOGS = 3000;
@@ -18,6 +23,35 @@ const state = {
 };
 
 const $ = (id) => document.getElementById(id);
+
+// ----- the token -----------------------------------------------------------------------------
+
+const TOKEN_KEY = "agentify-console-token";
+
+function takeTokenFromAddress() {
+  const params = new URLSearchParams(location.search);
+  const token = params.get("token");
+  if (token === null) return;
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  params.delete("token");
+  const rest = params.toString();
+  history.replaceState(null, "", location.pathname + (rest ? `?${rest}` : "") + location.hash);
+}
+
+const token = () => sessionStorage.getItem(TOKEN_KEY) || "";
+
+function base64url(text) {
+  const bytes = new TextEncoder().encode(text);
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+// Every API request of the page goes through here.
+function api(path, options = {}) {
+  const headers = { ...(options.headers || {}), Authorization: `Bearer ${token()}` };
+  return fetch(path, { ...options, headers, credentials: "omit", cache: "no-store" });
+}
 
 function el(tag, props, ...children) {
   const node = document.createElement(tag);
@@ -61,8 +95,14 @@ function banner(text) {
 }
 
 function connect() {
+  if (!token()) {
+    setConnection("denied", "no token");
+    banner("This tab has no console token. Open the URL with ?token= from agentify's start-up log line.");
+    return;
+  }
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${scheme}://${location.host}/ws`);
+  // A browser WebSocket cannot send headers: the token goes as a second, header-safe subprotocol.
+  const socket = new WebSocket(`${scheme}://${location.host}/ws`, ["agentify-console", `agentify-token.${base64url(token())}`]);
   socket.onopen = () => {
     state.retryMs = 500;
     setConnection("live");
@@ -80,7 +120,7 @@ function connect() {
 // A WebSocket that is refused does not say why; the API does.
 async function explainRefusal() {
   try {
-    const response = await fetch("/api/status", { credentials: "same-origin" });
+    const response = await api("/api/status");
     if (response.status === 401 || response.status === 403) {
       setConnection("denied", "token refused");
       banner("The console token was refused (agentify restarted with a new one?). Open the URL from agentify's latest start-up log line.");
@@ -122,7 +162,7 @@ function refreshStatusSoon() {
   clearTimeout(statusTimer);
   statusTimer = setTimeout(async () => {
     try {
-      const response = await fetch("/api/status", { credentials: "same-origin" });
+      const response = await api("/api/status");
       if (response.ok) {
         state.status = await response.json();
         renderStatus();
@@ -183,7 +223,7 @@ function renderBackends() {
 
 async function loadConfig() {
   try {
-    const response = await fetch("/api/config", { credentials: "same-origin" });
+    const response = await api("/api/config");
     $("config").textContent = response.ok ? json(await response.json()) : `HTTP ${response.status}`;
   } catch (error) {
     $("config").textContent = `cannot load the configuration: ${error}`;
@@ -356,9 +396,8 @@ async function runTask(submit) {
   $("task-state").textContent = "running…";
   state.followNextTrace = true;
   try {
-    const response = await fetch("/api/tasks", {
+    const response = await api("/api/tasks", {
       method: "POST",
-      credentials: "same-origin",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body),
     });
@@ -392,8 +431,7 @@ function showResult(result) {
 // ----- start ---------------------------------------------------------------------------------
 
 function start() {
-  // The token has set the HttpOnly cookie by now; keep it out of the address bar and history.
-  if (new URLSearchParams(location.search).has("token")) history.replaceState(null, "", location.pathname);
+  takeTokenFromAddress();
   $("task-form").addEventListener("submit", runTask);
   $("task-query").addEventListener("keydown", (key) => {
     if (key.key === "Enter" && (key.ctrlKey || key.metaKey)) $("task-form").requestSubmit();

@@ -1,8 +1,9 @@
 """The console's FastAPI app: the JSON API under /api, the WebSocket /ws, the page from debug_ui/.
 
-Every route sits behind `ConsoleGuard` (the OpenAPI docs too) and serves only `Views` data,
-which is redacted. `POST /api/tasks` goes through `TaskRunner.run` and `results`, exactly as
-the MCP tool `orchestrate_task` does.
+Every route sits behind `ConsoleGuard` and `BodyLimit`, and serves only `Views` data, which is
+redacted. The page shell and the API description need no token (they carry no data); the API
+and the WebSocket do. `POST /api/tasks` goes through `TaskRunner.run` and `results`, exactly as
+the MCP tool `orchestrate_task` does; its result is redacted once and then cut, at this sink.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Body, FastAPI, HTTPException, Query
+from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query
 from fastapi.responses import FileResponse
+from fastapi.security import HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from loguru import logger
 
 from agentify import __version__
+from agentify.console.bodies import BodyLimit
 from agentify.console.security import Access, ConsoleGuard
 from agentify.console.stream import event_stream
 from agentify.console.views import LEVELS, Views
@@ -33,11 +36,13 @@ def create_app(gateway: Gateway, access: Access) -> FastAPI:
     app = FastAPI(
         title="agentify debug console",
         version=__version__,
-        description="Live logs, traces and backend state of one agentify gateway. Every request needs the "
-        "console token: `?token=`, `Authorization: Bearer <token>`, or the cookie set by the first visit.",
+        description="Live logs, traces and backend state of one agentify gateway. Every API request needs "
+        "the console token as `Authorization: Bearer <token>` (use *Authorize* here); the WebSocket also "
+        "takes it as the subprotocol `agentify-token.<base64url of the token>`.",
         docs_url="/docs",
         redoc_url=None,
     )
+    app.add_middleware(BodyLimit)  # inner: only a request that passed the guard is read
     app.add_middleware(ConsoleGuard, access=access)
     app.include_router(_api_routes(gateway, views), prefix="/api")
     app.add_api_websocket_route("/ws", event_stream(gateway, views))
@@ -64,7 +69,8 @@ def ui_directory() -> Path | None:
 
 
 def _api_routes(gateway: Gateway, views: Views) -> APIRouter:
-    router = APIRouter(tags=["console"])
+    # The guard checks the token; this only describes it, so /docs offers "Authorize".
+    router = APIRouter(tags=["console"], dependencies=[Depends(HTTPBearer(auto_error=False))])
 
     @router.get("/status", summary="Version, uptime, planner and task counts")
     async def status() -> dict[str, Any]:
@@ -108,6 +114,6 @@ def _api_routes(gateway: Gateway, views: Views) -> APIRouter:
             result = outcome_result(outcome, gateway.credentials)
         except AgentifyError as exc:  # TaskRunner.run turns every failure, bugs included, into one
             result = error_result(exc, gateway.logs.redactor)
-        return views.redact(result.model_dump(by_alias=True, mode="json", exclude_none=True))
+        return views.task_result(result.model_dump(by_alias=True, mode="json", exclude_none=True))
 
     return router

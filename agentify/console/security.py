@@ -2,22 +2,27 @@
 
 Checks, in order:
 1. Host. A page on evil.example whose name is re-pointed at 127.0.0.1 (DNS rebinding) still
-   sends `Host: evil.example`; only the console's own names pass (400 otherwise).
+   sends `Host: evil.example`; only the console's own names pass (400 otherwise): the loopback
+   names, and off loopback the configured host (on a wildcard bind, this machine's name).
 2. Origin. Browsers let any page open a WebSocket to 127.0.0.1, without a preflight; a request
    that names a foreign Origin is refused (403). Clients that send no Origin are not browsers.
-3. The token: `?token=`, `Authorization: Bearer`, or the cookie set (HttpOnly, SameSite=Strict)
-   when the page was opened with `?token=`. Missing: 401; wrong: 403.
+3. The token, except for the page shell (`/`, `/ui/…`) and the API description (`/openapi.json`,
+   `/docs`), which are the same for every install and carry no data. It comes as
+   `Authorization: Bearer <token>`, or, from a browser's WebSocket (which cannot send headers),
+   as the subprotocol `agentify-token.<base64url of the token>` next to `agentify-console`.
+   Missing: 401; wrong: 403. There is no cookie: cookies ignore ports, so every other web server
+   on 127.0.0.1 would receive it. The page keeps the token in its tab's sessionStorage.
 Every HTTP response also gets headers that keep the page out of frames, caches and referrers.
 """
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import secrets
 import socket
 from dataclasses import dataclass
 from functools import cached_property
-from http.cookies import SimpleCookie
 from urllib.parse import quote
 
 from starlette.datastructures import MutableHeaders
@@ -38,7 +43,11 @@ _PAGE_POLICY = (
     "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 )
 _DOCS_PATHS = ("/docs", "/redoc")
+_PUBLIC_PATHS = ("/", "/openapi.json", "/docs", "/docs/oauth2-redirect")
+_PUBLIC_PREFIXES = ("/ui/",)
 _WILDCARDS = ("0.0.0.0", "::", "")
+SUBPROTOCOL = "agentify-console"
+TOKEN_SUBPROTOCOL_PREFIX = "agentify-token."
 
 
 @dataclass(frozen=True)
@@ -64,33 +73,20 @@ class Access:
         except ValueError:
             return False
 
-    @property
-    def cookie_name(self) -> str:
-        return f"agentify_console_{self.port}"  # cookies ignore ports: two gateways must not share one
-
     @cached_property
     def _own_hosts(self) -> frozenset[str]:
-        names = {"127.0.0.1", "localhost", "[::1]", _bracketed(self.host)}
-        return frozenset(f"{name}:{self.port}".lower() for name in names)
+        """127.0.0.1, localhost and [::1], and the configured host; on a wildcard bind, instead of
+        that, this machine's own name. Any other name or address, even with the right port, is
+        someone else's: the attacker's name in DNS rebinding, or an address nobody configured."""
+        names = {"127.0.0.1", "localhost", "[::1]"}
+        if self.host in _WILDCARDS:
+            names |= {socket.gethostname(), socket.getfqdn()}
+        else:
+            names.add(_bracketed(self.host))
+        return frozenset(f"{name}:{self.port}".lower() for name in names if name)
 
     def host_allowed(self, host: str | None) -> bool:
-        """127.0.0.1, localhost, [::1] and the bound host, with the port; on a wildcard bind also
-        this machine's name and any IP address (rebinding needs a DNS name of the attacker's)."""
-        if not host:
-            return False
-        host = host.lower()
-        if host in self._own_hosts:
-            return True
-        name, _, port = host.rpartition(":")
-        if self.host not in _WILDCARDS or port != str(self.port):
-            return False
-        if name in (socket.gethostname().lower(), socket.getfqdn().lower()):
-            return True
-        try:
-            ipaddress.ip_address(name.strip("[]"))
-        except ValueError:
-            return False
-        return True
+        return bool(host) and str(host).lower() in self._own_hosts
 
     def origin_allowed(self, origin: str) -> bool:
         scheme, _, host = origin.partition("://")
@@ -111,41 +107,52 @@ class ConsoleGuard:
             return
         connection = HTTPConnection(scope)
         origin = connection.headers.get("origin")
-        presented, from_query = _presented_token(connection, self.access.cookie_name)
+        public = scope["type"] == "http" and _is_public(scope["path"])
+        presented = None if public else presented_token(connection)
         if not self.access.host_allowed(connection.headers.get("host")):
-            await _deny(scope, receive, send, 400, "unexpected Host header: open the console as 127.0.0.1 or localhost")
+            detail = "unexpected Host header: open the console by the address in agentify's start-up line"
+            await _deny(scope, receive, send, 400, detail)
         elif origin is not None and not self.access.origin_allowed(origin):
             await _deny(scope, receive, send, 403, f"requests from the origin {origin} are not allowed")
+        elif public:
+            await self.app(scope, receive, _with_headers(scope, send))
         elif presented is None:
             await _deny(scope, receive, send, 401, "the console token is missing: open the URL from agentify's stderr")
         elif not self.access.token_matches(presented):
             await _deny(scope, receive, send, 403, "wrong console token: open the URL from agentify's latest start")
         else:
-            cookie = self._cookie() if from_query and scope["type"] == "http" else None
-            await self.app(scope, receive, _with_headers(scope, send, cookie))
-
-    def _cookie(self) -> str:
-        cookie: SimpleCookie = SimpleCookie()
-        cookie[self.access.cookie_name] = self.access.token
-        morsel = cookie[self.access.cookie_name]
-        morsel["httponly"] = True
-        morsel["samesite"] = "Strict"
-        morsel["path"] = "/"
-        return morsel.OutputString()
+            await self.app(scope, receive, _with_headers(scope, send))
 
 
-def _presented_token(connection: HTTPConnection, cookie_name: str) -> tuple[str | None, bool]:
-    """The token the client sent, and whether it came in the query (then the cookie is set)."""
-    query = connection.query_params.get("token")
-    if query is not None:
-        return query, True
+def _is_public(path: str) -> bool:
+    return path in _PUBLIC_PATHS or path.startswith(_PUBLIC_PREFIXES)
+
+
+def presented_token(connection: HTTPConnection) -> str | None:
+    """The token from `Authorization: Bearer`, or from a WebSocket's `agentify-token.` subprotocol."""
     scheme, _, value = connection.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and value.strip():
-        return value.strip(), False
-    return connection.cookies.get(cookie_name), False
+        return value.strip()
+    for offered in connection.scope.get("subprotocols", []) if connection.scope["type"] == "websocket" else []:
+        if offered.startswith(TOKEN_SUBPROTOCOL_PREFIX):
+            return _decoded(offered.removeprefix(TOKEN_SUBPROTOCOL_PREFIX))
+    return None
 
 
-def _with_headers(scope: Scope, send: Send, cookie: str | None) -> Send:
+def token_subprotocol(token: str) -> str:
+    """What the page offers as a WebSocket subprotocol: header-safe whatever the token's characters."""
+    return TOKEN_SUBPROTOCOL_PREFIX + base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
+
+
+def _decoded(encoded: str) -> str:
+    """The token inside a subprotocol; an undecodable one is a wrong token (403), never a crash."""
+    try:
+        return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+    except ValueError:  # binascii.Error, UnicodeDecodeError, and non-ASCII input
+        return "\0undecodable"
+
+
+def _with_headers(scope: Scope, send: Send) -> Send:
     if scope["type"] != "http":
         return send
     page = not scope["path"].startswith(_DOCS_PATHS)
@@ -157,8 +164,6 @@ def _with_headers(scope: Scope, send: Send, cookie: str | None) -> Send:
                 headers.setdefault(name, value)
             if page:
                 headers.setdefault("content-security-policy", _PAGE_POLICY)
-            if cookie is not None:
-                headers.append("set-cookie", cookie)
         await send(message)
 
     return sending

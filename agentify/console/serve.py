@@ -20,13 +20,13 @@ import uvicorn
 from loguru import logger
 
 from agentify.console.api import create_app
+from agentify.console.connections import MAX_CONNECTIONS, ConnectionGate
 from agentify.console.security import Access
 
 if TYPE_CHECKING:
     from agentify.app import Gateway
 
 GRACEFUL_SECONDS = 2  # open requests and WebSockets get this long when the console stops
-MAX_CONNECTIONS = 64
 WS_MAX_MESSAGE = 64 * 1024  # the page only sends tiny messages
 
 
@@ -58,9 +58,10 @@ async def serve_console(gateway: Gateway, host: str, port: int, token: str, stop
                 log_config=None,
                 access_log=False,  # request lines would carry ?token=
                 lifespan="off",
+                http=ConnectionGate().protocol(),  # idle and slow connections time out, see connections.py
                 ws="websockets-sansio",
                 ws_max_size=WS_MAX_MESSAGE,
-                limit_concurrency=MAX_CONNECTIONS,
+                limit_concurrency=None,  # it counted idle connections: 64 of them made every request a 503
                 timeout_graceful_shutdown=GRACEFUL_SECONDS,
                 server_header=False,
             )

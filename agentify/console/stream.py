@@ -21,6 +21,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from loguru import logger
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from agentify.console.security import SUBPROTOCOL
 from agentify.console.views import Views
 from agentify.events import Event
 
@@ -38,7 +39,9 @@ STALLED = "stopped reading; reconnect"
 
 def event_stream(gateway: Gateway, views: Views) -> Callable[[WebSocket], Awaitable[None]]:
     async def stream(websocket: WebSocket) -> None:
-        await websocket.accept()
+        # The page offers the token as a second subprotocol: never echo that one back.
+        offered = websocket.scope.get("subprotocols", [])
+        await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
         events = gateway.bus.subscribe()
         # No await since subscribing: the stream holds exactly the events after this snapshot.
         snapshot = {"kind": "snapshot", "time": time.time(), "data": _snapshot(views)}

@@ -2,10 +2,14 @@
 
 Log records and traces were redacted when they were made; they are redacted again here,
 because secrets can be learnt later (an API key from `initializationOptions`).
+
+A task result is redacted here once, whole, and only then cut to `RESULT_CHARS`: a cut made
+first could split a secret so that the redactor no longer recognises the half that is shown.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -18,6 +22,7 @@ if TYPE_CHECKING:
     from agentify.app import Gateway
 
 _T = TypeVar("_T")
+RESULT_CHARS = 100_000  # what POST /api/tasks sends back at most; the page shows it in one <pre>
 LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
 
@@ -88,3 +93,37 @@ class Views:
         if trace is None:
             return None
         return self.redact(trace.as_dict()) | {"logs": self.logs(trace_id=trace_id, limit=500)}
+
+    def task_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        """An MCP result (wire form) as the console sends it: redacted, then cut to `RESULT_CHARS`."""
+        return bounded_result(self.redact(result), RESULT_CHARS)
+
+
+def bounded_result(result: dict[str, Any], limit: int) -> dict[str, Any]:
+    """The result with at most `limit` characters of content: text beyond it is cut and other
+    blocks past it are left out, each with a note saying how much; `structuredContent` is kept
+    only when it fits in what is left."""
+    remaining = limit
+    content: list[dict[str, Any]] = []
+    for block in result.get("content") or []:
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            text: str = block["text"]
+            if len(text) > remaining:
+                note = f"\n[agentify console: {len(text) - remaining} of {len(text)} characters not shown]"
+                block = block | {"text": text[:remaining] + note}
+            remaining -= min(len(text), remaining)
+            content.append(block)
+            continue
+        size = len(json.dumps(block, default=str))
+        if size > remaining:
+            note = f"[agentify console: {block.get('type', 'a')} content of {size} characters not shown]"
+            content.append({"type": "text", "text": note})
+        else:
+            remaining -= size
+            content.append(block)
+    bounded = result | {"content": content}
+    structured = result.get("structuredContent")
+    if structured is not None and len(json.dumps(structured, default=str)) > remaining:
+        del bounded["structuredContent"]
+        content.append({"type": "text", "text": "[agentify console: structuredContent too large to show]"})
+    return bounded

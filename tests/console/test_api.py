@@ -11,7 +11,9 @@ import anyio
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
+from websockets.typing import Subprotocol
 
+from agentify.console.security import SUBPROTOCOL, token_subprotocol
 from tests.conftest import API_KEY, ENV_SECRET, fake_backend, fs_backend, gateway_env, text_of, write_config
 from tests.console.conftest import TOKEN, Console, console_gateway, make_workspace
 from tests.fakes.model_server import ModelServer
@@ -48,48 +50,71 @@ def trace_id_of(result: dict[str, Any]) -> str:
 # ----- auth, Host, Origin --------------------------------------------------------------------
 
 
-async def test_the_token_is_accepted_in_the_query_as_a_bearer_header_and_as_the_cookie_it_sets(
-    console: Console,
-) -> None:
+async def test_the_token_is_accepted_only_as_a_bearer_header_and_no_cookie_is_ever_set(console: Console) -> None:
     async with console.http() as client:
-        by_query = await client.get("/api/status", params={"token": TOKEN})
         by_header = await client.get("/api/status", headers={"Authorization": f"Bearer {TOKEN}"})
-    assert by_query.status_code == 200 and by_header.status_code == 200
-    cookie = by_query.headers["set-cookie"]
-    assert cookie.startswith(f"agentify_console_{console.port}={TOKEN};")
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
-    assert "set-cookie" not in by_header.headers
-    async with console.http(cookies={f"agentify_console_{console.port}": TOKEN}) as client:
-        by_cookie = await client.get("/api/status")
-    assert by_cookie.status_code == 200
+        by_query = await client.get("/api/status", params={"token": TOKEN})
+        page = await client.get("/", params={"token": TOKEN})
+        by_old_cookie = await client.get("/api/status", headers={"Cookie": f"agentify_console_{console.port}={TOKEN}"})
+    assert by_header.status_code == 200
+    assert page.status_code == 200
+    # A token in a URL ends up in histories and logs, and a cookie goes to every port of 127.0.0.1.
+    assert by_query.status_code == 401 and by_old_cookie.status_code == 401
+    assert all("set-cookie" not in r.headers for r in (by_header, by_query, page, by_old_cookie))
 
 
-@pytest.mark.parametrize("path", ["/", "/ui/console.js", "/api/status", "/api/traces", "/openapi.json", "/docs"])
-async def test_every_request_without_the_token_is_401_and_with_a_wrong_one_403(console: Console, path: str) -> None:
+@pytest.mark.parametrize("path", ["/api/status", "/api/traces", "/api/config", "/api/logs", "/api/backends"])
+async def test_every_api_request_without_the_token_is_401_and_with_a_wrong_one_403(console: Console, path: str) -> None:
     async with console.http() as client:
         missing = await client.get(path)
-        wrong_query = await client.get(path, params={"token": "not-the-token"})
         wrong_header = await client.get(path, headers={"Authorization": "Bearer not-the-token"})
-        wrong_cookie = await client.get(path, headers={"Cookie": f"agentify_console_{console.port}=not-the-token"})
+        wrong_scheme = await client.get(path, headers={"Authorization": f"Basic {TOKEN}"})
         wrong_post = await client.post("/api/tasks", json={"query": "read notes.txt"})
     assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
     assert "token" in missing.json()["detail"]
-    assert wrong_query.status_code == wrong_header.status_code == wrong_cookie.status_code == 403
-    assert "set-cookie" not in wrong_query.headers
+    assert wrong_header.status_code == 403
+    assert wrong_scheme.status_code == 401
     assert wrong_post.status_code == 401
 
 
-async def test_a_websocket_needs_the_token_too(console: Console) -> None:
+@pytest.mark.parametrize("path", ["/", "/ui/console.js", "/ui/console.css", "/openapi.json", "/docs"])
+async def test_the_page_shell_and_the_api_description_need_no_token_and_carry_no_data(
+    console: Console, path: str
+) -> None:
+    async with console.http() as client:
+        response = await client.get(path)
+        foreign = await client.get(path, headers={"Host": f"evil.example:{console.port}"})
+    assert response.status_code == 200
+    assert TOKEN not in response.text and str(console.workspace) not in response.text
+    assert "set-cookie" not in response.headers
+    assert foreign.status_code == 400  # the Host check still holds
+
+
+async def test_a_websocket_takes_the_token_as_a_header_or_subprotocol_and_never_echoes_it(console: Console) -> None:
     url = f"ws://127.0.0.1:{console.port}/ws"
+
+    def offer(token_protocol: str) -> list[Subprotocol]:
+        return [Subprotocol(SUBPROTOCOL), Subprotocol(token_protocol)]
+
     with pytest.raises(InvalidStatus) as missing:
         async with connect(url):
             pass
-    with pytest.raises(InvalidStatus) as wrong:
-        async with connect(url + "?token=not-the-token"):
+    with pytest.raises(InvalidStatus) as by_query:
+        async with connect(f"{url}?token={TOKEN}"):
             pass
-    assert missing.value.response.status_code == 401
-    assert wrong.value.response.status_code == 403
-    async with connect(f"{url}?token={TOKEN}") as ws:
+    with pytest.raises(InvalidStatus) as wrong:
+        async with connect(url, subprotocols=offer(token_subprotocol("not-the-token"))):
+            pass
+    with pytest.raises(InvalidStatus) as garbled:
+        async with connect(url, subprotocols=offer("agentify-token.%%%")):
+            pass
+    assert missing.value.response.status_code == 401 and by_query.value.response.status_code == 401
+    assert wrong.value.response.status_code == 403 and garbled.value.response.status_code == 403
+    async with connect(url, subprotocols=offer(token_subprotocol(TOKEN))) as ws:
+        assert ws.subprotocol == SUBPROTOCOL  # the browser requires one back; never the token's
+        assert json.loads(await ws.recv())["kind"] == "snapshot"
+    async with console.websocket() as ws:  # a non-browser client sends the header
+        assert ws.subprotocol is None
         assert json.loads(await ws.recv())["kind"] == "snapshot"
 
 
@@ -248,15 +273,16 @@ async def test_the_openapi_docs_are_served_behind_the_token(console: Console) ->
         "/api/traces/{trace_id}",
         "/api/tasks",
     } <= set(schema["paths"])
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"  # /docs offers Authorize
     async with console.http() as client:
-        docs = await client.get("/docs", params={"token": TOKEN})
+        docs = await client.get("/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
 
 
 async def test_the_page_is_served_with_headers_that_keep_it_to_itself(console: Console) -> None:
     async with console.http() as client:
-        page = await client.get("/", params={"token": TOKEN})
-        script = await client.get("/ui/console.js", headers=console.auth)
+        page = await client.get("/")
+        script = await client.get("/ui/console.js")
     assert page.status_code == 200 and "<title>agentify debug console</title>" in page.text
     assert script.status_code == 200 and "new WebSocket" in script.text
     policy = page.headers["content-security-policy"]

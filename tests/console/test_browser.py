@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
+from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, async_playwright, expect
 
 from tests.conftest import REPO, fs_backend, gateway_env, write_config
 from tests.console.conftest import TOKEN, console_gateway, free_port, make_workspace
@@ -47,8 +51,9 @@ async def browser() -> AsyncIterator[Browser]:
             await browser.close()
 
 
-async def open_page(browser: Browser, problems: list[str]) -> Page:
-    page = await browser.new_page(viewport={"width": 1440, "height": 900})
+async def open_page(opener: Browser | BrowserContext, problems: list[str]) -> Page:
+    page = await opener.new_page()
+    await page.set_viewport_size({"width": 1440, "height": 900})
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
 
     def on_console(message: ConsoleMessage) -> None:
@@ -69,7 +74,7 @@ async def test_a_task_run_from_the_page_shows_its_trace_and_log_lines_live(
         page = await open_page(browser, problems)
         await page.goto(f"{console.url}/?token={console.token}")
         await expect(page.locator("#connection")).to_have_attribute("data-state", "live")
-        assert "token" not in page.url  # the page keeps it in its HttpOnly cookie, out of the address bar
+        assert "token" not in page.url  # the page keeps it in its tab's sessionStorage, out of the address bar
         await expect(page.locator('[data-backend="fs"] .badge')).to_have_text("ready")
         await expect(page.locator('[data-backend="fs"] .chip', has_text="read_text_file")).to_be_visible()
         await expect(page.locator("#task-cwd")).not_to_have_value("")
@@ -113,7 +118,7 @@ async def test_a_task_run_from_the_page_shows_its_trace_and_log_lines_live(
 
 async def test_the_page_reconnects_by_itself_when_the_gateway_restarts(tmp_path: Path, browser: Browser) -> None:
     config = write_config(tmp_path, [])
-    env = gateway_env(None, AGENTIFY_DEBUG_TOKEN=TOKEN)  # a fixed token, so the cookie stays valid
+    env = gateway_env(None, AGENTIFY_DEBUG_TOKEN=TOKEN)  # a fixed token, so the tab's copy stays valid
     port = free_port()
     problems: list[str] = []
     page = await open_page(browser, problems)
@@ -131,3 +136,70 @@ async def test_the_page_reconnects_by_itself_when_the_gateway_restarts(tmp_path:
     assert first_pid != second_pid
     # While the gateway was down, the page's attempts failed as network errors; nothing else went wrong.
     assert all("ERR_CONNECTION_REFUSED" in p or "WebSocket" in p for p in problems), problems
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Another local web server: remembers every request line and header it receives."""
+
+    seen: list[str]
+
+    def do_GET(self) -> None:
+        self.seen.append(self.requestline + "\n" + str(self.headers))
+        body = b"<!doctype html><title>another local server</title><p>hello"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def other_local_server() -> Iterator[tuple[str, list[str]]]:
+    seen: list[str] = []
+    handler = type("Recorder", (_Recorder,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+async def test_the_page_works_without_a_cookie_and_no_other_local_server_receives_the_token(
+    tmp_path: Path, scripted_model: ModelServer, browser: Browser
+) -> None:
+    workspace = make_workspace(tmp_path / "workspace")
+    config = write_config(tmp_path, [fs_backend(workspace)])
+    problems: list[str] = []
+    async with console_gateway(config, gateway_env(scripted_model), tmp_path / "stderr.log") as console:
+        with other_local_server() as (other_url, seen):
+            context = await browser.new_context()
+            page = await open_page(context, problems)
+            await page.goto(f"{console.url}/?token={console.token}")
+            await expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+            assert page.url == f"{console.url}/"  # the token left the address bar
+            assert console.token not in json.dumps(await page.evaluate("history.state"))
+            assert await context.cookies() == []  # nothing a browser would send to another port
+
+            await page.reload()  # the tab kept its token: still live, and tasks still run
+            await expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+            await page.fill("#task-query", "read notes.txt")
+            await page.fill("#task-cwd", str(workspace))
+            await page.click("#task-run")
+            await expect(page.locator("#task-result-text")).to_have_text("remember the milk\n")
+
+            await page.goto(f"{other_url}/")  # the same browser visits another web server on 127.0.0.1
+            await expect(page.locator("p")).to_have_text("hello")
+            other_tab = await open_page(context, [])
+            await other_tab.goto(f"{console.url}/")  # a new tab has no token: it says so, and sends none
+            await expect(other_tab.locator("#connection")).to_have_attribute("data-state", "denied")
+            await expect(other_tab.locator("#banner")).to_contain_text("no console token")
+        assert seen and all(console.token not in request for request in seen), seen
+        assert not any("cookie:" in request.lower() for request in seen), seen
+    assert not problems, problems

@@ -63,15 +63,26 @@ async def test_debug_port_in_initialization_options_starts_the_console(tmp_path:
     assert config_seen["debugPort"] == port
 
 
-async def test_a_debug_host_other_than_loopback_warns_and_still_refuses_foreign_names(tmp_path: Path) -> None:
+async def test_a_wildcard_debug_host_warns_and_answers_only_to_this_machine_names(tmp_path: Path) -> None:
     config = write_config(tmp_path, [fake_backend()])
     stderr = tmp_path / "stderr.log"
     env = gateway_env(None, AGENTIFY_DEBUG_TOKEN=TOKEN)
     async with console_gateway(config, env, stderr, args=["--debug-host", "0.0.0.0"]) as console:
         async with console.http() as client:
-            by_ip = await client.get("/api/status", headers=console.auth | {"Host": f"192.0.2.7:{console.port}"})
-            by_name = await client.get("/api/status", headers=console.auth | {"Host": f"evil.example:{console.port}"})
-    assert by_ip.status_code == 200 and by_name.status_code == 400
+
+            async def status(host: str, origin: str | None = None) -> int:
+                headers = console.auth | {"Host": host} | ({"Origin": origin} if origin else {})
+                return (await client.get("/api/status", headers=headers)).status_code
+
+            port = console.port
+            by_own_name = await status(f"{socket.gethostname()}:{port}")
+            by_loopback = await status(f"127.0.0.1:{port}", origin=f"http://localhost:{port}")
+            by_any_ip = await status(f"192.0.2.7:{port}")  # an address nobody configured
+            by_foreign_name = await status(f"evil.example:{port}")
+            from_any_ip = await status(f"127.0.0.1:{port}", origin=f"http://192.0.2.7:{port}")
+    assert by_own_name == by_loopback == 200
+    assert by_any_ip == by_foreign_name == 400
+    assert from_any_ip == 403
     warning = next(line for line in stderr.read_text().splitlines() if "bound to 0.0.0.0" in line)
     assert "WARNING" in warning and "other machines can reach it" in warning
 

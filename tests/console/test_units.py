@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
+import socket
 from typing import Any
 
 import anyio
 import pytest
+from starlette.requests import HTTPConnection
 
-from agentify.console.security import Access
+from agentify.console.bodies import BodyLimit
+from agentify.console.security import Access, presented_token, token_subprotocol
 from agentify.console.stream import FELL_BEHIND, STALLED, pump
 from agentify.console.supervisor import console_token
+from agentify.console.views import bounded_result
 from agentify.events import EventBus
 from agentify.redact import Redactor
 
@@ -60,12 +65,18 @@ def test_only_the_console_own_names_pass_the_host_check_on_loopback() -> None:
     assert access.loopback and Access("t", "::1", 1).loopback and Access("t", "localhost", 1).loopback
 
 
-def test_a_wildcard_bind_also_accepts_ip_addresses_but_no_foreign_names() -> None:
-    access = Access(token="t" * 32, host="0.0.0.0", port=8123)
-    assert access.host_allowed("192.0.2.7:8123") and access.host_allowed("[2001:db8::1]:8123")
-    assert not access.host_allowed("evil.example:8123") and not access.host_allowed("192.0.2.7:9999")
-    assert access.base_url == "http://127.0.0.1:8123/"
-    assert not access.loopback and not Access("t", "myhost.example", 1).loopback
+def test_off_loopback_only_the_configured_name_passes_and_no_other_address() -> None:
+    wildcard = Access(token="t" * 32, host="0.0.0.0", port=8123)
+    assert wildcard.host_allowed(f"{socket.gethostname()}:8123") and wildcard.host_allowed("127.0.0.1:8123")
+    refused = ("192.0.2.7:8123", "[2001:db8::1]:8123", "evil.example:8123", "0.0.0.0:8123", "192.0.2.7:9999")
+    assert not any(wildcard.host_allowed(h) for h in refused)
+    assert not wildcard.origin_allowed("http://192.0.2.7:8123")
+    assert wildcard.base_url == "http://127.0.0.1:8123/"
+    named = Access(token="t" * 32, host="console.lan.example", port=8123)
+    assert named.host_allowed("console.lan.example:8123") and named.host_allowed("Console.LAN.example:8123")
+    assert named.origin_allowed("http://console.lan.example:8123")
+    assert not named.host_allowed("192.0.2.7:8123") and not named.host_allowed("other.lan.example:8123")
+    assert not wildcard.loopback and not named.loopback
 
 
 def test_origins_must_be_the_console_itself() -> None:
@@ -75,11 +86,22 @@ def test_origins_must_be_the_console_itself() -> None:
     assert access.base_url == "http://[::1]:8123/"
 
 
-def test_the_url_carries_the_token_quoted_and_the_cookie_is_per_port() -> None:
+def test_the_url_carries_the_token_quoted() -> None:
     access = Access(token="a b/c+d&e", host="127.0.0.1", port=8123)
     assert access.url_with_token == "http://127.0.0.1:8123/?token=a%20b%2Fc%2Bd%26e"
-    assert access.cookie_name == "agentify_console_8123"
     assert access.token_matches("a b/c+d&e") and not access.token_matches("a b/c+d&")
+
+
+def test_any_token_travels_as_a_header_safe_subprotocol_and_comes_back_whole() -> None:
+    for token in ("a b/c+d&e", "ünïcode-tökén-0123456789", "x" * 200, "plain_token-0123456789"):
+        offered = token_subprotocol(token)
+        assert re.fullmatch(r"agentify-token\.[A-Za-z0-9_-]+", offered), offered  # RFC 7230 token characters
+        scope = {"type": "websocket", "headers": [], "subprotocols": ["agentify-console", offered]}
+        assert presented_token(HTTPConnection(scope)) == token
+    garbled = {"type": "websocket", "headers": [], "subprotocols": ["agentify-token.\u00e9%"]}
+    assert not Access("t" * 32, "127.0.0.1", 1).token_matches(presented_token(HTTPConnection(garbled)) or "")
+    plain_http = {"type": "http", "headers": [], "subprotocols": [token_subprotocol("t" * 32)]}
+    assert presented_token(HTTPConnection(plain_http)) is None
 
 
 def test_the_token_comes_from_the_environment_unless_it_is_too_short_to_be_safe() -> None:
@@ -88,3 +110,62 @@ def test_the_token_comes_from_the_environment_unless_it_is_too_short_to_be_safe(
     random_one, another = console_token({}), console_token({})
     assert short != "guessable" and len(short) >= 32
     assert random_one != another and len(random_one) >= 32
+
+
+async def _drive(limit: int, headers: list[tuple[bytes, bytes]], chunks: list[bytes]) -> tuple[int, int, list[bytes]]:
+    """One HTTP request through `BodyLimit` in front of an app that reads one message:
+    (status, how many chunks were pulled from the client, the bodies the app saw)."""
+    pulled = 0
+    seen: list[bytes] = []
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        message = await receive()
+        seen.append(message["body"])
+        assert message["more_body"] is False
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def receive() -> dict[str, Any]:
+        nonlocal pulled
+        pulled += 1
+        if pulled > len(chunks):
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": chunks[pulled - 1], "more_body": pulled < len(chunks)}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/api/tasks", "headers": headers, "query_string": b""}
+    with anyio.fail_after(5):
+        await BodyLimit(app, limit=limit)(scope, receive, send)
+    return sent[0]["status"], pulled, seen
+
+
+@pytest.mark.anyio
+async def test_a_chunked_body_is_refused_as_soon_as_it_passes_the_cap_and_the_rest_is_never_pulled() -> None:
+    status, pulled, bodies = await _drive(1000, [], [b"x" * 400] * 100)
+    assert status == 413 and pulled == 3 and bodies == []
+    status, pulled, bodies = await _drive(1000, [(b"content-length", b"50000000")], [b"x" * 400] * 100)
+    assert status == 413 and pulled == 0 and bodies == []
+    status, _, bodies = await _drive(1000, [], [b"a" * 400, b"b" * 400, b"c" * 200])
+    assert status == 200 and bodies == [b"a" * 400 + b"b" * 400 + b"c" * 200]  # within the cap: whole, in one
+
+
+def test_a_result_is_cut_to_its_bound_with_notes_and_oversized_blocks_left_out() -> None:
+    image = {"type": "image", "data": "A" * 5000, "mimeType": "image/png"}
+    result = {
+        "content": [{"type": "text", "text": "a" * 60}, image, {"type": "text", "text": "b" * 60}],
+        "structuredContent": {"content": "a" * 120},
+        "isError": False,
+        "_meta": {"agentify/plan": {"traceId": "t"}},
+    }
+    bounded = bounded_result(result, 100)
+    texts = [block.get("text", "") for block in bounded["content"]]
+    assert texts[0] == "a" * 60
+    assert texts[1] == f"[agentify console: image content of {len(json.dumps(image))} characters not shown]"
+    assert texts[2] == "b" * 40 + "\n[agentify console: 20 of 60 characters not shown]"
+    assert texts[3] == "[agentify console: structuredContent too large to show]"
+    assert "structuredContent" not in bounded and bounded["_meta"] == result["_meta"]
+    small = {"content": [{"type": "text", "text": "hi"}], "structuredContent": {"x": 1}}
+    assert bounded_result(small, 100) == small

@@ -1,0 +1,73 @@
+"""A cap on request bodies: the console reads at most `MAX_BODY_BYTES` of any request.
+
+It sits behind `ConsoleGuard`, so only a request with the token is read at all. A body that
+declares a larger `Content-Length` is refused before a byte of it is read; one sent in chunks
+is refused as soon as it goes past the cap. Either way the answer is 413 and the connection
+closes, so the rest is never read either. A body within the cap is read here and handed to the
+app whole, exactly as it came.
+"""
+
+from __future__ import annotations
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MAX_BODY_BYTES = 1024 * 1024  # a task is a query and a little context; the page sends a few hundred bytes
+
+
+class BodyLimit:
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.limit:
+            await self._refuse(scope, receive, send, f"declares {declared} bytes")
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: let the app see that
+                await self.app(scope, _replay([message], receive), send)
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await self._refuse(scope, receive, send, "goes on past the cap")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        whole: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([whole], receive), send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str) -> None:
+        detail = f"the request body {what}; the console accepts at most {self.limit} bytes"
+        response = JSONResponse({"detail": detail}, status_code=413, headers={"connection": "close"})
+        await response(scope, receive, send)
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None  # h11 refuses a malformed Content-Length before the app is called
+    return None
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replaying() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replaying

@@ -1,0 +1,67 @@
+"""The floor for scripts/bench.py: the least an MCP pass-through proxy on the same SDK can do.
+
+A low-level `mcp.server.Server` on stdio that holds one persistent `ClientSession` to one
+backend (started as a child process over stdio) and forwards `tools/list` and `tools/call`
+to it unchanged: no planning, no config, no logging, no tracing, no redaction. Whatever the
+gateway costs above this is agentify's own; what this costs above a direct call is the SDK's
+JSON-RPC on both sides.
+
+Like the gateway, it drops the SDK's OpenTelemetry middleware (no exporter is configured) and
+forwards calls with `send_request`, so neither side validates results against output schemas.
+
+Usage: python scripts/floor_proxy.py COMMAND [ARG...]   (the backend to forward to)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.stdio import stdio_server
+
+
+def build_proxy(backend: StdioServerParameters) -> Server[ClientSession]:
+    @asynccontextmanager
+    async def lifespan(_: Server[ClientSession]) -> AsyncIterator[ClientSession]:
+        with open(os.devnull, "w") as devnull:  # noqa: ASYNC230 - instant, and errlog needs a real file
+            async with stdio_client(backend, errlog=devnull) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    yield session
+
+    async def list_tools(
+        ctx: ServerRequestContext[ClientSession], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return await ctx.lifespan_context.send_request(types.ListToolsRequest(params=params), types.ListToolsResult)
+
+    async def call_tool(
+        ctx: ServerRequestContext[ClientSession], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await ctx.lifespan_context.send_request(types.CallToolRequest(params=params), types.CallToolResult)
+
+    server: Server[ClientSession] = Server(
+        "floor-proxy", version="0", lifespan=lifespan, on_list_tools=list_tools, on_call_tool=call_tool
+    )
+    server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    return server
+
+
+async def main(command: str, args: list[str]) -> None:
+    server = build_proxy(StdioServerParameters(command=command, args=args))
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options(NotificationOptions()))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: floor_proxy.py COMMAND [ARG...]  (the backend MCP server to forward to)")
+    anyio.run(main, sys.argv[1], sys.argv[2:])
