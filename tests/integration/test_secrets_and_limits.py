@@ -38,7 +38,7 @@ async def test_a_variable_in_args_is_masked_in_logs_traces_results_list_backends
     assert "[REDACTED]" in text_of(echoed) and PLAIN_SECRET not in text_of(echoed)
     assert PLAIN_SECRET not in text_of(backends) + json.dumps(backends.structured_content)
     log = stderr.read_text()
-    assert "starting:" in log and PLAIN_SECRET not in log
+    assert "starting (stdio)" in log and PLAIN_SECRET not in log
     # An ordinary env value is no secret: the word stays readable in the log and the result.
     assert "echoed in production" in log and text_of(echoed).endswith("echoed in production")
     trace_file = tmp_path / "traces.jsonl"  # relative to the config file's folder
