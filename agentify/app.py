@@ -8,12 +8,13 @@ background and yields at once; leaving it stops the console and closes every bac
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import mcp_types as types
 from loguru import logger
 
 from agentify.backend_state import BackendStatus
@@ -46,6 +47,20 @@ class Gateway:
     console: ConsoleSupervisor | None = None
     init_options_applied: bool = False
     retired_planners: list[PlannerSelector] = field(default_factory=list)
+    client_roots: list[types.Root] | None = None
+    """The IDE client's roots (workspace folders), once asked; None until then or after the client
+    said they changed (`notifications/roots/list_changed`). The first `file://` root is the working
+    directory of a task whose context names none."""
+    roots_listeners: list[Callable[[list[types.Root] | None], None]] = field(default_factory=list)
+    """Called with the new roots whenever `client_roots` changes (to forward them to backends)."""
+
+    def set_client_roots(self, roots: list[types.Root] | None) -> None:
+        if roots == self.client_roots:
+            return
+        self.client_roots = roots
+        logger.info("client roots: {}", ", ".join(str(r.uri) for r in roots) if roots else "none known")
+        for listener in self.roots_listeners:
+            listener(roots)
 
     def apply_init_options(self, options: Mapping[str, Any]) -> None:
         """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal.

@@ -37,11 +37,11 @@ class Span:
 @dataclass
 class Trace:
     id: str
-    kind: str  # "orchestrate" | "plan"
+    kind: str  # "orchestrate" | "plan" | "call" | "search"
     input: dict[str, Any]
     start: float = field(default_factory=time.time)
     end: float | None = None
-    status: str = "running"  # running | ok | error
+    status: str = "running"  # running | ok | error | waiting
     error: dict[str, str] | None = None
     spans: list[Span] = field(default_factory=list)
 
@@ -105,11 +105,14 @@ class TraceStore:
         span.attributes.update(self._redactor.data(attributes))
         self._publish(trace)
 
-    def finish(self, trace: Trace, error_code: str | None = None, error_message: str | None = None) -> None:
+    def finish(
+        self, trace: Trace, error_code: str | None = None, error_message: str | None = None, status: str | None = None
+    ) -> None:
+        """`status` "waiting": the task asked the client (a 2026-07-28 round trip) and resumes in a new trace."""
         trace.end = time.time()
-        trace.status = "error" if error_code else "ok"
-        if error_code:
-            trace.error = {"code": error_code, "message": self._redactor.text(error_message or "")}
+        trace.status = status or ("error" if error_code else "ok")
+        if error_code or status:
+            trace.error = {"code": error_code or status or "", "message": self._redactor.text(error_message or "")}
         self._counts.subtract(("running",))
         self._counts.update((trace.status,))
         self._publish(trace)
