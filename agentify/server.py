@@ -197,8 +197,10 @@ async def _default_cwd(gateway: Gateway, exchange: Exchange, arguments: dict[str
 async def _roots_changed(ctx: ServerRequestContext[Gateway], params: types.NotificationParams | None) -> None:
     """`notifications/roots/list_changed`: ask again now where the client can be asked, else on the next task."""
     gateway = ctx.lifespan_context
+    # Unknown until asked again, so a task that starts meanwhile asks for itself rather than using the old
+    # roots; listeners hear only of the new roots.
+    gateway.client_roots = None
     if not ctx.session.can_send_request:
-        gateway.set_client_roots(None)
         return
     try:
         with warnings.catch_warnings():
@@ -206,7 +208,6 @@ async def _roots_changed(ctx: ServerRequestContext[Gateway], params: types.Notif
             result = await ctx.session.list_roots()
     except MCPError as exc:
         logger.info("the client's roots changed but it did not list them ({}); asking on the next task", exc)
-        gateway.set_client_roots(None)
         return
     gateway.set_client_roots(list(result.roots))
 
