@@ -33,9 +33,12 @@ from agentify.planner import TaskContext, TaskInput
 from agentify.planner.catalog import CatalogTool
 from agentify.planner.prompt import document_path
 from agentify.planner.retrieval import STOP_WORDS, query_terms, words
+from agentify.planner.vocabulary import KEY_NAMES, PLAIN_TEXT_NAMES, REF_NAMES, is_ref, key_name
 
-Kind = Literal["url", "path", "quoted", "glob", "number"]
-Role = Literal["url", "path", "paths", "pattern", "text", "number", "enum", "enum_list", "other"]
+Kind = Literal["url", "path", "quoted", "glob", "number", "ref", "key"]
+Role = Literal[
+    "url", "path", "paths", "pattern", "text", "texts", "number", "enum", "enum_list", "ref", "key", "boolean", "other"
+]
 
 # Top-level domains that make a bare `name.tld/...` a web address rather than a file name.
 WEB_TLDS = frozenset("com org net io dev app edu gov co uk de fr eu us ca info biz ai cloud site page".split())
@@ -61,7 +64,10 @@ FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "pattern": ("glob", "quoted"),
     "text": ("quoted",),
     "number": ("number",),
+    "ref": ("ref",),
+    "key": ("key", "quoted"),
 }
+FILE_VERBS = frozenset({"ls", "cat", "tree", "open", "read", "list", "show", "view", "edit", "head", "tail"})
 
 _QUOTED = re.compile(r'"([^"\n]+)"|“([^”\n]+)”|`([^`\n]+)`|(?<!\w)\'([^\'\n]+)\'(?!\w)')
 _SCHEME_URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
@@ -155,6 +161,10 @@ def analyse(task: TaskInput) -> Mentions:
             first, second = size.group(1), size.group(2)
             take(Mention("number", first, int(first), start, start + len(first)), "")
             take(Mention("number", second, int(second), end - len(second), end), "")
+        elif is_ref(token):
+            take(Mention("ref", token, token, start, end), "element target")
+        elif (key := key_name(token, before, after)) is not None:
+            take(Mention("key", token, key, start, end), "key")
         elif (kept := _token(token, start, base, before, after)) is not None:
             take(*kept)
     found.sort(key=lambda item: item[0].start)
@@ -221,8 +231,12 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
         or (bool(before) and before[-1] in NAMING_WORDS)
     )
     if not explicit:
+        # An existing name where a path goes: after "in"/"of"... (then before a filler word, or a folder
+        # name anywhere), before "folder", or right after a file verb ("ls arbigent").
         placed = bool(PATH_PREPOSITIONS & set(before[-1:] + before[-2:-1] * (before[-1:] == ["the"])))
-        placed = (placed and (after in STOP_WORDS or not after)) or after in FOLDER_WORDS
+        folder = resolved is not None and os.path.isdir(resolved)
+        placed = (placed and (after in STOP_WORDS or not after or folder)) or after in FOLDER_WORDS
+        placed = placed or (before[-1:] != [] and before[-1] in FILE_VERBS)
         if not placed or resolved is None or not os.path.exists(resolved) or token.lower() in PATH_PREPOSITIONS:
             return None
     return Mention("path", token, resolved, start, end), "path " + _path_hint(resolved or token)
@@ -273,6 +287,12 @@ def role(name: str, spec: dict[str, Any]) -> Role:
         return "enum"
     if "array" in kinds and _enum(items):
         return "enum_list"
+    if kinds == {"boolean"}:
+        return "boolean"
+    if "string" in kinds and (lowered in REF_NAMES or lowered.endswith(tuple(REF_NAMES))):
+        return "ref"
+    if "string" in kinds and lowered in KEY_NAMES:
+        return "key"
     if "string" in kinds:
         if lowered in URL_NAMES or lowered.endswith("url") or spec.get("format") in ("uri", "url"):
             return "url"
@@ -281,6 +301,8 @@ def role(name: str, spec: dict[str, Any]) -> Role:
         return "pattern" if lowered in PATTERN_NAMES else "text"
     if "array" in kinds and items.get("type") == "string" and lowered.endswith(("paths", "files")):
         return "paths"
+    if "array" in kinds and items.get("type") == "string":
+        return "texts"
     return "number" if kinds & {"number", "integer"} else "other"
 
 
@@ -328,7 +350,11 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
                 missing.append(f"`{name}` (the task names several of its values: {', '.join(map(str, values))})")
         if name not in arguments and "default" in specs[name]:
             arguments[name] = specs[name]["default"]
-    for wanted in ("url", "path", "pattern", "text", "number"):
+    query_words = set(words(mentions.user_text))
+    for name in (n for n in required if roles[n] == "boolean" and n not in arguments):
+        if set(words(name)) <= query_words:
+            arguments[name] = True
+    for wanted in ("url", "path", "ref", "key", "pattern", "text", "number"):
         names = [n for n in required if roles[n] == wanted and n not in arguments]
         for kind in FOR_ROLE[wanted] if names else ():
             matching = [m for m in pool if m.kind == kind]
@@ -342,6 +368,10 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
         if paths := [m for m in pool if m.kind == "path"]:
             arguments[name] = [m.value for m in paths]
             pool = [m for m in pool if m.kind != "path"]
+    texts = [n for n in required if roles[n] == "texts" and n not in arguments]
+    if len(texts) == 1 and (quoted := [m for m in pool if m.kind == "quoted"]):
+        arguments[texts[0]] = [m.value for m in quoted]
+        pool = [m for m in pool if m.kind != "quoted"]
     placed = len(mentions.items) - len(pool)
     _fill_optional(properties, set(required), arguments, pool, mentions)
     for name in required:
@@ -368,6 +398,8 @@ def _fill_optional(
             values = _named_values(spec, "enum", mentions, pool)
             if len(values) == 1:
                 arguments[name] = values[0]
+        elif role(name, spec) == "boolean" and words(name) and set(words(name)) <= query_words:
+            arguments[name] = True
     for mention in list(pool):
         near = set(words(mentions.query[: mention.start])[-WINDOW:] + words(mentions.query[mention.end :])[:WINDOW])
         scores: dict[str, int] = {}
@@ -381,6 +413,12 @@ def _fill_optional(
                 scores[name] = overlap + (2 if named <= near else 0)
         best = max(scores.values(), default=0)
         winners = [n for n, s in scores.items() if s == best]
+        if not scores and mention.kind == "quoted":
+            winners = [
+                n
+                for n, s in optional.items()
+                if n not in arguments and n.lower() in PLAIN_TEXT_NAMES and role(n, s) == "text"
+            ]
         if len(winners) == 1:
             arguments[winners[0]] = mention.value
             pool.remove(mention)
@@ -424,6 +462,10 @@ def _missing(name: str, spec: dict[str, Any], kind: Role) -> str:
         "pattern": "a pattern (quote it)",
         "text": "a text (quote it)",
         "number": "a number",
+        "texts": "one or more texts (quote them)",
+        "ref": "an element ref from the page snapshot, such as e5",
+        "key": "a key name, such as Enter",
+        "boolean": "true or false (say its name)",
         "enum": "one of " + ", ".join(map(str, _enum(spec))),
         "enum_list": "one or more of " + ", ".join(map(str, _enum(spec.get("items") or {}))),
     }.get(kind, "a value")
