@@ -24,7 +24,7 @@ from agentify.errors import AgentifyError, BackendError, InvalidInput, InvalidPl
 from agentify.inputs import SearchInput, given_call, validate_input
 from agentify.limits import block_size, cap_result
 from agentify.planner import Plan, TaskContext, TaskInput
-from agentify.planner.catalog import Catalog
+from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
@@ -69,7 +69,7 @@ class TaskRunner:
         self.traces = traces
         self.max_query_chars = max_query_chars
         self.max_result_chars = max_result_chars
-        self._catalog: tuple[tuple[tuple[str, str, int], ...], Catalog] | None = None
+        self._catalog: tuple[Any, Catalog] | None = None
 
     async def catalog(self) -> Catalog:
         """The tools of every usable backend; waits (bounded) for backends that are still starting.
@@ -84,10 +84,16 @@ class TaskRunner:
             limit = min(CATALOG_WAIT_MAX, max(b.spec.startup_timeout_seconds for b in starting) + 1)
             await self.manager.wait_all_settled(limit)
         backends = [b for b in self.manager.backends.values() if b.spec.enabled]
-        key = tuple((b.spec.id, b.spec.description, b.tools_version) for b in backends)
+        missing = [
+            MissingBackend(b.spec.id, b.spec.description, f"{b.state.value}: {b.last_error or 'no tools listed'}")
+            for b in backends
+            if not b.tools
+        ]
+        key = (tuple((b.spec.id, b.spec.description, b.tools_version) for b in backends), tuple(missing))
         if self._catalog is None or self._catalog[0] != key:
             # Rebuilt only when a backend's tools changed, so compiled argument validators are kept.
-            self._catalog = (key, Catalog.build((b.spec.id, b.spec.description, b.tools) for b in backends))
+            built = Catalog.build(((b.spec.id, b.spec.description, b.tools) for b in backends), missing)
+            self._catalog = (key, built)
         return self._catalog[1]
 
     async def run(

@@ -64,14 +64,27 @@ class CatalogTool:
         return f"{where}: {error.message}"
 
 
-class Catalog:
-    """Immutable view of every offered tool, keyed by its planner-facing name."""
+@dataclass(frozen=True)
+class MissingBackend:
+    """A configured backend whose tools cannot be offered (it failed before it ever listed them)."""
 
-    def __init__(self, tools: Iterable[CatalogTool]) -> None:
+    id: str
+    description: str
+    reason: str
+
+
+class Catalog:
+    """Immutable view of every offered tool, keyed by its planner-facing name; `missing` are the
+    configured backends that offer none, so a planner can say so when a task is clearly for one."""
+
+    def __init__(self, tools: Iterable[CatalogTool], missing: Iterable[MissingBackend] = ()) -> None:
         self.tools: dict[str, CatalogTool] = {t.name: t for t in tools}
+        self.missing = tuple(missing)
 
     @classmethod
-    def build(cls, backends: Iterable[tuple[str, str, Iterable[types.Tool]]]) -> Catalog:
+    def build(
+        cls, backends: Iterable[tuple[str, str, Iterable[types.Tool]]], missing: Iterable[MissingBackend] = ()
+    ) -> Catalog:
         """From (backend id, backend description, tools) triples."""
         entries = [(bid, desc, tool) for bid, desc, tools in backends for tool in tools]
         names = [_base_name(bid, tool.name) for bid, _, tool in entries]
@@ -83,7 +96,7 @@ class Catalog:
             if counts[name] > 1:
                 name = _hashed(name, bid, tool.name)
             result.append(CatalogTool(name=name, backend=bid, backend_description=desc, tool=tool))
-        return cls(result)
+        return cls(result, missing)
 
     def __len__(self) -> int:
         return len(self.tools)

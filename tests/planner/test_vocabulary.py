@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from agentify.errors import BackendUnavailable
 from agentify.eval import evaluate, load_cases
 from agentify.planner import Plan
+from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.offline import OfflinePlanner
 from agentify.planner.retrieval import ToolIndex
 from agentify.planner.vocabulary import key_name
@@ -67,3 +69,17 @@ async def test_the_fresh_routing_set_is_right_at_least_80_percent_with_at_most_o
         wrong = [r.case.task.query for r in report.results if r.verdict == "wrong"]
         assert report.accuracy >= 0.80, "\n".join(report.lines())
         assert len(wrong) <= 1, wrong
+
+
+async def test_a_task_for_an_unavailable_backend_says_so_instead_of_picking_another_tool() -> None:
+    full = example_catalog()
+    offered = [t for t in full.tools.values() if t.backend != "arbigent"]
+    reason = "failed: the arbigent CLI was not found"
+    description = "Arbigent end-to-end tests of the example shopping app (login, smoke, purchase, settings)"
+    catalog = Catalog(offered, [MissingBackend("arbigent", description, reason)])
+    with pytest.raises(BackendUnavailable) as raised:
+        await OfflinePlanner().plan(task("run the login tests"), catalog)
+    assert "'arbigent'" in raised.value.message and reason in raised.value.message
+    assert "browser_run_code_unsafe" not in raised.value.message
+    # A task for the tools that are there is still planned.
+    assert (await OfflinePlanner().plan(task("click e5"), catalog)).tool == "browser_click"
