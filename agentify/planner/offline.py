@@ -9,7 +9,8 @@
    runner-up's. Otherwise the tools within that margin are contenders, and the decision is left
    to the arguments: the best tool is taken when it is the only contender that can be called
    with what the task says, and another contender only when it is the only one that takes
-   every value the task mentions (two paths: the one read tool that accepts several). A tool
+   every value the task mentions (two paths: the one read tool that accepts several), or the
+   only one that takes them as they are (one path: not the tool for several paths). A tool
    never wins a tie merely because it needs no arguments; anything else is a refusal.
 3. Required arguments are filled from the query and the context (see `extract`), never
    guessed: an argument it cannot fill, or a mentioned value it cannot place, is a refusal.
@@ -119,6 +120,9 @@ def _choose(ranked: list[Ranked], mentions: Mentions) -> tuple[CatalogTool, str]
     taking = [t for t in callable_ if fillings[t.name].placed]
     if len(taking) == 1 and fillings[taking[0].name].placed == len(mentions.items):
         return taking[0], "the only close match that takes every value the task mentions"
+    as_is = [t for t in taking if not _list_of_one(fillings[t.name])]
+    if len(as_is) == 1 and len(taking) > 1 and fillings[as_is[0].name].placed == len(mentions.items):
+        return as_is[0], "the only close match that takes the value as it is, not as a list of one"
     names = ", ".join(_label(t) for t in contenders[:4])
     raise PlannerUnavailable(
         f"the offline planner (no model is configured) cannot tell which tool fits best: {names} match the task "
@@ -149,6 +153,11 @@ def _raise_missing(missing: tuple[MissingBackend, int] | None) -> None:
         f"tool fits it, so nothing was run. Run `agentify doctor` or call list_backends to see why {backend.id!r} "
         "failed, fix it (its command, its dependencies), and try again."
     )
+
+
+def _list_of_one(filling: Filling) -> bool:
+    """Whether the filling wraps one mentioned value in a list (`paths: [one]`): a tool made for several."""
+    return any(isinstance(v, list) and len(v) == 1 for v in filling.arguments.values())
 
 
 def _problem(filling: Filling) -> str | None:
