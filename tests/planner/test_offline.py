@@ -102,7 +102,7 @@ async def test_an_empty_catalog_is_no_plan() -> None:
 
 
 async def test_the_labelled_example_set_is_mostly_right_and_never_wrong_but_for_one_known_case() -> None:
-    """The figures of the README (and docs/planning.md), on the recorded tools; guards against wrong calls creeping in."""
+    """The README's figures (also in docs/planning.md), on the recorded tools; no wrong call may creep in."""
     cases = load_cases(REPO / "examples" / "eval" / "routing.jsonl", str(REPO))
     for catalog, right in ((example_catalog(), 38), (example_catalog(generated=True), 38)):
         report = await evaluate(OfflinePlanner(), ToolIndex(catalog), cases, 24)
