@@ -246,6 +246,9 @@ class TaskRunner:
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}", reason=reason)
             raise
+        except AskingClient as asking:  # 2026-07-28: the answer comes with the client's next round
+            self.traces.end_span(trace, span, reason=reason, answer=f"asked the client for {asking.what}")
+            raise
         self.traces.end_span(trace, span, reason=reason, answer="accept")
 
     async def _plan(self, task: TaskInput, trace: Any, sampler: Sampler | None, given: Plan | None = None) -> Plan:
@@ -266,6 +269,9 @@ class TaskRunner:
                 raise InvalidPlan(f"{given.backend}.{given.tool} changed its schema since it was planned: {problem}")
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
+            raise
+        except AskingClient as asking:  # 2026-07-28: the planner's model answers in the client's next round
+            self.traces.end_span(trace, span, waiting=f"asked the client for {asking.what}")
             raise
         usage = plan.usage
         self.traces.end_span(

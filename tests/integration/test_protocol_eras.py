@@ -98,7 +98,8 @@ async def test_sampling_planner_with_a_repair_and_a_confirmation_in_both_eras(
     )
     sampled: list[types.CreateMessageRequestParams] = []
     asked: list[types.ElicitRequestParams] = []
-    config = write_config(tmp_path, [fs_backend(workspace)])
+    trace_file = tmp_path / "traces.jsonl"
+    config = write_config(tmp_path, [fs_backend(workspace)], traceFile=str(trace_file))
     async with ide_client(
         config,
         gateway_env(None),
@@ -113,6 +114,11 @@ async def test_sampling_planner_with_a_repair_and_a_confirmation_in_both_eras(
     assert target.read_text() == "from the IDE"
     assert (result.meta or {})["agentify/plan"]["planner"] == "sampling"
     assert len(sampled) == 2 and len(asked) == 1
+    traces = [json.loads(line) for line in trace_file.read_text().splitlines()]
+    # 2025-11-25: one task. 2026-07-28: a round per question (plan, repair, confirmation), then the run.
+    expected = ["ok"] if mode == "legacy" else ["waiting", "waiting", "waiting", "ok"]
+    assert [t["status"] for t in traces] == expected
+    assert traces[-1]["id"] == (result.meta or {})["agentify/plan"]["traceId"]
 
 
 async def test_a_forged_request_state_cannot_smuggle_in_a_plan(tmp_path: Path, workspace: Path) -> None:
