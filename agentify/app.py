@@ -8,12 +8,13 @@ background and yields at once; leaving it stops the console and closes every bac
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import mcp_types as types
 from loguru import logger
 
 from agentify.backends import BackendManager, BackendStatus
@@ -46,6 +47,20 @@ class Gateway:
     console: ConsoleSupervisor | None = None
     init_options_applied: bool = False
     retired_planners: list[PlannerSelector] = field(default_factory=list)
+    client_roots: list[types.Root] | None = None
+    """The IDE client's roots (workspace folders), once asked; None until then or after the client
+    said they changed (`notifications/roots/list_changed`). The first `file://` root is the working
+    directory of a task whose context names none."""
+    roots_listeners: list[Callable[[list[types.Root] | None], None]] = field(default_factory=list)
+    """Called with the new roots whenever `client_roots` changes (to forward them to backends)."""
+
+    def set_client_roots(self, roots: list[types.Root] | None) -> None:
+        if roots == self.client_roots:
+            return
+        self.client_roots = roots
+        logger.info("client roots: {}", ", ".join(str(r.uri) for r in roots) if roots else "none known")
+        for listener in self.roots_listeners:
+            listener(roots)
 
     def apply_init_options(self, options: Mapping[str, Any], *, trusted: bool = True) -> None:
         """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal.
@@ -102,13 +117,23 @@ async def open_gateway(
     bus = EventBus()
     logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, logs.redactor, file=config.trace_file)
-    manager = BackendManager(config.backends, on_state=_on_backend_state(bus), cache_dir=cache_dir())
+    known_roots: list[types.Root] = []  # what forwardRoots backends are told: the client's roots, once known
+    manager = BackendManager(
+        config.backends, on_state=_on_backend_state(bus), cache_dir=cache_dir(), roots=lambda: known_roots
+    )
     planners = PlannerSelector(config.planner)
     runner = TaskRunner(
         manager, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars
     )
     credentials = logs.redactor  # one set of secrets for every sink; results skip only the shape patterns
     gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner, credentials)
+
+    def forward_roots(roots: list[types.Root] | None) -> None:
+        if roots is not None and roots != known_roots:
+            known_roots[:] = roots
+            manager.roots_changed()
+
+    gateway.roots_listeners.append(forward_roots)
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
         if console:

@@ -108,8 +108,20 @@ def _parser(prog: str = "agentify") -> argparse.ArgumentParser:
     evaluate.add_argument("--planner", choices=["auto", "openai", "sampling", "offline"], help="planner.provider")
     evaluate.add_argument("--cwd", help="where relative context paths resolve (default: the current directory)")
     evaluate.add_argument("--shortlist", type=int, help="planner.shortlist: how many tools a model is offered")
-    evaluate.add_argument("--extra-tools", help="a JSON file of recorded backends whose tools join the catalog")
+    evaluate.add_argument(
+        "--extra-tools",
+        action="append",
+        default=[],
+        help="a JSON file of recorded backends whose tools join the catalog (may be given several times)",
+    )
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.add_argument(
+        "--mode",
+        choices=["plan", "search"],
+        default="plan",
+        help="plan: the planner's top-1 accuracy (default); search: recall at k of search_tools",
+    )
+    evaluate.add_argument("--limit", type=int, default=5, help="--mode search: k, how many tools an answer holds")
 
     auth = sub.add_parser("auth", help="authorize agentify with an OAuth backend (opens the browser)")
     common(auth)
@@ -415,19 +427,25 @@ def _eval(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse
 
     from agentify.app import open_gateway
     from agentify.eval import EvalFileError, Report, evaluate_gateway, load_backends, load_cases
+    from agentify.search_eval import SearchReport, evaluate_gateway_search
 
     try:
         cases = load_cases(Path(args.file), os.path.abspath(args.cwd or os.getcwd()))
-        extra = load_backends(Path(args.extra_tools)) if args.extra_tools else []
+        extra = [backend for path in args.extra_tools for backend in load_backends(Path(path))]
     except EvalFileError as exc:
         raise UsageError(str(exc)) from None
-    report: Report | None = None
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    report: Report | SearchReport | None = None
 
     async def evaluate() -> int:
         nonlocal report
         try:
             async with open_gateway(sources, config, logs, console=False) as gateway:
-                report = await evaluate_gateway(gateway, cases, extra)
+                if args.mode == "search":
+                    report = await evaluate_gateway_search(gateway, cases, extra, args.limit)
+                else:
+                    report = await evaluate_gateway(gateway, cases, extra)
         except* EvalFileError as group:  # raised inside the gateway's task group, so wrapped
             raise UsageError(str(group.exceptions[0])) from None
         return EXIT_OK

@@ -1,88 +1,225 @@
-"""Requests the gateway sends back to the IDE on the request being served: sampling and elicitation.
+"""What the gateway asks the IDE while serving a `tools/call`: sampling (the sampling planner),
+elicitation (confirmations) and roots, in both protocol eras.
 
-`SessionSampler` answers the sampling planner; `SessionConfirmer` asks the user to confirm a
-tool call. Both ride the channel of the `tools/call` that carries the task.
+- 2025-11-25 and earlier: server-to-client requests on the channel of the call being served.
+- 2026-07-28: there are none. The call answers an `InputRequiredResult` with the questions and a
+  `requestState`; the client answers them (its user, its model) and retries the same call with
+  the answers (SEP-2322, driven by the SDKs' clients). The state is sealed by the SDK's
+  `RequestStateBoundary` (AES-GCM, bound to this tool and its arguments, with an expiry), so
+  what it records (the answers so far, the plan awaiting confirmation) is what this process
+  wrote. A question is keyed by a digest of its content: an answer counts only for the exact
+  question asked, and each question is asked once.
+
+`Exchange` is the one object per `tools/call` that knows the era; the planner and the policy
+see only the `Sampler` and `Confirmer` protocols. In the 2026-07-28 era they raise
+`AskingClient` when the answer is not there yet; the handler answers `input_required()`.
 """
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
+import hashlib
+import json
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import is_version_at_least
+from pydantic import BaseModel, ValidationError
 
 from agentify.confirm_prompt import confirmation_message
 from agentify.planner import Plan
+from agentify.planner.prompt import document_path
 from agentify.planner.sampling import MAX_TOKENS, SamplingResult
-from agentify.policy import Answer
+from agentify.policy import Answer, AskingClient
 
+ROUND_TRIP_VERSION = "2026-07-28"
 CONFIRM_TIMEOUT_SECONDS = 600.0
-_CONFIRM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "confirm": {"type": "boolean", "title": "Run this tool call", "default": False},
-    },
-    "required": ["confirm"],
-}
+STATE_VERSION = 1
+# One button: an empty form, so accepting it is the confirmation (no checkbox to tick as well).
+CONFIRM_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+Result = TypeVar("Result", bound=BaseModel)
 
 
-def _capabilities(ctx: ServerRequestContext[Any]) -> types.ClientCapabilities | None:
-    return ctx.session.client_capabilities if ctx.session.can_send_request else None
+def state_boundary(name: str) -> RequestStateBoundary:
+    """The middleware sealing `requestState` (process-local key: state lives as long as the gateway)."""
+    return RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=CONFIRM_TIMEOUT_SECONDS), default_audience=name)
 
 
-class SessionSampler:
-    """Asks the client of `ctx` for a completion."""
+class Exchange:
+    """The client requests of one `tools/call`, in whichever era the client speaks."""
 
-    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> None:
         self._ctx = ctx
-        capabilities = ctx.session.client_capabilities
-        self.supports_tools = bool(capabilities and capabilities.sampling and capabilities.sampling.tools)
+        self.round_trips = is_version_at_least(ctx.session.protocol_version, ROUND_TRIP_VERSION)
+        state = _decode(params.request_state) if self.round_trips else {}
+        self._recorded: dict[str, Any] = dict(state.get("answers") or {})
+        self.plan: Plan | None = _plan_from(state.get("plan"))
+        """The plan a user is confirming, planned in an earlier round (2026-07-28)."""
+        self.resumed_from: str | None = state.get("trace") if isinstance(state.get("trace"), str) else None
+        self._responses = dict(params.input_responses or {}) if self.round_trips else {}
+        self._pending: dict[str, types.InputRequest] = {}
+        self._keep: Plan | None = None
 
-    @staticmethod
-    def offered_by(ctx: ServerRequestContext[Any]) -> SessionSampler | None:
-        capabilities = _capabilities(ctx)
-        return SessionSampler(ctx) if capabilities and capabilities.sampling else None
+    @property
+    def _capabilities(self) -> types.ClientCapabilities | None:
+        if not (self.round_trips or self._ctx.session.can_send_request):
+            return None
+        return self._ctx.session.client_capabilities
+
+    def sampler(self) -> ExchangeSampler | None:
+        capabilities = self._capabilities
+        if capabilities is None or capabilities.sampling is None:
+            return None
+        return ExchangeSampler(self, supports_tools=capabilities.sampling.tools is not None)
+
+    def confirmer(self) -> ExchangeConfirmer | None:
+        capabilities = self._capabilities
+        elicitation = capabilities.elicitation if capabilities is not None else None
+        if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+            return None  # no elicitation, or URL mode only: a form cannot be shown
+        return ExchangeConfirmer(self)
+
+    def offers_roots(self) -> bool:
+        capabilities = self._capabilities
+        return capabilities is not None and capabilities.roots is not None
+
+    async def list_roots(self) -> list[types.Root]:
+        """The client's roots. Raises AskingClient (2026-07-28, not answered yet) or MCPError."""
+        result = await self.ask(types.ListRootsRequest(), types.ListRootsResult, "its roots (workspace folders)")
+        return list(result.roots)
+
+    async def ask(self, request: types.InputRequest, result_type: type[Result], what: str) -> Result:
+        """The client's answer to `request`.
+
+        Raises:
+            AskingClient: 2026-07-28 and not answered yet: the request goes into `input_required()`.
+            MCPError: the client refused or failed (2025-11-25), or answered with the wrong shape.
+        """
+        if not self.round_trips:
+            metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+            return await self._ctx.session.send_request(request, result_type, metadata=metadata)  # type: ignore[arg-type]
+        key = _key(request)
+        wire = self._recorded.get(key)
+        if wire is None and (answer := self._responses.get(key)) is not None:
+            wire = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if wire is None:
+            self._pending[key] = request
+            raise AskingClient(what)
+        try:
+            result = result_type.model_validate(wire)
+        except ValidationError:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"the answer about {what} has the wrong shape") from None
+        self._recorded[key] = wire
+        return result
+
+    def keep_plan(self, plan: Plan) -> None:
+        """The plan being confirmed, so the next round runs this plan instead of planning anew."""
+        self._keep = plan
+
+    def input_required(self, trace_id: str | None) -> types.InputRequiredResult:
+        plan = self._keep or self.plan
+        state = {
+            "v": STATE_VERSION,
+            "answers": self._recorded,
+            "plan": None if plan is None else _plan_dict(plan),
+            "trace": trace_id,
+        }
+        return types.InputRequiredResult(input_requests=dict(self._pending), request_state=json.dumps(state))
+
+
+class ExchangeSampler:
+    """The sampling planner's channel to the client's model."""
+
+    def __init__(self, exchange: Exchange, *, supports_tools: bool) -> None:
+        self._exchange = exchange
+        self.supports_tools = supports_tools
 
     async def create(
         self, messages: list[types.SamplingMessage], *, system_prompt: str, tools: list[types.Tool] | None
     ) -> SamplingResult:
-        with warnings.catch_warnings():
-            # Sampling is deprecated in the 2026-07-28 protocol but is what 2025-11-25 IDE clients offer.
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            return await self._ctx.session.create_message(
-                messages,
-                max_tokens=MAX_TOKENS,
-                system_prompt=system_prompt,
-                tools=tools,
-                tool_choice=types.ToolChoice(mode="auto") if tools else None,
-                related_request_id=self._ctx.request_id,
-            )
+        params = types.CreateMessageRequestParams(
+            messages=messages,
+            max_tokens=MAX_TOKENS,
+            system_prompt=system_prompt,
+            tools=tools,
+            tool_choice=types.ToolChoice(mode="auto") if tools else None,
+        )
+        request = types.CreateMessageRequest(params=params)
+        what = "a plan from its model (sampling)"
+        if tools:
+            return await self._exchange.ask(request, types.CreateMessageResultWithTools, what)
+        return await self._exchange.ask(request, types.CreateMessageResult, what)
 
 
-class SessionConfirmer:
-    """Asks the user of the client of `ctx`, through a form elicitation, whether a call may run."""
+class ExchangeConfirmer:
+    """Asks the user, with a one-button form, whether a planned call may run."""
 
-    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
-        self._ctx = ctx
-
-    @staticmethod
-    def offered_by(ctx: ServerRequestContext[Any]) -> SessionConfirmer | None:
-        capabilities = _capabilities(ctx)
-        return SessionConfirmer(ctx) if capabilities and capabilities.elicitation else None
+    def __init__(self, exchange: Exchange) -> None:
+        self._exchange = exchange
 
     async def confirm(self, plan: Plan, reason: str) -> Answer:
         message = confirmation_message(plan.backend, plan.tool, plan.arguments, reason)
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=CONFIRM_SCHEMA)
+        )
+        self._exchange.keep_plan(plan)
         result = None
         with anyio.move_on_after(CONFIRM_TIMEOUT_SECONDS):
             try:
-                result = await self._ctx.session.elicit_form(message, _CONFIRM_SCHEMA, self._ctx.request_id)
+                result = await self._exchange.ask(request, types.ElicitResult, f"a confirmation of {plan.tool}")
             except MCPError:
                 return "cancel"
         if result is None:  # nobody answered: treat it as dismissed
             return "cancel"
-        if result.action == "accept" and (result.content or {}).get("confirm") is True:
-            return "accept"
-        return "decline" if result.action in ("accept", "decline") else "cancel"
+        return result.action
+
+
+def first_root_path(roots: list[types.Root] | None) -> str | None:
+    """The local path of the first `file://` root, where a task without a working directory runs."""
+    for root in roots or []:
+        if str(root.uri).startswith("file:"):
+            return document_path(str(root.uri))
+    return None
+
+
+def _key(request: types.InputRequest) -> str:
+    wire = request.model_dump(mode="json", by_alias=True, exclude_none=True)
+    digest = hashlib.sha256(json.dumps(wire, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:20]
+    return f"{request.method.replace('/', '-')}-{digest}"
+
+
+def _decode(state: str | None) -> dict[str, Any]:
+    """The plaintext the boundary unsealed (so this process wrote it); anything else counts as no state."""
+    if not state:
+        return {}
+    try:
+        data = json.loads(state)
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) and data.get("v") == STATE_VERSION else {}
+
+
+def _plan_dict(plan: Plan) -> dict[str, Any]:
+    return {
+        "backend": plan.backend,
+        "tool": plan.tool,
+        "arguments": plan.arguments,
+        "planner": plan.planner,
+        "reasoning": plan.reasoning,
+    }
+
+
+def _plan_from(data: Any) -> Plan | None:
+    if not isinstance(data, dict) or not isinstance(data.get("arguments"), dict):
+        return None
+    return Plan(
+        backend=str(data.get("backend")),
+        tool=str(data.get("tool")),
+        arguments=data["arguments"],
+        planner=str(data.get("planner")),
+        reasoning=data.get("reasoning"),
+    )

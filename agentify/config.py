@@ -30,6 +30,8 @@ from agentify.redact import MASK
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
 DEFAULT_MODEL = "gpt-5.4-mini"
+Exposed = Literal["orchestrate", "search"]
+EXPOSED: tuple[Exposed, ...] = ("orchestrate", "search")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # Keys of other clients' `mcpServers` entries that are not BackendConfig fields (DESIGN.md,
 # "Remote backends"): accepted, and mapped where the backends are loaded.
@@ -162,6 +164,12 @@ class Config(_Model):
     max_query_chars: int = Field(default=20_000, ge=1)
     max_context_chars: int = Field(default=20_000, ge=100)
     max_result_chars: int = Field(default=1_000_000, ge=1000)
+    expose: list[Exposed] = Field(
+        default_factory=lambda: list(EXPOSED),
+        min_length=1,
+        description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends) "
+        "and search (search_tools, call_tool).",
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod

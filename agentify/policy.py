@@ -19,6 +19,19 @@ from agentify.planner import Plan
 Answer = Literal["accept", "decline", "cancel"]
 
 
+class AskingClient(Exception):
+    """The task needs an answer from the client (a confirmation, a sampling reply, its roots) that can
+    only come in a later round of the same `tools/call` (protocol 2026-07-28: `InputRequiredResult`).
+
+    Raised through the task runner, which ends the round's trace as "waiting"; the MCP handler
+    turns it into the `InputRequiredResult`. `trace_id` is that round's trace."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.trace_id: str | None = None
+
+
 class Confirmer(Protocol):
     """Asks the user (MCP elicitation) whether a planned call may run."""
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import mcp_types as types
 
 from agentify.errors import AgentifyError
+from agentify.planner.retrieval import Ranked
 from agentify.redact import Redactor
 from agentify.tasks import TaskOutcome
 
@@ -59,4 +61,39 @@ def error_result(error: AgentifyError, redactor: Redactor) -> types.CallToolResu
         ],
         is_error=True,
         _meta={"agentify/error": {"code": error.code, "traceId": error.trace_id}},
+    )
+
+
+def search_entry(found: Ranked) -> dict[str, Any]:
+    """One tool as `search_tools` shows it (also what `agentify eval --mode search` counts tokens of)."""
+    tool = found.tool
+    entry: dict[str, Any] = {
+        "name": tool.name,
+        "backend": tool.backend,
+        "tool": tool.tool.name,
+        "description": tool.tool.description or tool.tool.title or "",
+        "inputSchema": tool.input_schema,
+    }
+    if tool.tool.annotations is not None:
+        entry["annotations"] = tool.tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return entry
+
+
+def search_result(query: str, found: list[Ranked], redactor: Redactor) -> types.CallToolResult:
+    """The tools in text (what every model reads) and in `structuredContent.tools`."""
+    tools = [search_entry(r) for r in found]
+    if tools:
+        text = (
+            f"{len(tools)} tools for {query!r}, best first. Run one with call_tool "
+            '{"name": <name>, "arguments": {...}} (arguments must match its inputSchema):\n'
+            + "\n".join(json.dumps(t, separators=(",", ":")) for t in tools)
+        )
+    else:
+        text = (
+            f"no tool matches {query!r}: use other words (what the tool does: read, write, click, run...), "
+            "or call list_backends to see every backend and its tools"
+        )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=redactor.text(text))],
+        structured_content=redactor.data({"tools": tools}),
     )

@@ -6,45 +6,32 @@ calls and outcomes into results (`results.py`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp_types as types
+from loguru import logger
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from agentify import __version__
 from agentify.app import Gateway, open_gateway
-from agentify.client_requests import SessionConfirmer, SessionSampler
+from agentify.client_requests import Exchange, first_root_path, state_boundary
 from agentify.config import Config, ConfigSources
 from agentify.errors import AgentifyError, InvalidInput
+from agentify.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.logging import LogSetup
-from agentify.results import error_result, outcome_result, plan_result
+from agentify.planner import TaskInput
+from agentify.policy import AskingClient
+from agentify.results import error_result, outcome_result, plan_result, search_result
+from agentify.schemas import tool_schema
 
-_TASK_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {
-            "type": "string",
-            "minLength": 1,
-            "description": "What to do, in plain words: 'read README.md', 'run the login tests', "
-            "'open localhost:3000/login and show me the page'.",
-        },
-        "context": {
-            "type": ["object", "null"],
-            "description": "Where the user is in the IDE, so relative paths resolve.",
-            "properties": {
-                "activeDocumentURI": {"type": ["string", "null"], "description": "file:// URI of the open document"},
-                "currentWorkingDirectory": {"type": ["string", "null"], "description": "the workspace folder"},
-                "selectionText": {"type": ["string", "null"], "description": "the selected text, if any"},
-            },
-        },
-    },
-    "required": ["query"],
-}
+_TASK_SCHEMA = tool_schema(TaskInput)
 
-TOOLS = [
+ORCHESTRATE_TOOLS = [
     types.Tool(
         name="orchestrate_task",
         description="Do one task with the right tool of the configured MCP servers (files, tests, browser). "
@@ -63,10 +50,35 @@ TOOLS = [
         name="list_backends",
         description="List the configured backend MCP servers: state, last error and tool names, "
         "and which planner is in use.",
-        input_schema={"type": "object", "properties": {}},
+        input_schema=tool_schema(NoInput),
         annotations=types.ToolAnnotations(title="List backends", read_only_hint=True),
     ),
 ]
+SEARCH_TOOLS = [
+    types.Tool(
+        name="search_tools",
+        description="Find the tools of the configured MCP servers (files, tests, browser) that fit what you want "
+        "to do. Returns the best matches with their names, descriptions and input schemas; run one with call_tool.",
+        input_schema=tool_schema(SearchInput),
+        annotations=types.ToolAnnotations(title="Search the backend tools", read_only_hint=True),
+    ),
+    types.Tool(
+        name="call_tool",
+        description="Run one backend tool found with search_tools: give its name ('<backend>__<tool>') and "
+        "arguments matching its input schema. Returns that tool's result. Destructive tools ask the user first.",
+        input_schema=tool_schema(CallInput),
+        annotations=types.ToolAnnotations(title="Call a backend tool", open_world_hint=True),
+    ),
+]
+TOOLS = ORCHESTRATE_TOOLS + SEARCH_TOOLS
+
+
+def exposed_tools(config: Config) -> list[types.Tool]:
+    """The gateway's tools that config `expose` turns on, in a stable order."""
+    return [
+        *(ORCHESTRATE_TOOLS if "orchestrate" in config.expose else []),
+        *(SEARCH_TOOLS if "search" in config.expose else []),
+    ]
 
 
 def build_server(
@@ -89,19 +101,29 @@ def build_server(
             if on_closed is not None:
                 on_closed()
 
-    server: Server[Gateway] = Server(
-        "agentify",
-        version=__version__,
-        instructions="agentify routes a task to the right tool on its backend MCP servers. "
-        "Call orchestrate_task with the task in plain words.",
-        lifespan=lifespan,
-        on_list_tools=_list_tools,
-        on_call_tool=_call_tool,
-    )
+    with warnings.catch_warnings():
+        # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server: Server[Gateway] = _server(lifespan)
     # No OpenTelemetry exporter is configured by agentify: drop the SDK's per-message span middleware.
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
+    server.middleware.append(state_boundary(server.name))
     return server
+
+
+def _server(lifespan: Any) -> Server[Gateway]:
+    return Server(
+        "agentify",
+        version=__version__,
+        instructions="agentify routes a task to the right tool on its backend MCP servers. "
+        "Call orchestrate_task with the task in plain words, or find a tool with search_tools and run it "
+        "with call_tool to choose the tool yourself.",
+        lifespan=lifespan,
+        on_list_tools=_list_tools,
+        on_call_tool=_call_tool,
+        on_roots_list_changed=_roots_changed,
+    )
 
 
 def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
@@ -119,17 +141,19 @@ def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
 async def _list_tools(
     ctx: ServerRequestContext[Gateway], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=TOOLS)
+    return types.ListToolsResult(tools=exposed_tools(ctx.lifespan_context.config))
 
 
-async def _call_tool(ctx: ServerRequestContext[Gateway], params: types.CallToolRequestParams) -> types.CallToolResult:
+async def _call_tool(
+    ctx: ServerRequestContext[Gateway], params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
     gateway = ctx.lifespan_context
     arguments = params.arguments or {}
-    if params.name == "list_backends":
-        return _backends_result(gateway, sampling_available=SessionSampler.offered_by(ctx) is not None)
-    if params.name not in ("orchestrate_task", "plan_task"):
-        unknown = InvalidInput(f"unknown tool {params.name!r}; use orchestrate_task, plan_task or list_backends")
+    exposed = [t.name for t in exposed_tools(gateway.config)]
+    if params.name not in exposed:
+        unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(exposed)}")
         return error_result(unknown, gateway.logs.redactor)
+    exchange = Exchange(ctx, params)
     steps = 0
 
     async def progress(message: str) -> None:
@@ -137,18 +161,66 @@ async def _call_tool(ctx: ServerRequestContext[Gateway], params: types.CallToolR
         steps += 1
         await ctx.session.report_progress(steps, None, message)
 
-    execute = params.name == "orchestrate_task"
     try:
+        if params.name == "list_backends":
+            validate_input(NoInput, arguments, "{}")
+            return _backends_result(gateway, sampling_available=exchange.sampler() is not None)
+        if params.name == "search_tools":
+            request, found = await gateway.runner.search(arguments)
+            return search_result(request.query, found, gateway.logs.redactor)
+        if params.name == "call_tool":
+            outcome = await gateway.runner.call(arguments, progress=progress, confirmer=exchange.confirmer())
+            return outcome_result(outcome, gateway.credentials)
+        execute = params.name == "orchestrate_task"
         outcome = await gateway.runner.run(
             arguments,
             execute=execute,
             progress=progress,
-            sampler=SessionSampler.offered_by(ctx),
-            confirmer=SessionConfirmer.offered_by(ctx),
+            sampler=exchange.sampler(),
+            confirmer=exchange.confirmer(),
+            given=exchange.plan if execute else None,
+            default_cwd=await _default_cwd(gateway, exchange, arguments),
         )
-    except AgentifyError as exc:  # TaskRunner.run turns every failure, bugs included, into one
+    except AskingClient as asking:  # 2026-07-28: the client answers and calls again
+        return exchange.input_required(asking.trace_id)
+    except AgentifyError as exc:  # TaskRunner turns every failure, bugs included, into one
         return error_result(exc, gateway.logs.redactor)
     return outcome_result(outcome, gateway.credentials) if execute else plan_result(outcome, gateway.credentials)
+
+
+async def _default_cwd(gateway: Gateway, exchange: Exchange, arguments: dict[str, Any]) -> str | None:
+    """The client's first root, for a task whose context names no working directory.
+
+    Asked once and kept on the gateway (`client_roots`) until the client says they changed.
+    Raises AskingClient (2026-07-28: the roots come with the next round)."""
+    context = arguments.get("context")
+    if isinstance(context, dict) and context.get("currentWorkingDirectory"):
+        return None
+    if gateway.client_roots is None and exchange.offers_roots():
+        try:
+            gateway.set_client_roots(await exchange.list_roots())
+        except MCPError as exc:
+            logger.info("the client offers roots but did not list them ({}); tasks run without them", exc)
+            gateway.set_client_roots([])
+    return first_root_path(gateway.client_roots)
+
+
+async def _roots_changed(ctx: ServerRequestContext[Gateway], params: types.NotificationParams | None) -> None:
+    """`notifications/roots/list_changed`: ask again now where the client can be asked, else on the next task."""
+    gateway = ctx.lifespan_context
+    # Unknown until asked again, so a task that starts meanwhile asks for itself rather than using the old
+    # roots; listeners hear only of the new roots.
+    gateway.client_roots = None
+    if not ctx.session.can_send_request:
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            result = await ctx.session.list_roots()
+    except MCPError as exc:
+        logger.info("the client's roots changed but it did not list them ({}); asking on the next task", exc)
+        return
+    gateway.set_client_roots(list(result.roots))
 
 
 def _backends_result(gateway: Gateway, sampling_available: bool) -> types.CallToolResult:

@@ -8,6 +8,7 @@ Raises `AgentifyError` subclasses (with `trace_id` set) for every failure a user
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -17,17 +18,19 @@ from typing import Any
 import anyio
 import mcp_types as types
 from loguru import logger
-from pydantic import ValidationError
 
 from agentify.backends import BackendManager, ToolHandle
 from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan, TaskCancelled
+from agentify.inputs import SearchInput, given_call, validate_input
 from agentify.limits import block_size, cap_result
-from agentify.planner import Plan, TaskInput
-from agentify.planner.catalog import Catalog
+from agentify.planner import Plan, TaskContext, TaskInput
+from agentify.planner.catalog import Catalog, MissingBackend
+from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
+from agentify.planner.search import search_tools
 from agentify.planner.select import PlannerSelector
-from agentify.policy import Confirmer, confirmation_reason, enforce
-from agentify.traces import TraceStore
+from agentify.policy import AskingClient, Confirmer, confirmation_reason, enforce
+from agentify.traces import Trace, TraceStore
 
 Progress = Callable[[str], Awaitable[None]]
 
@@ -67,14 +70,16 @@ class TaskRunner:
         self.max_query_chars = max_query_chars
         self.max_context_chars = max_context_chars
         self.max_result_chars = max_result_chars
-        self._catalog: tuple[tuple[tuple[str, str, int], ...], Catalog] | None = None
+        self._catalog: tuple[Any, Catalog] | None = None
 
     async def catalog(self) -> Catalog:
-        """The tools of every usable backend (`BackendManager.catalog` waits, bounded, for starting ones)."""
+        """The tools of every usable backend (`BackendManager.catalog` waits, bounded, for starting ones),
+        and the backends that offer none, so a planner can say so when a task is clearly for one."""
         tools = await self.manager.catalog()
-        if self._catalog is None or self._catalog[0] != tools.key:
+        if self._catalog is None or self._catalog[0] != (tools.key, tools.missing):
             # Rebuilt only when a backend's tools changed, so compiled argument validators are kept.
-            self._catalog = (tools.key, Catalog.from_handles(tools.handles))
+            missing = [MissingBackend(*m) for m in tools.missing]
+            self._catalog = ((tools.key, tools.missing), Catalog.from_handles(tools.handles, missing))
         return self._catalog[1]
 
     async def run(
@@ -85,21 +90,82 @@ class TaskRunner:
         progress: Progress | None = None,
         sampler: Sampler | None = None,
         confirmer: Confirmer | None = None,
+        given: Plan | None = None,
+        default_cwd: str | None = None,
     ) -> TaskOutcome:
-        trace = self.traces.start("orchestrate" if execute else "plan", _as_dict(raw_input))
-        started = time.monotonic()
-        log = logger.bind(trace=trace.id)
-        try:
+        """A task in words: validate, plan, (confirm, call).
+
+        `given` is a plan chosen in an earlier round of the same `tools/call` (2026-07-28, where a
+        confirmation is a round trip): it is checked against the catalog again instead of planning
+        anew. `default_cwd` is the working directory of a task whose context names none (the
+        client's first root)."""
+
+        async def decide(trace: Trace) -> Plan:
             span = self.traces.span(trace, "validate")
             try:
-                task = self._validate(raw_input)
+                task = self._validate(raw_input, default_cwd)
             except InvalidInput as exc:
                 self.traces.end_span(trace, span, error=exc.message)
                 raise
             self.traces.end_span(trace, span)
-
             await _report(progress, "planning")
-            plan = await self._plan(task, trace, sampler)
+            return await self._plan(task, trace, sampler, given)
+
+        return await self._run("orchestrate" if execute else "plan", raw_input, decide, execute, progress, confirmer)
+
+    async def call(
+        self, raw_input: Any, *, progress: Progress | None = None, confirmer: Confirmer | None = None
+    ) -> TaskOutcome:
+        """`call_tool`: the IDE's model chose the tool and its arguments; all else is `run`'s path."""
+
+        async def decide(trace: Trace) -> Plan:
+            span = self.traces.span(trace, "validate")
+            try:
+                plan = given_call(raw_input, await self.catalog())
+            except InvalidInput as exc:
+                self.traces.end_span(trace, span, error=exc.message)
+                raise
+            self.traces.end_span(trace, span, backend=plan.backend, tool=plan.tool, arguments=plan.arguments)
+            return plan
+
+        return await self._run("call", raw_input, decide, True, progress, confirmer)
+
+    async def search(self, raw_input: Any) -> tuple[SearchInput, list[Ranked]]:
+        """`search_tools`: the best-ranked tools for a query, by the index the planners use; traced."""
+        trace = self.traces.start("search", _as_dict(raw_input))
+        try:
+            span = self.traces.span(trace, "search")
+            try:
+                request = validate_input(SearchInput, raw_input, '{"query": "what to do", "limit": 5}')
+                found = search_tools(self.planners.indexes.get(await self.catalog()), request.query, request.limit)
+            except AgentifyError as exc:
+                self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
+                raise
+            self.traces.end_span(trace, span, tools=[r.tool.name for r in found])
+            self.traces.finish(trace)
+            return request, found
+        except AgentifyError as exc:
+            exc.trace_id = trace.id
+            self.traces.finish(trace, exc.code, exc.message)
+            raise
+        except anyio.get_cancelled_exc_class():
+            self.traces.finish(trace, TaskCancelled.code, "cancelled by the client")
+            raise
+
+    async def _run(
+        self,
+        kind: str,
+        raw_input: Any,
+        decide: Callable[[Trace], Awaitable[Plan]],
+        execute: bool,
+        progress: Progress | None,
+        confirmer: Confirmer | None,
+    ) -> TaskOutcome:
+        trace = self.traces.start(kind, _as_dict(raw_input))
+        started = time.monotonic()
+        log = logger.bind(trace=trace.id)
+        try:
+            plan = await decide(trace)
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
             log.debug("plan arguments: {}", json.dumps(plan.arguments))  # the sink masks, then cuts
             reason = self._confirmation_reason(plan)
@@ -123,6 +189,11 @@ class TaskRunner:
             log.warning("task failed ({}): {}", exc.code, exc.message)
             self.traces.finish(trace, exc.code, exc.message)
             raise
+        except AskingClient as asking:
+            asking.trace_id = trace.id
+            log.info("waiting for the client to answer: {}", asking.what)
+            self.traces.finish(trace, status="waiting", error_message=f"waiting for the client: {asking.what}")
+            raise
         except anyio.get_cancelled_exc_class():
             log.info("task cancelled by the client")
             self.traces.finish(trace, TaskCancelled.code, "cancelled by the client")
@@ -137,17 +208,12 @@ class TaskRunner:
             self.traces.finish(trace, error.code, error.message)
             raise error from exc
 
-    def _validate(self, raw_input: Any) -> TaskInput:
-        try:
-            task = TaskInput.model_validate(raw_input)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}"
-                for e in exc.errors(include_url=False, include_input=False)
-            )
-            raise InvalidInput(
-                f'invalid task input: {problems}. Send {{"query": "what to do", "context": {{...}}}}.'
-            ) from None
+    def _validate(self, raw_input: Any, default_cwd: str | None = None) -> TaskInput:
+        task = validate_input(TaskInput, raw_input, '{"query": "what to do", "context": {...}}')
+        if default_cwd and not (task.context and task.context.current_working_directory):
+            context = task.context or TaskContext()
+            context = context.model_copy(update={"current_working_directory": default_cwd})
+            task = task.model_copy(update={"context": context})
         if not task.query.strip():
             raise InvalidInput("the query is empty: say what to do, for example 'read README.md'")
         if len(task.query) > self.max_query_chars:
@@ -177,18 +243,34 @@ class TaskRunner:
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}", reason=reason)
             raise
+        except AskingClient as asking:  # 2026-07-28: the answer comes with the client's next round
+            self.traces.end_span(trace, span, reason=reason, answer=f"asked the client for {asking.what}")
+            raise
         self.traces.end_span(trace, span, reason=reason, answer="accept")
 
-    async def _plan(self, task: TaskInput, trace: Any, sampler: Sampler | None) -> Plan:
+    async def _plan(self, task: TaskInput, trace: Any, sampler: Sampler | None, given: Plan | None = None) -> Plan:
         span = self.traces.span(trace, "plan")
         try:
-            planner = self.planners.choose(sampler=sampler)
-            span.attributes["provider"] = planner.name
             catalog = await self.catalog()
-            plan = await planner.plan(task, catalog)
-            _handle(plan)
+            if given is None:
+                planner = self.planners.choose(sampler=sampler)
+                span.attributes["provider"] = planner.name
+                plan = await planner.plan(task, catalog)
+            else:  # chosen in an earlier round: the tools may have changed since
+                span.attributes["provider"] = f"{given.planner} (planned in an earlier round)"
+                plan = given
+            tool = catalog.find(plan.backend, plan.tool)
+            if tool is None:
+                raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
+            if given is not None and (problem := tool.validation_error(given.arguments)) is not None:
+                raise InvalidPlan(f"{given.backend}.{given.tool} changed its schema since it was planned: {problem}")
+            if plan.handle is None:  # planned in an earlier round: resolved against today's catalog
+                plan = dataclasses.replace(plan, handle=tool.handle)
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
+            raise
+        except AskingClient as asking:  # 2026-07-28: the planner's model answers in the client's next round
+            self.traces.end_span(trace, span, waiting=f"asked the client for {asking.what}")
             raise
         usage = plan.usage
         self.traces.end_span(

@@ -43,11 +43,11 @@ class Span:
 @dataclass
 class Trace:
     id: str
-    kind: str  # "orchestrate" | "plan"
+    kind: str  # "orchestrate" | "plan" | "call" | "search"
     input: dict[str, Any]
     start: float = field(default_factory=time.time)
     end: float | None = None
-    status: str = "running"  # running | ok | error
+    status: str = "running"  # running | ok | error | waiting
     error: dict[str, str] | None = None
     spans: list[Span] = field(default_factory=list)
 
@@ -111,11 +111,15 @@ class TraceStore:
         span.attributes.update(self._redactor.data(attributes, limit=TEXT_LIMIT))
         self._publish(trace)
 
-    def finish(self, trace: Trace, error_code: str | None = None, error_message: str | None = None) -> None:
+    def finish(
+        self, trace: Trace, error_code: str | None = None, error_message: str | None = None, status: str | None = None
+    ) -> None:
+        """`status` "waiting": the task asked the client (a 2026-07-28 round trip) and resumes in a new trace."""
         trace.end = time.time()
-        trace.status = "error" if error_code else "ok"
-        if error_code:
-            trace.error = {"code": error_code, "message": self._redactor.bounded(error_message or "", TEXT_LIMIT)}
+        trace.status = status or ("error" if error_code else "ok")
+        if error_code or status:
+            message = self._redactor.bounded(error_message or "", TEXT_LIMIT)
+            trace.error = {"code": error_code or status or "", "message": message}
         self._counts.subtract(("running",))
         self._counts.update((trace.status,))
         self._publish(trace)

@@ -243,7 +243,9 @@ function upsertTrace(trace) {
   if (trace.id === state.selected) renderTraceDetail();
 }
 
-const planSpan = (trace) => trace.spans.find((s) => s.name === "plan");
+// call_tool traces have no plan span: the tool the IDE's model chose is on the validate span.
+const planSpan = (trace) =>
+  trace.spans.find((s) => s.name === "plan") || trace.spans.find((s) => s.name === "validate" && s.attributes.backend);
 
 function traceSummary(trace) {
   const plan = planSpan(trace);
@@ -262,7 +264,7 @@ function renderTraceList() {
       onclick: () => selectTrace(trace.id),
     },
       el("span", { class: `dot ${trace.status}` }),
-      el("span", { class: "query", text: trace.input.query || trace.input.input || "(no query)" }),
+      el("span", { class: "query", text: trace.input.query || trace.input.name || trace.input.input || "(no query)" }),
       el("span", { class: "muted", text: ms(trace.durationMs) }),
       el("span", { class: "sub", text: traceSummary(trace) }))));
   if (!traces.length) list.append(el("li", { class: "muted", text: "no tasks yet" }));

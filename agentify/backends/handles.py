@@ -46,3 +46,5 @@ class ToolCatalog:
 
     key: tuple[tuple[str, str, int], ...]
     handles: tuple[ToolHandle, ...]
+    missing: tuple[tuple[str, str, str], ...] = ()
+    """(id, description, why) of each enabled backend that offers no tools now."""

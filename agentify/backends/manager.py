@@ -95,9 +95,15 @@ class BackendManager:
             limit = min(CATALOG_WAIT_MAX, max(s.start_limit for s in settling) + SETTLE_SLACK)
             await _wait_settled(settling, limit)
         enabled = [s for s in self._supervisors.values() if s.spec.enabled]
+        handles = {s.spec.id: s.handles() for s in enabled}
         return ToolCatalog(
             key=tuple((s.spec.id, s.spec.description, s.tools_version) for s in enabled),
-            handles=tuple(handle for s in enabled for handle in s.handles()),
+            handles=tuple(handle for s in enabled for handle in handles[s.spec.id]),
+            missing=tuple(
+                (s.spec.id, s.spec.description, f"{s.state.value}: {s.last_error or 'no tools listed'}")
+                for s in enabled
+                if not handles[s.spec.id]
+            ),
         )
 
     async def wait_all_settled(self) -> None:

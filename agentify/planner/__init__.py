@@ -23,9 +23,13 @@ class TaskContext(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="ignore")
 
-    active_document_uri: str | None = Field(default=None, alias="activeDocumentURI")
-    current_working_directory: str | None = None
-    selection_text: str | None = None
+    active_document_uri: str | None = Field(
+        default=None, alias="activeDocumentURI", description="file:// URI of the open document"
+    )
+    current_working_directory: str | None = Field(
+        default=None, description="the workspace folder, where relative paths resolve"
+    )
+    selection_text: str | None = Field(default=None, description="the selected text, if any")
 
 
 class TaskInput(BaseModel):
@@ -33,8 +37,14 @@ class TaskInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    query: str = Field(min_length=1)
-    context: TaskContext | None = None
+    query: str = Field(
+        min_length=1,
+        description="What to do, in plain words: 'read README.md', 'run the login tests', "
+        "'open localhost:3000/login and show me the page'.",
+    )
+    context: TaskContext | None = Field(
+        default=None, description="Where the user is in the IDE, so relative paths resolve."
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -68,24 +68,39 @@ class CatalogTool:
         return f"{where}: {error.message}"
 
 
+@dataclass(frozen=True)
+class MissingBackend:
+    """A configured backend whose tools cannot be offered (it failed before it ever listed them)."""
+
+    id: str
+    description: str
+    reason: str
+
+
 class Catalog:
-    """Immutable view of every offered tool, keyed by its planner-facing name."""
+    """Immutable view of every offered tool, keyed by its planner-facing name; `missing` are the
+    configured backends that offer none, so a planner can say so when a task is clearly for one."""
 
-    def __init__(self, tools: Iterable[CatalogTool]) -> None:
+    def __init__(self, tools: Iterable[CatalogTool], missing: Iterable[MissingBackend] = ()) -> None:
         self.tools: dict[str, CatalogTool] = {t.name: t for t in tools}
+        self.missing = tuple(missing)
 
     @classmethod
-    def build(cls, backends: Iterable[tuple[str, str, Iterable[types.Tool]]]) -> Catalog:
+    def build(
+        cls, backends: Iterable[tuple[str, str, Iterable[types.Tool]]], missing: Iterable[MissingBackend] = ()
+    ) -> Catalog:
         """From (backend id, backend description, tools) triples (tools that cannot be called: eval, tests)."""
-        return cls._named([(bid, desc, tool, None) for bid, desc, tools in backends for tool in tools])
+        return cls._named([(bid, desc, tool, None) for bid, desc, tools in backends for tool in tools], missing)
 
     @classmethod
-    def from_handles(cls, handles: Iterable[ToolHandle]) -> Catalog:
+    def from_handles(cls, handles: Iterable[ToolHandle], missing: Iterable[MissingBackend] = ()) -> Catalog:
         """From the backend manager's resolved tool handles: every tool can be called through its handle."""
-        return cls._named([(h.backend, h.description, h.tool, h) for h in handles])
+        return cls._named([(h.backend, h.description, h.tool, h) for h in handles], missing)
 
     @classmethod
-    def _named(cls, entries: list[tuple[str, str, types.Tool, ToolHandle | None]]) -> Catalog:
+    def _named(
+        cls, entries: list[tuple[str, str, types.Tool, ToolHandle | None]], missing: Iterable[MissingBackend]
+    ) -> Catalog:
         names = [_base_name(bid, tool.name) for bid, _, tool, _ in entries]
         counts: dict[str, int] = {}
         for name in names:
@@ -95,7 +110,7 @@ class Catalog:
             if counts[name] > 1:
                 name = _hashed(name, bid, tool.name)
             result.append(CatalogTool(name=name, backend=bid, backend_description=desc, tool=tool, handle=handle))
-        return cls(result)
+        return cls(result, missing)
 
     def __len__(self) -> int:
         return len(self.tools)

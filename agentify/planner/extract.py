@@ -4,21 +4,14 @@
 becomes `http://localhost:3000/login`), paths (resolved against the working directory, else the
 active document's folder; "this file" and "here" mean the active document and the working
 directory; a bare word is a path when it follows "named"/"called", or when it exists and follows
-"in", "of", "from"... or precedes "folder"), glob patterns and numbers (`1280x720` is two).
+"in", "of", "from"... or a file verb ("ls docs"), or precedes "folder"), glob patterns, numbers
+(`1280x720` is two), element refs (`e5`) and key names where a key is named (`vocabulary.py`).
 It also gives the terms to rank tools with: the user's own words, without the mentions (so
 `arbigent/arbigent-project.yaml` does not read as a request for the arbigent tools), plus, at
 `HINT_WEIGHT`, the kind of argument each mention fills ("url"; "path", "directory"; "path",
 "file", "text"; "single" or "multiple" for the number of paths).
 
-`fill` puts mentions into a tool's arguments, never inventing a value:
-- a required argument takes a mention of its role (url, path, paths, pattern, text, number) when
-  the query has exactly as many such mentions as the tool has such arguments, in order; an enum
-  takes the one value the query names; an argument with a schema `default` takes the default;
-- an optional argument takes a mention only when the words next to it name the argument, or
-  two words of its description ("the first 5 lines" -> `head`: "first N lines"); an optional
-  enum only when the query names both the argument and one of its values ("dark color scheme"
-  -> `colorScheme: dark`).
-What it could not fill, and the mentions it could not place, are reported, not dropped.
+`fill` (in `fill.py`) puts the mentions into a tool's arguments.
 """
 
 from __future__ import annotations
@@ -30,12 +23,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentify.planner import TaskContext, TaskInput
-from agentify.planner.catalog import CatalogTool
 from agentify.planner.prompt import document_path
 from agentify.planner.retrieval import STOP_WORDS, query_terms, words
+from agentify.planner.vocabulary import is_ref, key_name
 
-Kind = Literal["url", "path", "quoted", "glob", "number"]
-Role = Literal["url", "path", "paths", "pattern", "text", "number", "enum", "enum_list", "other"]
+Kind = Literal["url", "path", "quoted", "glob", "number", "ref", "key"]
 
 # Top-level domains that make a bare `name.tld/...` a web address rather than a file name.
 WEB_TLDS = frozenset("com org net io dev app edu gov co uk de fr eu us ca info biz ai cloud site page".split())
@@ -48,20 +40,9 @@ NOT_PATHS = frozenset({"e.g", "i.e", "etc", "vs"})
 PATH_PREPOSITIONS = frozenset({"in", "inside", "under", "from", "into", "within", "of", "at", "to"})
 NAMING_WORDS = frozenset({"named", "called"})
 FOLDER_WORDS = frozenset({"folder", "directory", "dir"})
-WINDOW = 3  # words on each side of a value that may name its optional argument
 HINT_WEIGHT = 0.5  # a kind of argument is evidence, but less than a word the user chose
 
-URL_NAMES = frozenset({"url", "uri", "href", "link", "address"})
-PATH_NAMES = frozenset({"path", "file", "filename", "filepath", "file_path", "source", "destination", "src", "dest"})
-PATH_NAMES |= frozenset({"dir", "directory", "folder", "root", "cwd"})
-PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
-FOR_ROLE: dict[str, tuple[Kind, ...]] = {
-    "url": ("url",),
-    "path": ("path", "quoted"),
-    "pattern": ("glob", "quoted"),
-    "text": ("quoted",),
-    "number": ("number",),
-}
+FILE_VERBS = frozenset({"ls", "cat", "tree", "open", "read", "list", "show", "view", "edit", "head", "tail"})
 
 _QUOTED = re.compile(r'"([^"\n]+)"|“([^”\n]+)”|`([^`\n]+)`|(?<!\w)\'([^\'\n]+)\'(?!\w)')
 _SCHEME_URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
@@ -155,6 +136,10 @@ def analyse(task: TaskInput) -> Mentions:
             first, second = size.group(1), size.group(2)
             take(Mention("number", first, int(first), start, start + len(first)), "")
             take(Mention("number", second, int(second), end - len(second), end), "")
+        elif is_ref(token):
+            take(Mention("ref", token, token, start, end), "element target")
+        elif (key := key_name(token, before, after)) is not None:
+            take(Mention("key", token, key, start, end), "key")
         elif (kept := _token(token, start, base, before, after)) is not None:
             take(*kept)
     found.sort(key=lambda item: item[0].start)
@@ -212,7 +197,7 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
         return Mention("number", token, float(token) if "." in token else int(token), start, end), ""
     if "@" in token or token.lower() in NOT_PATHS:
         return None
-    resolved = _resolve(token, base)
+    resolved = resolve_path(token, base)
     explicit = (
         token.startswith(("/", "./", "../", "~/"))
         or token in (".", "..", "~")
@@ -221,8 +206,12 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
         or (bool(before) and before[-1] in NAMING_WORDS)
     )
     if not explicit:
+        # An existing name where a path goes: after "in"/"of"... (then before a filler word, or a folder
+        # name anywhere), before "folder", or right after a file verb ("ls arbigent").
         placed = bool(PATH_PREPOSITIONS & set(before[-1:] + before[-2:-1] * (before[-1:] == ["the"])))
-        placed = (placed and (after in STOP_WORDS or not after)) or after in FOLDER_WORDS
+        folder = resolved is not None and os.path.isdir(resolved)
+        placed = (placed and (after in STOP_WORDS or not after or folder)) or after in FOLDER_WORDS
+        placed = placed or (before[-1:] != [] and before[-1] in FILE_VERBS)
         if not placed or resolved is None or not os.path.exists(resolved) or token.lower() in PATH_PREPOSITIONS:
             return None
     return Mention("path", token, resolved, start, end), "path " + _path_hint(resolved or token)
@@ -244,7 +233,7 @@ def _url(text: str) -> str | None:
     return ("http://" if local else "https://") + text
 
 
-def _resolve(token: str, base: str | None) -> str | None:
+def resolve_path(token: str, base: str | None) -> str | None:
     path = os.path.expanduser(token)
     if os.path.isabs(path):
         return os.path.normpath(path)
@@ -261,172 +250,3 @@ def _path_hint(path: str) -> str:
     if extension in MEDIA_EXTENSIONS:
         return "file media image"
     return "file"
-
-
-def role(name: str, spec: dict[str, Any]) -> Role:
-    """What kind of value an argument takes, from its schema and name."""
-    declared = spec.get("type")
-    kinds = set(declared) if isinstance(declared, list) else {declared}
-    items: dict[str, Any] = spec["items"] if isinstance(spec.get("items"), dict) else {}
-    lowered = name.lower()
-    if _enum(spec):
-        return "enum"
-    if "array" in kinds and _enum(items):
-        return "enum_list"
-    if "string" in kinds:
-        if lowered in URL_NAMES or lowered.endswith("url") or spec.get("format") in ("uri", "url"):
-            return "url"
-        if lowered in PATH_NAMES or lowered.endswith(("path", "dir", "directory")):
-            return "path"
-        return "pattern" if lowered in PATTERN_NAMES else "text"
-    if "array" in kinds and items.get("type") == "string" and lowered.endswith(("paths", "files")):
-        return "paths"
-    return "number" if kinds & {"number", "integer"} else "other"
-
-
-def _enum(spec: dict[str, Any]) -> list[Any]:
-    """The allowed values of `spec`, also inside `anyOf`/`oneOf` (as zod emits nullable enums)."""
-    if isinstance(spec.get("enum"), list):
-        return list(spec["enum"])
-    for key in ("anyOf", "oneOf"):
-        for option in spec.get(key) or []:
-            if isinstance(option, dict) and isinstance(option.get("enum"), list):
-                return list(option["enum"])
-    return []
-
-
-@dataclass(frozen=True)
-class Filling:
-    arguments: dict[str, Any]
-    missing: tuple[str, ...]
-    """One phrase per required argument that could not be filled, naming it and why."""
-    unplaced: tuple[Mention, ...]
-    """Mentions of the query that no argument took: the plan would ignore what the user said."""
-    placed: int
-    """How many mentions went into required arguments."""
-
-    @property
-    def complete(self) -> bool:
-        return not self.missing and not self.unplaced
-
-
-def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
-    """The arguments of `tool` from the query's mentions (see the module docstring)."""
-    properties = {n: s for n, s in (tool.input_schema.get("properties") or {}).items() if isinstance(s, dict)}
-    required = [n for n in tool.input_schema.get("required") or [] if isinstance(n, str)]
-    specs = {n: properties.get(n, {}) for n in required}
-    roles = {n: role(n, s) for n, s in specs.items()}
-    arguments: dict[str, Any] = {}
-    missing: list[str] = []
-    pool = list(mentions.items)
-    for name in required:
-        if roles[name] in ("enum", "enum_list"):
-            values = _named_values(specs[name], roles[name], mentions, pool)
-            if len(values) == 1 or (values and roles[name] == "enum_list"):
-                arguments[name] = values if roles[name] == "enum_list" else values[0]
-            elif values:
-                missing.append(f"`{name}` (the task names several of its values: {', '.join(map(str, values))})")
-        if name not in arguments and "default" in specs[name]:
-            arguments[name] = specs[name]["default"]
-    for wanted in ("url", "path", "pattern", "text", "number"):
-        names = [n for n in required if roles[n] == wanted and n not in arguments]
-        for kind in FOR_ROLE[wanted] if names else ():
-            matching = [m for m in pool if m.kind == kind]
-            if len(matching) == len(names):
-                for name, mention in zip(names, matching, strict=True):
-                    pool.remove(mention)
-                    quoted_path = wanted == "path" and mention.kind == "quoted"
-                    arguments[name] = _resolve(mention.text, mentions.base) if quoted_path else mention.value
-                break
-    for name in (n for n in required if roles[n] == "paths"):
-        if paths := [m for m in pool if m.kind == "path"]:
-            arguments[name] = [m.value for m in paths]
-            pool = [m for m in pool if m.kind != "path"]
-    placed = len(mentions.items) - len(pool)
-    _fill_optional(properties, set(required), arguments, pool, mentions)
-    for name in required:
-        value = arguments.get(name)
-        if name not in arguments:
-            missing.append(_missing(name, specs[name], roles[name]))
-        elif value is None or (isinstance(value, list) and None in value):
-            missing.append(f"`{name}` (a path the context cannot resolve: send the working directory or the open file)")
-            arguments.pop(name)
-    return Filling(arguments=arguments, missing=tuple(missing), unplaced=tuple(pool), placed=placed)
-
-
-def _fill_optional(
-    properties: dict[str, dict[str, Any]],
-    required: set[str],
-    arguments: dict[str, Any],
-    pool: list[Mention],
-    mentions: Mentions,
-) -> None:
-    optional = {n: s for n, s in properties.items() if n not in required and n not in arguments}
-    query_words = set(words(mentions.user_text))
-    for name, spec in optional.items():
-        if role(name, spec) == "enum" and set(words(name)) <= query_words:
-            values = _named_values(spec, "enum", mentions, pool)
-            if len(values) == 1:
-                arguments[name] = values[0]
-    for mention in list(pool):
-        near = set(words(mentions.query[: mention.start])[-WINDOW:] + words(mentions.query[mention.end :])[:WINDOW])
-        scores: dict[str, int] = {}
-        for name, spec in optional.items():
-            if name in arguments or mention.kind not in FOR_ROLE.get(role(name, spec), ()):
-                continue
-            named = set(words(name))
-            described = set(words(str(spec.get("description") or "")))
-            overlap = len(near & described)
-            if named <= near or overlap >= 2:
-                scores[name] = overlap + (2 if named <= near else 0)
-        best = max(scores.values(), default=0)
-        winners = [n for n, s in scores.items() if s == best]
-        if len(winners) == 1:
-            arguments[winners[0]] = mention.value
-            pool.remove(mention)
-
-
-def _named_values(spec: dict[str, Any], kind: Role, mentions: Mentions, pool: list[Mention]) -> list[Any]:
-    """Enum values the query names (quoted or not), in the order it names them; longer values match first."""
-    options = _enum(spec) if kind == "enum" else _enum(spec.get("items") or {})
-    query_words = _words_and_quotes(mentions)
-    found: list[tuple[int, Any]] = []
-    used = [False] * len(query_words)
-    for value in sorted((v for v in options if isinstance(v, str)), key=lambda v: -len(words(v))):
-        target = words(value)
-        for i in range(len(query_words) - len(target) + 1) if target else ():
-            if query_words[i : i + len(target)] == target and not any(used[i : i + len(target)]):
-                used[i : i + len(target)] = [True] * len(target)
-                found.append((i, value))
-                break
-    values = list(dict.fromkeys(v for _, v in sorted(found, key=lambda f: f[0])))
-    for quoted in [m for m in pool if m.kind == "quoted" and words(m.text) and m.text in values]:
-        pool.remove(quoted)
-    return values
-
-
-def _words_and_quotes(mentions: Mentions) -> list[str]:
-    """The words of the query without its URLs, paths, patterns and numbers, but with quoted texts."""
-    pieces, cursor = [], 0
-    for mention in mentions.items:
-        pieces.append(mentions.query[cursor : mention.start])
-        pieces.append(f" {mention.text} " if mention.kind == "quoted" else " ")
-        cursor = mention.end
-    pieces.append(mentions.query[cursor:])
-    return words("".join(pieces))
-
-
-def _missing(name: str, spec: dict[str, Any], kind: Role) -> str:
-    what = {
-        "url": "a URL",
-        "path": "a path",
-        "paths": "one or more paths",
-        "pattern": "a pattern (quote it)",
-        "text": "a text (quote it)",
-        "number": "a number",
-        "enum": "one of " + ", ".join(map(str, _enum(spec))),
-        "enum_list": "one or more of " + ", ".join(map(str, _enum(spec.get("items") or {}))),
-    }.get(kind, "a value")
-    text = str(spec.get("description") or "")
-    described = f": {text if len(text) <= 80 else text[:80].rsplit(' ', 1)[0] + '...'}" if text else ""
-    return f"`{name}` (needs {what}{described})"

@@ -9,23 +9,28 @@
    runner-up's. Otherwise the tools within that margin are contenders, and the decision is left
    to the arguments: the best tool is taken when it is the only contender that can be called
    with what the task says, and another contender only when it is the only one that takes
-   every value the task mentions (two paths: the one read tool that accepts several). A tool
+   every value the task mentions (two paths: the one read tool that accepts several), or the
+   only one that takes them as they are (one path: not the tool for several paths). A tool
    never wins a tie merely because it needs no arguments; anything else is a refusal.
 3. Required arguments are filled from the query and the context (see `extract`), never
    guessed: an argument it cannot fill, or a mentioned value it cannot place, is a refusal.
    The arguments are validated against the tool's schema like any model's.
 
 A refusal is `PlannerUnavailable`, saying what was understood (the best candidates, the
-argument it could not fill) and how to configure a model planner.
+argument it could not fill) and how to configure a model planner. When the task is clearly for a
+configured backend that is unavailable (more than half of its words name that backend, more than
+the best offered tool matches: "run the login tests" while the arbigent backend failed), the
+answer is `BackendUnavailable` naming it, rather than a tool that happens to match a word.
 """
 
 from __future__ import annotations
 
-from agentify.errors import NoPlan, PlannerUnavailable
+from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
 from agentify.planner import Plan, PlanUsage, TaskInput
-from agentify.planner.catalog import Catalog, CatalogTool
-from agentify.planner.extract import Filling, Mentions, analyse, fill
-from agentify.planner.retrieval import IndexCache, Ranked, query_terms, words
+from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
+from agentify.planner.extract import Mentions, analyse
+from agentify.planner.fill import Filling, fill
+from agentify.planner.retrieval import SYNONYMS, IndexCache, Ranked, query_terms, words
 
 MARGIN = 1.25
 NAME_FLOOR = 0.25
@@ -47,15 +52,23 @@ class OfflinePlanner:
         if not catalog.tools:
             raise NoPlan("no backend tools are available to plan with: check `list_backends` for failed backends")
         mentions = analyse(task)
+        missing = _missing_fit(catalog.missing, mentions.user_text)
         index = self._indexes.get(catalog)
         ranked = rank(index.rank(mentions.terms()), mentions)
         if not ranked or ranked[0].score <= 0:
+            _raise_missing(missing)
             raise PlannerUnavailable(
                 "the offline planner (no model is configured) found no tool whose name or description matches "
                 f"the words of the task. {CONFIGURE}"
             )
-        chosen, why = _choose(ranked, mentions)
+        try:
+            chosen, why = _choose(ranked, mentions)
+        except PlannerUnavailable:
+            _raise_missing(missing)
+            raise
         matched, said = index.matched(chosen, mentions.user_text)
+        if missing is not None and missing[1] > len(matched):
+            _raise_missing(missing)
         if len(matched) * 2 <= len(said):
             raise PlannerUnavailable(
                 f"the offline planner (no model is configured) found no tool that clearly matches the task: the "
@@ -109,11 +122,44 @@ def _choose(ranked: list[Ranked], mentions: Mentions) -> tuple[CatalogTool, str]
     taking = [t for t in callable_ if fillings[t.name].placed]
     if len(taking) == 1 and fillings[taking[0].name].placed == len(mentions.items):
         return taking[0], "the only close match that takes every value the task mentions"
+    as_is = [t for t in taking if not _list_of_one(fillings[t.name])]
+    if len(as_is) == 1 and len(taking) > 1 and fillings[as_is[0].name].placed == len(mentions.items):
+        return as_is[0], "the only close match that takes the value as it is, not as a list of one"
     names = ", ".join(_label(t) for t in contenders[:4])
     raise PlannerUnavailable(
         f"the offline planner (no model is configured) cannot tell which tool fits best: {names} match the task "
         f"about equally well (it picks a tool only when its score is at least {MARGIN}x the next one's). " + CONFIGURE
     )
+
+
+def _missing_fit(missing: tuple[MissingBackend, ...], text: str) -> tuple[MissingBackend, int] | None:
+    """The unavailable backend that more than half of the task's words name (by its id and description),
+    with how many of them it matches; the one matching most wins."""
+    said = list(dict.fromkeys(words(text)))
+    best: tuple[MissingBackend, int] | None = None
+    for backend in missing:
+        own = set(words(f"{backend.id} {backend.description}"))
+        found = sum(1 for w in said if w in own or any(s in own for s in SYNONYMS.get(w, ())))
+        if found * 2 > len(said) and (best is None or found > best[1]):
+            best = (backend, found)
+    return best
+
+
+def _raise_missing(missing: tuple[MissingBackend, int] | None) -> None:
+    if missing is None:
+        return
+    backend = missing[0]
+    what = f" ({backend.description})" if backend.description else ""
+    raise BackendUnavailable(
+        f"this task is for backend {backend.id!r}{what}, which is unavailable ({backend.reason}), and no other "
+        f"tool fits it, so nothing was run. Run `agentify doctor` or call list_backends to see why {backend.id!r} "
+        "failed, fix it (its command, its dependencies), and try again."
+    )
+
+
+def _list_of_one(filling: Filling) -> bool:
+    """Whether the filling wraps one mentioned value in a list (`paths: [one]`): a tool made for several."""
+    return any(isinstance(v, list) and len(v) == 1 for v in filling.arguments.values())
 
 
 def _problem(filling: Filling) -> str | None:

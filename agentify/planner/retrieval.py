@@ -36,7 +36,7 @@ STOP_WORDS = frozenset(
     """a an the of in on at to for from by with and or but as is are be been it its this that these those
     me my i you your we our us please can could would will should do does did what whats which who how
     there their then than so if into onto via about up out some any just also only other such each
-    tell give want need let lets now""".split()
+    tell give want need let lets now inside within over both sure still really""".split()
 )
 # Words people use for what tools call otherwise; each also counts (at half weight) as its synonyms.
 _SYNONYMS = {
@@ -68,6 +68,16 @@ _SYNONYMS = {
     "capture": "screenshot",
     "suite": "test",
     "e2e": "test",
+    "check": "test",
+    "verify": "test",
+    "ensure": "test",
+    "works": "test",
+    "working": "test",
+    "passing": "test",
+    "hit": "press",
+    "tap": "press",
+    "structure": "tree",
+    "hierarchy": "tree",
 }
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[a-z][a-z0-9]*|[0-9]+")

@@ -65,10 +65,10 @@ def test_extra_tools_join_the_catalog_and_the_text_report_gives_the_figures(tmp_
     extra = REPO / "examples" / "eval" / "generated-tools.json"
     done = agentify_eval(str(cases_file(tmp_path)), "--config", str(config), "--extra-tools", str(extra), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "catalog: 95 tools (fs 14, github 15" in done.stdout
+    assert "catalog: 620 tools (fs 14, github 15" in done.stdout
     assert "top-1 accuracy: 2/3 = 66.7% (1 refused, 0 wrong)" in done.stdout
     assert "shortlist recall at 24: 3/3 = 100.0%" in done.stdout
-    assert "with all 95 tools" in done.stdout
+    assert "with all 620 tools" in done.stdout
 
 
 def test_a_bad_file_exits_2_and_an_unusable_planner_exits_1(tmp_path: Path, workspace: Path) -> None:

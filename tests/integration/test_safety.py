@@ -14,11 +14,11 @@ from tests.fakes.model_server import ModelServer, Reply
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 
-def answering(action: str, confirm: bool = True, seen: list[str] | None = None) -> Any:
+def answering(action: str, seen: list[Any] | None = None) -> Any:
     async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         if seen is not None:
-            seen.append(params.message)
-        content = {"confirm": confirm} if action == "accept" else None
+            seen.append(params)
+        content: dict[str, Any] | None = {} if action == "accept" else None
         return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
 
     return elicit
@@ -41,14 +41,17 @@ async def test_destructive_call_runs_after_the_user_accepts(
         result = await write_task(s, model, target)
     assert not result.is_error, text_of(result)
     assert target.read_text() == "new text"
-    assert "write_file" in seen[0] and "backend fs" in seen[0] and "- content: new text" in seen[0]
-    assert f"- path: {target}" in seen[0]
+    message = seen[0].message
+    assert "write_file" in message and "backend fs" in message and "- content: new text" in message
+    assert f"- path: {target}" in message
+    # One accept button: the form asks for nothing else (no checkbox to tick as well).
+    assert seen[0].requested_schema["properties"] == {}
 
 
 async def test_a_long_argument_cannot_hide_where_a_write_goes(
     tmp_path: Path, workspace: Path, model: ModelServer
 ) -> None:
-    seen: list[str] = []
+    seen: list[Any] = []
     target = workspace / "deep" / "where-it-lands.txt"
     (workspace / "deep").mkdir()
     content = "x" * 4800
@@ -60,24 +63,19 @@ async def test_a_long_argument_cannot_hide_where_a_write_goes(
         model.push(Reply.tool_call("fs__write_file", {"content": content, "path": str(target)}))
         result = await s.call_tool("orchestrate_task", {"query": "write a long file"})
     assert error_code(result) == "denied" and not target.exists()
-    message = seen[0]
+    message = seen[0].message
     assert f"- path: {target}" in message
     assert message.index("- path:") < message.index("- content:")
     assert "4800 characters in all" in message and len(message) < 1000
 
 
-@pytest.mark.parametrize(
-    ("action", "confirm", "word"),
-    [("decline", False, "declined"), ("cancel", False, "dismissed"), ("accept", False, "declined")],
-)
+@pytest.mark.parametrize(("action", "word"), [("decline", "declined"), ("cancel", "dismissed")])
 async def test_destructive_call_is_denied_when_the_user_does_not_accept(
-    tmp_path: Path, workspace: Path, model: ModelServer, action: str, confirm: bool, word: str
+    tmp_path: Path, workspace: Path, model: ModelServer, action: str, word: str
 ) -> None:
     target = workspace / "out.txt"
     config = write_config(tmp_path, [fs_backend(workspace)])
-    async with gateway(
-        config, gateway_env(model), tmp_path / "e.log", elicitation_callback=answering(action, confirm)
-    ) as s:
+    async with gateway(config, gateway_env(model), tmp_path / "e.log", elicitation_callback=answering(action)) as s:
         result = await write_task(s, model, target)
     assert error_code(result) == "denied" and word in text_of(result)
     assert not target.exists()
@@ -108,7 +106,7 @@ async def test_allow_destructive_runs_without_asking(tmp_path: Path, workspace: 
 async def test_confirm_list_asks_even_for_read_only_tools_and_deny_list_hides_tools(
     tmp_path: Path, workspace: Path, model: ModelServer
 ) -> None:
-    seen: list[str] = []
+    seen: list[Any] = []
     backend = fs_backend(workspace, tools={"confirm": ["read_text_file"], "deny": ["move_file"]})
     config = write_config(tmp_path, [backend])
     async with gateway(
@@ -116,7 +114,7 @@ async def test_confirm_list_asks_even_for_read_only_tools_and_deny_list_hides_to
     ) as s:
         model.push(Reply.tool_call("fs__read_text_file", {"path": str(workspace / "notes.txt")}))
         result = await s.call_tool("orchestrate_task", {"query": "read notes.txt"})
-    assert text_of(result) == "remember the milk\n" and "tools.confirm" in seen[0]
+    assert text_of(result) == "remember the milk\n" and "tools.confirm" in seen[0].message
     offered = {t["function"]["name"] for t in model.requests[0]["tools"]}
     assert "fs__move_file" not in offered and "fs__read_text_file" in offered
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentify.planner.extract import analyse, fill
+from agentify.planner.extract import analyse
+from agentify.planner.fill import fill
 from tests.planner.support import EXAMPLES, catalog_of, example_catalog, task, tool
 
 

@@ -1,0 +1,239 @@
+"""Putting the mentions of a task (`extract.analyse`) into a tool's arguments, never inventing a value.
+
+- a required argument takes a mention of its role (url, path, paths, ref, key, pattern, text, number) when
+  the query has exactly as many such mentions as the tool has such arguments, in order; an enum
+  takes the one value the query names; an argument with a schema `default` takes the default;
+- an optional argument takes a mention only when the words next to it name the argument, or
+  two words of its description ("the first 5 lines" -> `head`: "first N lines"); an optional
+  enum only when the query names both the argument and one of its values ("dark color scheme"
+  -> `colorScheme: dark`).
+- a boolean argument is true when the task says its name; a required list of strings takes the
+  quoted texts; a quoted text no word names an argument for goes to the one optional argument
+  with a plain text name (see `vocabulary.py`).
+What it could not fill, and the mentions it could not place, are reported, not dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentify.planner.catalog import CatalogTool
+from agentify.planner.extract import Kind, Mention, Mentions, resolve_path
+from agentify.planner.retrieval import words
+from agentify.planner.vocabulary import KEY_NAMES, PLAIN_TEXT_NAMES, REF_NAMES
+
+Role = Literal[
+    "url", "path", "paths", "pattern", "text", "texts", "number", "enum", "enum_list", "ref", "key", "boolean", "other"
+]
+WINDOW = 3  # words on each side of a value that may name its optional argument
+URL_NAMES = frozenset({"url", "uri", "href", "link", "address"})
+PATH_NAMES = frozenset({"path", "file", "filename", "filepath", "file_path", "source", "destination", "src", "dest"})
+PATH_NAMES |= frozenset({"dir", "directory", "folder", "root", "cwd"})
+PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
+FOR_ROLE: dict[str, tuple[Kind, ...]] = {
+    "url": ("url",),
+    "path": ("path", "quoted"),
+    "pattern": ("glob", "quoted"),
+    "text": ("quoted",),
+    "number": ("number",),
+    "ref": ("ref",),
+    "key": ("key", "quoted"),
+}
+
+
+def role(name: str, spec: dict[str, Any]) -> Role:
+    """What kind of value an argument takes, from its schema and name."""
+    declared = spec.get("type")
+    kinds = set(declared) if isinstance(declared, list) else {declared}
+    items: dict[str, Any] = spec["items"] if isinstance(spec.get("items"), dict) else {}
+    lowered = name.lower()
+    if _enum(spec):
+        return "enum"
+    if "array" in kinds and _enum(items):
+        return "enum_list"
+    if kinds == {"boolean"}:
+        return "boolean"
+    if "string" in kinds and (lowered in REF_NAMES or lowered.endswith(tuple(REF_NAMES))):
+        return "ref"
+    if "string" in kinds and lowered in KEY_NAMES:
+        return "key"
+    if "string" in kinds:
+        if lowered in URL_NAMES or lowered.endswith("url") or spec.get("format") in ("uri", "url"):
+            return "url"
+        if lowered in PATH_NAMES or lowered.endswith(("path", "dir", "directory")):
+            return "path"
+        return "pattern" if lowered in PATTERN_NAMES else "text"
+    if "array" in kinds and items.get("type") == "string" and lowered.endswith(("paths", "files")):
+        return "paths"
+    if "array" in kinds and items.get("type") == "string":
+        return "texts"
+    return "number" if kinds & {"number", "integer"} else "other"
+
+
+def _enum(spec: dict[str, Any]) -> list[Any]:
+    """The allowed values of `spec`, also inside `anyOf`/`oneOf` (as zod emits nullable enums)."""
+    if isinstance(spec.get("enum"), list):
+        return list(spec["enum"])
+    for key in ("anyOf", "oneOf"):
+        for option in spec.get(key) or []:
+            if isinstance(option, dict) and isinstance(option.get("enum"), list):
+                return list(option["enum"])
+    return []
+
+
+@dataclass(frozen=True)
+class Filling:
+    arguments: dict[str, Any]
+    missing: tuple[str, ...]
+    """One phrase per required argument that could not be filled, naming it and why."""
+    unplaced: tuple[Mention, ...]
+    """Mentions of the query that no argument took: the plan would ignore what the user said."""
+    placed: int
+    """How many mentions went into required arguments."""
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.unplaced
+
+
+def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
+    """The arguments of `tool` from the query's mentions (see the module docstring)."""
+    properties = {n: s for n, s in (tool.input_schema.get("properties") or {}).items() if isinstance(s, dict)}
+    required = [n for n in tool.input_schema.get("required") or [] if isinstance(n, str)]
+    specs = {n: properties.get(n, {}) for n in required}
+    roles = {n: role(n, s) for n, s in specs.items()}
+    arguments: dict[str, Any] = {}
+    missing: list[str] = []
+    pool = list(mentions.items)
+    for name in required:
+        if roles[name] in ("enum", "enum_list"):
+            values = _named_values(specs[name], roles[name], mentions, pool)
+            if len(values) == 1 or (values and roles[name] == "enum_list"):
+                arguments[name] = values if roles[name] == "enum_list" else values[0]
+            elif values:
+                missing.append(f"`{name}` (the task names several of its values: {', '.join(map(str, values))})")
+        if name not in arguments and "default" in specs[name]:
+            arguments[name] = specs[name]["default"]
+    query_words = set(words(mentions.user_text))
+    for name in (n for n in required if roles[n] == "boolean" and n not in arguments):
+        if set(words(name)) <= query_words:
+            arguments[name] = True
+    for wanted in ("url", "path", "ref", "key", "pattern", "text", "number"):
+        names = [n for n in required if roles[n] == wanted and n not in arguments]
+        for kind in FOR_ROLE[wanted] if names else ():
+            matching = [m for m in pool if m.kind == kind]
+            if len(matching) == len(names):
+                for name, mention in zip(names, matching, strict=True):
+                    pool.remove(mention)
+                    quoted_path = wanted == "path" and mention.kind == "quoted"
+                    arguments[name] = resolve_path(mention.text, mentions.base) if quoted_path else mention.value
+                break
+    for name in (n for n in required if roles[n] == "paths"):
+        if paths := [m for m in pool if m.kind == "path"]:
+            arguments[name] = [m.value for m in paths]
+            pool = [m for m in pool if m.kind != "path"]
+    texts = [n for n in required if roles[n] == "texts" and n not in arguments]
+    if len(texts) == 1 and (quoted := [m for m in pool if m.kind == "quoted"]):
+        arguments[texts[0]] = [m.value for m in quoted]
+        pool = [m for m in pool if m.kind != "quoted"]
+    placed = len(mentions.items) - len(pool)
+    _fill_optional(properties, set(required), arguments, pool, mentions)
+    for name in required:
+        value = arguments.get(name)
+        if name not in arguments:
+            missing.append(_missing(name, specs[name], roles[name]))
+        elif value is None or (isinstance(value, list) and None in value):
+            missing.append(f"`{name}` (a path the context cannot resolve: send the working directory or the open file)")
+            arguments.pop(name)
+    return Filling(arguments=arguments, missing=tuple(missing), unplaced=tuple(pool), placed=placed)
+
+
+def _fill_optional(
+    properties: dict[str, dict[str, Any]],
+    required: set[str],
+    arguments: dict[str, Any],
+    pool: list[Mention],
+    mentions: Mentions,
+) -> None:
+    optional = {n: s for n, s in properties.items() if n not in required and n not in arguments}
+    query_words = set(words(mentions.user_text))
+    for name, spec in optional.items():
+        if role(name, spec) == "enum" and set(words(name)) <= query_words:
+            values = _named_values(spec, "enum", mentions, pool)
+            if len(values) == 1:
+                arguments[name] = values[0]
+        elif role(name, spec) == "boolean" and words(name) and set(words(name)) <= query_words:
+            arguments[name] = True
+    for mention in list(pool):
+        near = set(words(mentions.query[: mention.start])[-WINDOW:] + words(mentions.query[mention.end :])[:WINDOW])
+        scores: dict[str, int] = {}
+        for name, spec in optional.items():
+            if name in arguments or mention.kind not in FOR_ROLE.get(role(name, spec), ()):
+                continue
+            named = set(words(name))
+            described = set(words(str(spec.get("description") or "")))
+            overlap = len(near & described)
+            if named <= near or overlap >= 2:
+                scores[name] = overlap + (2 if named <= near else 0)
+        best = max(scores.values(), default=0)
+        winners = [n for n, s in scores.items() if s == best]
+        if not scores and mention.kind == "quoted":
+            winners = [
+                n
+                for n, s in optional.items()
+                if n not in arguments and n.lower() in PLAIN_TEXT_NAMES and role(n, s) == "text"
+            ]
+        if len(winners) == 1:
+            arguments[winners[0]] = mention.value
+            pool.remove(mention)
+
+
+def _named_values(spec: dict[str, Any], kind: Role, mentions: Mentions, pool: list[Mention]) -> list[Any]:
+    """Enum values the query names (quoted or not), in the order it names them; longer values match first."""
+    options = _enum(spec) if kind == "enum" else _enum(spec.get("items") or {})
+    query_words = _words_and_quotes(mentions)
+    found: list[tuple[int, Any]] = []
+    used = [False] * len(query_words)
+    for value in sorted((v for v in options if isinstance(v, str)), key=lambda v: -len(words(v))):
+        target = words(value)
+        for i in range(len(query_words) - len(target) + 1) if target else ():
+            if query_words[i : i + len(target)] == target and not any(used[i : i + len(target)]):
+                used[i : i + len(target)] = [True] * len(target)
+                found.append((i, value))
+                break
+    values = list(dict.fromkeys(v for _, v in sorted(found, key=lambda f: f[0])))
+    for quoted in [m for m in pool if m.kind == "quoted" and words(m.text) and m.text in values]:
+        pool.remove(quoted)
+    return values
+
+
+def _words_and_quotes(mentions: Mentions) -> list[str]:
+    """The words of the query without its URLs, paths, patterns and numbers, but with quoted texts."""
+    pieces, cursor = [], 0
+    for mention in mentions.items:
+        pieces.append(mentions.query[cursor : mention.start])
+        pieces.append(f" {mention.text} " if mention.kind == "quoted" else " ")
+        cursor = mention.end
+    pieces.append(mentions.query[cursor:])
+    return words("".join(pieces))
+
+
+def _missing(name: str, spec: dict[str, Any], kind: Role) -> str:
+    what = {
+        "url": "a URL",
+        "path": "a path",
+        "paths": "one or more paths",
+        "pattern": "a pattern (quote it)",
+        "text": "a text (quote it)",
+        "number": "a number",
+        "texts": "one or more texts (quote them)",
+        "ref": "an element ref from the page snapshot, such as e5",
+        "key": "a key name, such as Enter",
+        "boolean": "true or false (say its name)",
+        "enum": "one of " + ", ".join(map(str, _enum(spec))),
+        "enum_list": "one or more of " + ", ".join(map(str, _enum(spec.get("items") or {}))),
+    }.get(kind, "a value")
+    text = str(spec.get("description") or "")
+    described = f": {text if len(text) <= 80 else text[:80].rsplit(' ', 1)[0] + '...'}" if text else ""
+    return f"`{name}` (needs {what}{described})"

@@ -1,0 +1,55 @@
+"""The gateway driven by the SDK's high-level `Client`, in either protocol era, as IDEs on it do.
+
+`mode="legacy"` speaks 2025-11-25 (initialize, server-to-client requests); `"auto"` discovers
+2026-07-28 on this gateway, where confirmations and sampling are `InputRequiredResult` round
+trips that `Client.call_tool` drives through the same callbacks.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from tests.conftest import AGENTIFY
+
+MODES = ("legacy", "auto")
+ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
+
+
+@asynccontextmanager
+async def ide_client(
+    config: Path, env: dict[str, str], stderr: Path, mode: str, **options: Any
+) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config)], env=env)
+    with stderr.open("a") as errlog, warnings.catch_warnings():
+        # Roots and sampling are deprecated in 2026-07-28, but still what a client declares to offer them.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        async with Client(stdio_client(params, errlog=errlog), mode=mode, **options) as client:
+            assert client.protocol_version == ERAS[mode], client.protocol_version
+            yield client
+
+
+def answering(action: str, seen: list[types.ElicitRequestParams] | None = None) -> Any:
+    """An elicitation callback that answers every form with `action` (accept sends an empty form)."""
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if seen is not None:
+            seen.append(params)
+        return types.ElicitResult(action=action, content={} if action == "accept" else None)  # type: ignore[arg-type]
+
+    return elicit
+
+
+def roots_of(*paths: Path) -> Any:
+    async def list_roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=p.as_uri(), name=p.name) for p in paths])  # type: ignore[arg-type]
+
+    return list_roots

@@ -1,0 +1,96 @@
+"""The TypeScript v2 client (@modelcontextprotocol/client, as IDEs on it run) confirming calls.
+
+It negotiates 2026-07-28 with this gateway ("auto"), where a confirmation is an
+`InputRequiredResult` round trip; "legacy" pins it to 2025-11-25 for comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import AGENTIFY, REPO, fs_backend, gateway_env, write_config
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+SCRIPT = REPO / "tests/ts_client.mjs"
+TS_CLIENT = REPO / "node_modules/@modelcontextprotocol/client/package.json"
+ERAS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+
+
+async def drive(tmp_path: Path, mode: str, elicitation: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    if not TS_CLIENT.exists():
+        pytest.fail(f"{TS_CLIENT} is missing: run scripts/setup.sh (npm install) first")
+    config = write_config(tmp_path, [fs_backend(tmp_path / "workspace")])
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")} | gateway_env(None)
+    spec = {
+        "command": str(AGENTIFY),
+        "args": ["serve", "--config", str(config)],
+        "env": env,
+        "stderrFile": str(tmp_path / "e.log"),
+        "mode": mode,
+        "elicitation": elicitation,
+        "calls": calls,
+    }
+    node = shutil.which("node") or pytest.fail("node is not on PATH")
+    with anyio.fail_after(60):
+        done = await anyio.run_process([node, str(SCRIPT), json.dumps(spec)], cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    answer: dict[str, Any] = json.loads(done.stdout)
+    assert answer["protocolVersion"] == ERAS[mode]
+    return answer
+
+
+def write_call(target: Path) -> dict[str, Any]:
+    return {
+        "name": "call_tool",
+        "arguments": {"name": "fs__write_file", "arguments": {"path": str(target), "content": "ts"}},
+    }
+
+
+def text(result: dict[str, Any]) -> str:
+    return "\n".join(block.get("text", "") for block in result["content"])
+
+
+def code(result: dict[str, Any]) -> str | None:
+    return ((result.get("_meta") or {}).get("agentify/error") or {}).get("code")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_ts_client_accepts_and_the_call_runs(tmp_path: Path, workspace: Path, mode: str) -> None:
+    target = workspace / "out.txt"
+    answer = await drive(tmp_path, mode, "accept", [write_call(target)])
+    [result] = answer["results"]
+    assert not result.get("isError"), text(result)
+    assert target.read_text() == "ts"
+    [asked] = answer["asked"]
+    assert "write_file" in asked["message"] and asked["schema"]["properties"] == {}
+
+
+@pytest.mark.parametrize(("elicitation", "word"), [("decline", "declined"), ("cancel", "dismissed")])
+async def test_ts_client_declines_or_dismisses_and_nothing_runs(
+    tmp_path: Path, workspace: Path, elicitation: str, word: str
+) -> None:
+    target = workspace / "out.txt"
+    answer = await drive(tmp_path, "auto", elicitation, [write_call(target)])
+    [result] = answer["results"]
+    assert code(result) == "denied" and word in text(result)
+    assert not target.exists()
+
+
+async def test_ts_client_without_elicitation_is_told_how_to_allow(tmp_path: Path, workspace: Path) -> None:
+    target = workspace / "out.txt"
+    read = {
+        "name": "call_tool",
+        "arguments": {"name": "fs__read_text_file", "arguments": {"path": str(workspace / "notes.txt")}},
+    }
+    answer = await drive(tmp_path, "auto", None, [write_call(target), read])
+    denied, still = answer["results"]
+    assert code(denied) == "denied" and "allowDestructive: true" in text(denied)
+    assert not target.exists()
+    assert text(still) == "remember the milk\n"

@@ -1,0 +1,38 @@
+// Drives agentify with the TypeScript v2 client (@modelcontextprotocol/client), as IDEs on it do.
+//
+// Usage: node tests/ts_client.mjs '<json>' where json is
+//   {"command", "args", "env", "stderrFile", "mode": "legacy"|"auto",
+//    "elicitation": "accept"|"decline"|"cancel"|null, "calls": [{"name", "arguments"}]}
+// With "elicitation": null the client declares no elicitation capability.
+// Prints one JSON line: {"protocolVersion", "asked": [messages], "results": [CallToolResult...]}.
+import { openSync } from "node:fs";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+
+const spec = JSON.parse(process.argv[2]);
+const capabilities = spec.elicitation ? { elicitation: { form: {} } } : {};
+const client = new Client(
+  { name: "agentify-ts-test", version: "1.0.0" },
+  { capabilities, versionNegotiation: { mode: spec.mode } },
+);
+const asked = [];
+if (spec.elicitation) {
+  client.setRequestHandler("elicitation/create", async (request) => {
+    asked.push({ message: request.params.message, schema: request.params.requestedSchema });
+    return spec.elicitation === "accept" ? { action: "accept", content: {} } : { action: spec.elicitation };
+  });
+}
+const transport = new StdioClientTransport({
+  command: spec.command,
+  args: spec.args,
+  env: spec.env,
+  stderr: openSync(spec.stderrFile, "a"),
+});
+await client.connect(transport);
+const results = [];
+for (const call of spec.calls) {
+  results.push(await client.callTool({ name: call.name, arguments: call.arguments }));
+}
+const protocolVersion = client.getNegotiatedProtocolVersion();
+await client.close();
+process.stdout.write(JSON.stringify({ protocolVersion, asked, results }) + "\n");
