@@ -46,3 +46,7 @@ class ToolCatalog:
 
     key: tuple[tuple[str, str, int], ...]
     handles: tuple[ToolHandle, ...]
+
+    def find(self, backend: str, tool: str) -> ToolHandle | None:
+        """The handle of one tool by its backend id and tool name (for callers that did not plan)."""
+        return next((h for h in self.handles if h.backend == backend and h.tool.name == tool), None)

@@ -49,7 +49,7 @@ async def call(session: Any, model: ModelServer, tool: str, arguments: dict[str,
 )
 async def test_server_everything_over_http_and_sse(tmp_path: Path, model: ModelServer, mode: str, entry: Any) -> None:
     port = free_port()
-    with server_process(everything(mode, port, tmp_path / "server.log"), tmp_path / "server.log", {"PORT": str(port)}):
+    with server_process(everything(mode), tmp_path / "server.log", {"PORT": str(port)}):
         await wait_accepting(port)
         config = mcp_config(tmp_path, {"everything": entry(port)})
         async with gateway(config, gateway_env(model), tmp_path / "stderr.log") as session:
@@ -133,7 +133,7 @@ async def test_remote_server_killed_is_unavailable_at_once_and_works_again_after
 ) -> None:
     port = free_port()
     log = tmp_path / "server.log"
-    argv = everything("streamableHttp", port, log)
+    argv = everything("streamableHttp")
     env = {"PORT": str(port)}
     config = mcp_config(tmp_path, {"everything": {"url": f"http://127.0.0.1:{port}/mcp", "timeoutSeconds": 300}})
     with server_process(argv, log, env) as first:
