@@ -10,6 +10,11 @@ It also gives the terms to rank tools with: the user's own words, without the me
 `HINT_WEIGHT`, the kind of argument each mention fills ("url"; "path", "directory"; "path",
 "file", "text"; "single" or "multiple" for the number of paths).
 
+`goal_request` reads a request to check something ("check that ...", "verify whether ...", "make
+sure ...") that names no path or URL as one mention, the whole query, for a tool whose required
+`goal` argument takes a task in plain words (the arbigent runner's `run-arbigent-task`); the
+planner asks for it only when such a tool exists.
+
 `fill` puts mentions into a tool's arguments, never inventing a value:
 - a required argument takes a mention of its role (url, path, paths, pattern, text, number) when
   the query has exactly as many such mentions as the tool has such arguments, in order; an enum
@@ -34,8 +39,8 @@ from agentify.planner.catalog import CatalogTool
 from agentify.planner.prompt import document_path
 from agentify.planner.retrieval import STOP_WORDS, query_terms, words
 
-Kind = Literal["url", "path", "quoted", "glob", "number"]
-Role = Literal["url", "path", "paths", "pattern", "text", "number", "enum", "enum_list", "other"]
+Kind = Literal["url", "path", "quoted", "glob", "number", "goal"]
+Role = Literal["url", "path", "paths", "pattern", "text", "number", "enum", "enum_list", "goal", "other"]
 
 # Top-level domains that make a bare `name.tld/...` a web address rather than a file name.
 WEB_TLDS = frozenset("com org net io dev app edu gov co uk de fr eu us ca info biz ai cloud site page".split())
@@ -61,7 +66,12 @@ FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "pattern": ("glob", "quoted"),
     "text": ("quoted",),
     "number": ("number",),
+    "goal": ("goal", "quoted"),
 }
+_GOAL_REQUEST = re.compile(
+    r"^\s*(?:please\s+)?(?:(?:check|verify|confirm|ensure|test)\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",
+    re.IGNORECASE,
+)
 
 _QUOTED = re.compile(r'"([^"\n]+)"|“([^”\n]+)”|`([^`\n]+)`|(?<!\w)\'([^\'\n]+)\'(?!\w)')
 _SCHEME_URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
@@ -171,6 +181,24 @@ def analyse(task: TaskInput) -> Mentions:
     return Mentions(query=query, items=items, user_text="".join(user), hints=tuple(hints), base=base)
 
 
+def goal_request(mentions: Mentions) -> Mentions | None:
+    """The query as one `goal` mention when it asks to check something and names no path or URL."""
+    match = _GOAL_REQUEST.match(mentions.query)
+    if match is None or any(m.kind in ("url", "path", "glob") for m in mentions.items):
+        return None
+    start = match.end() - 1
+    goal = Mention("goal", mentions.query[start:], mentions.query.strip(), start, len(mentions.query))
+    return Mentions(mentions.query, (goal,), mentions.query[:start], ("goal",), mentions.base)
+
+
+def takes_goal(tool: CatalogTool) -> bool:
+    """A tool with a required string argument `goal`: a task in plain words."""
+    spec = (tool.input_schema.get("properties") or {}).get("goal")
+    return (
+        "goal" in (tool.input_schema.get("required") or []) and isinstance(spec, dict) and role("goal", spec) == "goal"
+    )
+
+
 _LOCATED = frozenset({"in", "inside", "under", "within", "in the", "inside the", "under the"})
 
 
@@ -274,6 +302,8 @@ def role(name: str, spec: dict[str, Any]) -> Role:
     if "array" in kinds and _enum(items):
         return "enum_list"
     if "string" in kinds:
+        if lowered == "goal":
+            return "goal"
         if lowered in URL_NAMES or lowered.endswith("url") or spec.get("format") in ("uri", "url"):
             return "url"
         if lowered in PATH_NAMES or lowered.endswith(("path", "dir", "directory")):
@@ -328,7 +358,7 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
                 missing.append(f"`{name}` (the task names several of its values: {', '.join(map(str, values))})")
         if name not in arguments and "default" in specs[name]:
             arguments[name] = specs[name]["default"]
-    for wanted in ("url", "path", "pattern", "text", "number"):
+    for wanted in ("url", "path", "pattern", "text", "number", "goal"):
         names = [n for n in required if roles[n] == wanted and n not in arguments]
         for kind in FOR_ROLE[wanted] if names else ():
             matching = [m for m in pool if m.kind == kind]
@@ -423,6 +453,7 @@ def _missing(name: str, spec: dict[str, Any], kind: Role) -> str:
         "paths": "one or more paths",
         "pattern": "a pattern (quote it)",
         "text": "a text (quote it)",
+        "goal": 'a request like "check that ..." or a quoted text',
         "number": "a number",
         "enum": "one of " + ", ".join(map(str, _enum(spec))),
         "enum_list": "one or more of " + ", ".join(map(str, _enum(spec.get("items") or {}))),

@@ -24,7 +24,7 @@ from __future__ import annotations
 from agentify.errors import NoPlan, PlannerUnavailable
 from agentify.planner import Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool
-from agentify.planner.extract import Filling, Mentions, analyse, fill
+from agentify.planner.extract import Filling, Mentions, analyse, fill, goal_request, takes_goal
 from agentify.planner.retrieval import IndexCache, Ranked, query_terms, words
 
 MARGIN = 1.25
@@ -47,6 +47,8 @@ class OfflinePlanner:
         if not catalog.tools:
             raise NoPlan("no backend tools are available to plan with: check `list_backends` for failed backends")
         mentions = analyse(task)
+        if any(takes_goal(tool) for tool in catalog.tools.values()):
+            mentions = goal_request(mentions) or mentions
         index = self._indexes.get(catalog)
         ranked = rank(index.rank(mentions.terms()), mentions)
         if not ranked or ranked[0].score <= 0:
