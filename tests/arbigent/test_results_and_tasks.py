@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import time
 from typing import Any
 
 import anyio
@@ -12,15 +11,7 @@ import pytest
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.exceptions import MCPError
 
-import agentify.arbigent.server as server_module
-from agentify.arbigent.catalog import build_catalog
-from agentify.arbigent.project import load_project
-from agentify.arbigent.runs import RunnerConfig, Runs
-from agentify.arbigent.server import ArbigentServer
-from agentify.arbigent.settings import RunSettings
-from agentify.redact import Redactor
-
-from .support import FAKE_ARBIGENT, Workspace, connect, group_alive, wait_for
+from .support import Workspace, connect, group_alive, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -178,39 +169,3 @@ async def test_re_pointing_a_symlinked_project_file_changes_the_tools(workspace:
     assert "run-arbigent-test-search" in names and "run-arbigent-test-login" not in names
     assert not result.is_error, text_of(result)
     assert f"--project-file={link}" in workspace.starts()[0]["argv"]
-    assert f"now points to {second}" in workspace.stderr()
-
-
-async def test_a_slow_project_parse_does_not_stall_the_event_loop(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A big project takes seconds to parse; meanwhile every other request must still be answered."""
-    real = server_module.parse_project
-
-    def slow_parse(*args: Any) -> Any:
-        time.sleep(1.0)
-        return real(*args)
-
-    monkeypatch.setattr(server_module, "parse_project", slow_parse)
-    catalog = build_catalog(load_project(workspace.project))
-    config = RunnerConfig(
-        binary=FAKE_ARBIGENT, project_file=workspace.project, working_directory=workspace.root, settings=RunSettings()
-    )
-    app = ArbigentServer(
-        catalog=catalog, runs=Runs(config, Redactor(), anyio.Event()), redactor=Redactor(), poll_seconds=0.05
-    )
-    client_send, server_read = anyio.create_memory_object_stream[Any](16)
-    server_send, client_read = anyio.create_memory_object_stream[Any](16)
-    lags: list[float] = []
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(app.serve, server_read, server_send)
-            async with ClientSession(client_read, client_send) as session:
-                await session.initialize()
-                workspace.project.write_text(workspace.project.read_text().replace('"settings"', '"prefs"'))
-                while "run-arbigent-test-prefs" not in {t.name for t in (await session.list_tools()).tools}:
-                    before = time.monotonic()
-                    await anyio.sleep(0.01)
-                    lags.append(time.monotonic() - before)
-            tg.cancel_scope.cancel()
-    assert max(lags) < 0.5, f"the event loop stalled for {max(lags):.2f} s"

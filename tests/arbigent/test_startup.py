@@ -6,7 +6,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -140,10 +139,9 @@ BILLION_LAUGHS = (
 )
 
 
-def test_a_billion_laughs_project_fails_fast_with_one_line(workspace: Workspace) -> None:
+def test_a_billion_laughs_project_fails_with_one_line_instead_of_growing_memory(workspace: Workspace) -> None:
     assert len(BILLION_LAUGHS) < 800
     workspace.project.write_text(BILLION_LAUGHS)
-    began = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "agentify.arbigent", *args_for(workspace)],
         capture_output=True,
@@ -153,7 +151,6 @@ def test_a_billion_laughs_project_fails_fast_with_one_line(workspace: Workspace)
         check=False,
         preexec_fn=limited_memory,
     )
-    assert time.monotonic() - began < 10
     assert_fails(result, "its aliases expand to more than")
     assert len(result.stderr.splitlines()) == 1 and len(result.stderr) < 400
 
