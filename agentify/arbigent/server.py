@@ -111,8 +111,8 @@ class ArbigentServer:
         except Exception:  # the top of a tool call: log the traceback once, answer with isError
             logger.exception("{} failed unexpectedly", params.name)
             return _error(f"internal error in the arbigent runner while running {params.name}; see the runner's log")
-        if self._session is not None:
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        if self._session is not None:  # a lost notification must not turn a finished run into an error
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
                 await self._session.send_resource_list_changed()
         return types.CallToolResult(
             content=result_content(report, self._redactor),

@@ -169,3 +169,32 @@ async def test_re_pointing_a_symlinked_project_file_changes_the_tools(workspace:
     assert "run-arbigent-test-search" in names and "run-arbigent-test-login" not in names
     assert not result.is_error, text_of(result)
     assert f"--project-file={link}" in workspace.starts()[0]["argv"]
+
+
+REFERENCE_SETTINGS = """\
+# the "Full example settings file" and the scoped example of arbigent-cli-reference.md (0.77.0)
+project-file: e2e/project.yaml
+ai-type: openai
+openai-endpoint: https://api.openai.com/v1/
+openai-api-key: sk-reference-example-key
+openai-model-name: gpt-4.1
+os: android
+log-level: info
+run:
+  log-level: debug
+  task:
+    max-step: 15
+include-app-ui-structure: true
+"""
+
+
+async def test_a_settings_file_written_as_the_arbigent_reference_documents_it_runs(workspace: Workspace) -> None:
+    workspace.config.write_text(REFERENCE_SETTINGS)
+    async with connect(workspace) as session:
+        tagged = await call(session, "run-arbigent-test-login")
+        task = await call(session, "run-arbigent-task", {"goal": "open settings"})
+    assert not tagged.is_error, text_of(tagged)
+    assert not task.is_error, text_of(task)
+    run_argv, task_argv = (start["argv"] for start in workspace.starts())
+    assert "--log-level=debug" in run_argv and "--max-step=15" in task_argv and "--log-level=info" in task_argv
+    assert not any(arg.startswith(("--task", "--include-app-ui-structure", "--openai-api-key")) for arg in run_argv)
