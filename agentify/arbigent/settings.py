@@ -241,11 +241,11 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
-def _flatten(data: dict[Any, Any], source: str) -> dict[str, Any]:
+def _flatten(data: dict[Any, Any], source: str, *, strict: bool = True) -> dict[str, Any]:
     """The CLI's view of a settings map: nested keys joined with `.`, lists joined with `,`.
 
-    A map under a `variables` key is kept whole (the runner encodes it); any other map value at a
-    key that is an option name is an error, since the CLI would silently not see it.
+    A map under a `variables` key is kept whole (the runner encodes it). With `strict`, any other
+    map value at a key that is an option name is an error, since the CLI would silently not see it.
     """
     flat: dict[str, Any] = {}
 
@@ -254,7 +254,7 @@ def _flatten(data: dict[Any, Any], source: str) -> dict[str, Any]:
             key = f"{prefix}{raw_key}"
             if isinstance(value, dict) and str(raw_key) == "variables":
                 flat[key] = {str(k): _scalar(v) if v is not None else "" for k, v in value.items()}
-            elif isinstance(value, dict) and str(raw_key) in _OPTION_NAMES:
+            elif isinstance(value, dict) and strict and str(raw_key) in _OPTION_NAMES:
                 raise ConfigError(f"{source}: {key} must be a single value, not a map")
             elif isinstance(value, dict):
                 walk(value, key + ".")
@@ -335,11 +335,7 @@ def _settings_sources(directory: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
         except YamlFileError:
             continue
         if isinstance(document.data, dict):
-            try:
-                flat = _flatten(document.data, str(candidate))
-            except ConfigError:
-                continue
-            yield candidate, flat
+            yield candidate, _flatten(document.data, str(candidate), strict=False)
 
 
 def _chained(sources: list[tuple[Path, dict[str, Any]]], *keys: str) -> tuple[Path, str, Any] | None:
