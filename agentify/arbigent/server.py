@@ -37,7 +37,7 @@ from agentify.arbigent.errors import ProjectError, ToolCallError
 from agentify.arbigent.project import parse_project
 from agentify.arbigent.results import RunReport
 from agentify.arbigent.runs import Progress, Runs
-from agentify.arbigent.tools import listing, selection_for, tools_for
+from agentify.arbigent.tools import listing, refuse_unknown_keys, selection_for, tools_for
 from agentify.arbigent.yamlfile import YamlFileError, read_text_file
 from agentify.redact import Redactor
 
@@ -102,6 +102,7 @@ class ArbigentServer:
         catalog = self._catalog
         try:
             if params.name == LIST_TOOL:
+                refuse_unknown_keys(catalog, params.name, params.arguments or {})
                 return listing(catalog)
             selection = selection_for(catalog, params.name, params.arguments or {})
             report = await self._runs.run(selection, _progress_reporter(ctx))

@@ -154,6 +154,7 @@ def selection_for(catalog: Catalog, name: str, arguments: dict[str, Any]) -> Sel
     Raises:
         ToolCallError: unknown tool, or arguments missing, malformed or unknown.
     """
+    refuse_unknown_keys(catalog, name, arguments)
     if name == TASK_TOOL:
         return Selection(task=_task(arguments))
     known = ", ".join(catalog.project.ids) or "none"
@@ -176,6 +177,23 @@ def selection_for(catalog: Catalog, name: str, arguments: dict[str, Any]) -> Sel
         names = ", ".join(t.name for t in tools_for(catalog))
         raise ToolCallError(f"unknown tool '{name}' (the project file may have changed); tools now: {names}")
     return Selection(tag=tool.tag)
+
+
+def refuse_unknown_keys(catalog: Catalog, name: str, arguments: dict[str, Any]) -> None:
+    """Every tool declares `additionalProperties: false`, so a key its schema does not name is refused,
+    not ignored: a misspelt `maxStpe` must not silently run with the default.
+
+    Raises:
+        ToolCallError: naming the unknown keys and the tool's own.
+    """
+    tool = next((t for t in tools_for(catalog) if t.name == name), None)
+    if tool is None:
+        return  # an unknown tool is selection_for's error
+    allowed = set(tool.input_schema.get("properties") or {})
+    unknown = sorted(set(arguments) - allowed)
+    if unknown:
+        takes = ", ".join(sorted(allowed)) or "no arguments"
+        raise ToolCallError(f"{name} does not take {', '.join(unknown)}; it takes {takes}")
 
 
 def _task(arguments: dict[str, Any]) -> Task:

@@ -270,3 +270,14 @@ async def test_the_example_project_serves_its_tags_and_runs_the_login_tests(work
         {"id": "login-wrong-password", "success": True},
         {"id": "logout", "success": True},
     ]
+
+
+async def test_keys_the_schema_refuses_are_refused_not_ignored(workspace: Workspace) -> None:
+    async with connect(workspace) as session:
+        tag = await call(session, "run-arbigent-test-login", {"x": 1})
+        task = await call(session, "run-arbigent-task", {"goal": "check the login", "maxStpe": 3})
+        listed = await call(session, "list-arbigent-scenarios", {"verbose": True})
+    assert tag.is_error and "run-arbigent-test-login does not take x; it takes no arguments" in text_of(tag)
+    assert task.is_error and "does not take maxStpe; it takes goal, maxRetry, maxStep" in text_of(task)
+    assert listed.is_error and "does not take verbose" in text_of(listed)
+    assert workspace.starts() == []  # nothing was run
