@@ -284,6 +284,22 @@ async def evaluate(
     )
 
 
+async def gateway_catalog(gateway: Gateway, extra: Backends) -> Catalog:
+    """The gateway's catalog (its backends started) plus `extra` recorded backends.
+
+    Raises:
+        EvalFileError: an extra backend has the id of a configured one.
+    """
+    catalog = await gateway.runner.catalog()
+    if not extra:
+        return catalog
+    configured = _by_backend(catalog)
+    clash = sorted({bid for bid, _, _ in extra} & {bid for bid, _, _ in configured})
+    if clash:
+        raise EvalFileError(f"the extra tools use backend ids that are configured already: {', '.join(clash)}")
+    return Catalog.build([*configured, *extra], catalog.missing)
+
+
 async def evaluate_gateway(gateway: Gateway, cases: Sequence[Case], extra: Backends = ()) -> Report:
     """`evaluate` on the gateway's backends (started by it), plus `extra` recorded backends.
 
@@ -291,13 +307,7 @@ async def evaluate_gateway(gateway: Gateway, cases: Sequence[Case], extra: Backe
         PlannerUnavailable: the configured planner cannot be used here (for example sampling: no client).
         EvalFileError: an extra backend has the id of a configured one.
     """
-    catalog = await gateway.runner.catalog()
-    configured = _by_backend(catalog)
-    clash = sorted({bid for bid, _, _ in extra} & {bid for bid, _, _ in configured})
-    if clash:
-        raise EvalFileError(f"the extra tools use backend ids that are configured already: {', '.join(clash)}")
-    if extra:
-        catalog = Catalog.build([*configured, *extra])
+    catalog = await gateway_catalog(gateway, extra)
     planner = gateway.planners.choose()
     index = gateway.planners.indexes.get(catalog)
     k = gateway.config.planner.shortlist

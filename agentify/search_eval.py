@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentify.eval import Backends, Case, EvalFileError, _by_backend
-from agentify.planner.catalog import Catalog
+from agentify.eval import Backends, Case, gateway_catalog
 from agentify.planner.retrieval import ToolIndex
 from agentify.planner.search import search_tools
 from agentify.redact import Redactor
@@ -125,11 +124,5 @@ def evaluate_search(index: ToolIndex, cases: Sequence[Case], k: int) -> SearchRe
 
 async def evaluate_gateway_search(gateway: Gateway, cases: Sequence[Case], extra: Backends, k: int) -> SearchReport:
     """`evaluate_search` on the gateway's backends plus `extra` recorded ones. Raises EvalFileError on an id clash."""
-    catalog = await gateway.runner.catalog()
-    configured = _by_backend(catalog)
-    clash = sorted({bid for bid, _, _ in extra} & {bid for bid, _, _ in configured})
-    if clash:
-        raise EvalFileError(f"the extra tools use backend ids that are configured already: {', '.join(clash)}")
-    if extra:
-        catalog = Catalog.build([*configured, *extra])
+    catalog = await gateway_catalog(gateway, extra)
     return evaluate_search(gateway.planners.indexes.get(catalog), cases, k)
