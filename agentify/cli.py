@@ -345,8 +345,18 @@ async def _run_task(sources: ConfigSources, config: Config, logs: LogSetup, args
         if meta:
             print(f"# {meta['backend']}.{meta['tool']} {json.dumps(meta['arguments'])} ({meta['durationMs']:.0f} ms)")
         for block in result.content:
-            print(getattr(block, "text", None) or f"[{block.type} content]")
+            print(_shown(block))
     return EXIT_FAILED if result.is_error else EXIT_OK
+
+
+def _shown(block: Any) -> str:
+    """A content block as a terminal line: text as is, anything else named with what it points to."""
+    if getattr(block, "text", None):
+        return str(block.text)
+    where = getattr(block, "uri", None) or getattr(getattr(block, "resource", None), "uri", None)
+    size = f", {len(block.data) * 3 // 4} bytes" if isinstance(getattr(block, "data", None), str) else ""
+    kind = getattr(block, "mime_type", None) or block.type
+    return f"[{block.type}: {where}]" if where else f"[{block.type}: {kind}{size}]"
 
 
 async def _doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int:

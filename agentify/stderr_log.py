@@ -37,6 +37,6 @@ class StderrLog:
         self._window = (window, logged, suppressed)
 
     def hint(self) -> str:
-        """The last few non-empty lines, for error messages."""
-        lines = [line for line in self.tail if line.strip()][-3:]
+        """The last few distinct non-empty lines, for error messages (a restarted backend repeats itself)."""
+        lines = list(dict.fromkeys(line for line in self.tail if line.strip()))[-3:]
         return ("Last stderr: " + " / ".join(lines)) if lines else "It printed nothing on stderr."
