@@ -412,10 +412,11 @@ class Supervisor:
         """Returns once nobody has called for `idle_limit` seconds; never if there is no limit."""
         while True:
             limit = self.idle_limit
-            self._activity = anyio.Event()
             if limit is None:
-                await self._activity.wait()  # the limit can change when a learning start gets a caller
+                # No limit never gets one (only a learning start's 0 changes): no call needs to wake this.
+                await anyio.sleep_forever()
                 continue
+            self._activity = anyio.Event()
             left = limit - (time.monotonic() - self._last_used)
             if self._busy == 0 and left <= 0:
                 return
