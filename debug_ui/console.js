@@ -200,7 +200,9 @@ function renderBackends() {
   for (const backend of list) {
     const state_ = backend.enabled === false ? "disabled" : backend.state;
     const meta = [
+      backend.url ? backend.url : null,
       backend.pid ? `pid ${backend.pid}` : null,
+      backend.start === "lazy" ? "lazy" : null,
       `${backend.tools.length} tools`,
       backend.restarts ? `${backend.restarts} restarts` : null,
     ].filter(Boolean).join(" · ");

@@ -19,7 +19,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
   else
-    echo "setup: Node.js 18+ and npm are needed for the backends; install them and run again" >&2
+    echo "setup: Node.js 20+ and npm are needed for the backends; install them and run again" >&2
     exit 1
   fi
 fi

@@ -54,8 +54,8 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     process.wait(10)
 
 
-def everything(mode: str, port: int, log: Path) -> list[str]:
-    """argv and env of server-everything in `streamableHttp` or `sse` mode (it reads PORT)."""
+def everything(mode: str) -> list[str]:
+    """argv of server-everything in `streamableHttp` or `sse` mode (it listens on $PORT)."""
     if not EVERYTHING.exists():
         raise RuntimeError(f"{EVERYTHING} is missing: run scripts/setup.sh (npm install) first")
     return ["node", str(EVERYTHING), mode]

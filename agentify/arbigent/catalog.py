@@ -20,6 +20,7 @@ ALL_TOOL = "run-arbigent-test-all"
 TAG_TOOL_PREFIX = "run-arbigent-test-"
 LIST_TOOL = "list-arbigent-scenarios"
 IDS_TOOL = "run-arbigent-scenarios"
+TASK_TOOL = "run-arbigent-task"
 
 MAX_TOOL_NAME = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")

@@ -19,16 +19,11 @@ from loguru import logger
 
 from agentify.arbigent.catalog import Catalog, build_catalog
 from agentify.arbigent.errors import StartupError
+from agentify.arbigent.locks import private_lock_dir
+from agentify.arbigent.options import API_KEY_ENV
 from agentify.arbigent.project import load_project
 from agentify.arbigent.runs import DEFAULT_GRACE_SECONDS, DEFAULT_TIMEOUT_SECONDS, RunnerConfig, Runs
-from agentify.arbigent.settings import (
-    API_KEY_ENV,
-    API_KEY_OPTION_BY_AI_TYPE,
-    SETTINGS_FILES,
-    RunSettings,
-    load_settings,
-    stray_settings,
-)
+from agentify.arbigent.settings import SETTINGS_FILES, RunSettings, api_key_option, load_settings, stray_settings
 from agentify.redact import Redactor
 
 GRACE_ENV = "AGENTIFY_ARBIGENT_GRACE_SECONDS"
@@ -66,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--project", required=True, help="the Arbigent project YAML (arbigent-project.yaml)")
     parser.add_argument(
-        "--config", required=True, help="settings YAML turned into `arbigent run` options (API keys go to env)"
+        "--config",
+        required=True,
+        help="settings YAML read like arbigent's own settings file, turned into options (API keys go to env)",
     )
     parser.add_argument("--arbigent-bin-path", help="the arbigent executable (default: `arbigent` on PATH)")
     parser.add_argument("--working-directory", help="where arbigent runs (default: the project file's directory)")
@@ -117,14 +114,14 @@ def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig,
     Raises:
         StartupError: with the message to print.
     """
-    project_file = Path(args.project).expanduser().resolve()
+    # Absolute but not resolved: a symlinked project file is followed at every read, so re-pointing it counts.
+    project_file = Path(os.path.abspath(Path(args.project).expanduser()))
     catalog = build_catalog(load_project(project_file))
     settings = load_settings(Path(args.config).expanduser())
     redactor.add(settings.secrets)
     binary = resolve_binary(args.arbigent_bin_path)
-    working_directory = (
-        Path(args.working_directory).expanduser().resolve() if args.working_directory else project_file.parent
-    )
+    working_directory = Path(args.working_directory).expanduser() if args.working_directory else project_file.parent
+    working_directory = working_directory.resolve()
     if not working_directory.is_dir():
         raise StartupError(f"working directory does not exist or is not a directory: {working_directory}")
     problem = stray_settings(working_directory)
@@ -135,13 +132,14 @@ def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig,
         project_file=project_file,
         working_directory=working_directory,
         settings=settings,
+        lock_dir=private_lock_dir(),
         timeout=args.timeout,
         grace=_grace_seconds(),
     )
     _warn_about(settings, working_directory)
     logger.info(
         "serving {} tools for {} (arbigent: {}, working directory: {})",
-        len(catalog.run_tools) + 2,
+        len(catalog.run_tools) + 3,
         project_file,
         binary,
         working_directory,
@@ -189,23 +187,23 @@ def _grace_seconds() -> float:
 
 
 def _warn_about(settings: RunSettings, working_directory: Path) -> None:
-    for key, why in settings.ignored:
-        logger.warning("config key '{}' is ignored: {}", key, why)
-    for key in settings.unknown:
-        logger.warning("config key '{}' is not a known `arbigent run` option; passing it as --{} anyway", key, key)
-    ai_type = (settings.value_of("ai-type") or "openai").lower()
-    key_option = API_KEY_OPTION_BY_AI_TYPE.get(ai_type)
+    for warning in settings.warnings:
+        logger.warning("{}", warning)
     has_settings_file = any((working_directory / ".arbigent" / name).exists() for name in SETTINGS_FILES)
-    if key_option is None or settings.argument_file is not None or has_settings_file:
+    if has_settings_file:
         return
-    env_name = API_KEY_ENV[key_option]
-    if not (settings.env or {}).get(env_name) and not os.environ.get(env_name):
-        logger.warning(
-            "no API key for ai-type {}: runs will fail until {} is set or the config has {}",
-            ai_type,
-            env_name,
-            key_option,
-        )
+    for command in ("run", "task"):
+        ai_type = settings.for_command(command).value_of("ai-type") or "openai"
+        env_name = API_KEY_ENV[api_key_option(ai_type) or "openai-api-key"]
+        if not settings.for_command(command).env.get(env_name) and not os.environ.get(env_name):
+            what = "runs" if command == "run" else "run-arbigent-task calls"
+            logger.warning(
+                "no API key for ai-type {}: {} will fail until {} is set or the config has {}",
+                ai_type,
+                what,
+                env_name,
+                api_key_option(ai_type),
+            )
 
 
 async def _serve(config: RunnerConfig, catalog: Catalog, redactor: Redactor) -> None:

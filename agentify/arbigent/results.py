@@ -1,9 +1,10 @@
-"""What a run produced: the CLI's stdout read line by line, result.yml, and the MCP-facing report.
+"""What a run produced: the CLI's stdout read line by line, and the report a tool call returns.
 
 `StdoutObserver` follows the non-interactive output of `arbigent run` (`HH:MM:SS L: message`):
 the execution plan, which selected scenario is running, the `Final Results` block and the result
-paths. `OutputCapture` keeps the head and tail of a stream so a huge output costs bounded memory and
-the report states how much was cut.
+paths (`arbigent run task` prints no plan and no `Final Results`: its result comes from result.yml).
+`OutputCapture` keeps the head and tail of a stream so a huge output costs bounded memory and the
+report states how much was cut.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import yaml
+from agentify.arbigent.artifacts import Attachment, ScenarioResult, StoredRun
 
 _LINE = re.compile(r"^\d\d:\d\d:\d\d ([DIWE]): ?(.*)$")
 _SELECTED = re.compile(r"\[Execution Plan\] Selected scenarios for execution: \[(.*)\]\s*$")
@@ -24,15 +25,8 @@ _FINAL_HEADER = "📋 Final Results:"
 _FINAL_ITEM = re.compile(r"^(\S+) (.+): (\w+)$")
 _YAML_RESULTS = re.compile(r"^•\s*YAML Results:\s*(.+)$")
 _HTML_REPORT = re.compile(r"^•\s*HTML Report:\s*(.+)$")
-_FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MODIFIED_SLACK_NS = 50_000_000
 """File timestamps come from a coarse kernel clock that can lag the start time we took by a tick."""
-
-
-@dataclass(frozen=True)
-class ScenarioResult:
-    id: str
-    success: bool
 
 
 class OutputCapture:
@@ -60,6 +54,13 @@ class OutputCapture:
         self._tail_len += len(text)
         while self._tail_len - len(self._tail[0]) >= self._tail_limit:
             self._tail_len -= len(self._tail.popleft())
+
+    def tail(self, chars: int) -> str:
+        """The last `chars` characters seen (all of them when the stream was shorter)."""
+        kept = "".join(self._tail)[-self._tail_limit :] if self._tail_limit else ""
+        if not self.cut:
+            kept = "".join(self._head) + kept
+        return kept[-chars:]
 
     @property
     def cut(self) -> int:
@@ -125,22 +126,6 @@ def fresh_file(path: Path, started_ns: int) -> Path | None:
         return None
 
 
-def read_result_yml(path: Path) -> list[ScenarioResult]:
-    """Per-scenario results from result.yml (`scenarios: [{id, isSuccess, ...}]`); [] if unreadable."""
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_FAST_SAFE_LOADER)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return []
-    items = data.get("scenarios") if isinstance(data, dict) else None
-    results = []
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict):
-            scenario_id = item.get("id", item.get("scenarioId"))
-            if isinstance(scenario_id, str):
-                results.append(ScenarioResult(scenario_id, item.get("isSuccess") is True))
-    return results
-
-
 def merge_results(final: list[ScenarioResult], from_file: list[ScenarioResult]) -> list[ScenarioResult]:
     """The Final Results block wins; result.yml adds what stdout did not report (e.g. after a kill)."""
     seen = {r.id for r in final}
@@ -154,10 +139,16 @@ class RunStatus(StrEnum):
     TIMEOUT = "timeout"
 
 
+TAIL_CHARS = 4000
+"""Characters of the end of stdout and of stderr in `structuredContent` (`stdoutTail`, `stderrTail`)."""
+_JVM_NOISE = ("WARNING:", "OpenJDK", "Java HotSpot", "Picked up ", "SLF4J:", "Usage:")
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunReport:
     selection: str
-    """What was asked for, for people: "tag 'login'", "all scenarios", "scenario ids a, b"."""
+    """What was asked for, for people: "tag 'login'", "all scenarios", "scenario ids a, b", "the task '...'"."""
+    is_task: bool = False
     status: RunStatus
     exit_code: int | None
     scenarios: tuple[ScenarioResult, ...]
@@ -169,6 +160,10 @@ class RunReport:
     stdout: OutputCapture
     stderr: OutputCapture
     timeout_seconds: float
+    run: StoredRun | None = None
+    """The run's resources, once they are kept (`arbigent://runs/<run-id>/...`)."""
+    attachments: tuple[Attachment, ...] = ()
+    """The last screenshot of each failed scenario: attached as an image, or named with the reason."""
 
     @property
     def is_error(self) -> bool:
@@ -182,6 +177,12 @@ class RunReport:
             "resultFile": self.result_file,
             "reportFile": self.report_file,
             "durationMs": self.duration_ms,
+            "runId": self.run.run_id if self.run else None,
+            "screenshots": [
+                {"scenarioId": a.scenario_id, "uri": a.uri, "attached": a.data is not None} for a in self.attachments
+            ],
+            "stdoutTail": self.stdout.tail(TAIL_CHARS),
+            "stderrTail": self.stderr.tail(TAIL_CHARS),
         }
 
     def verdict(self) -> str:
@@ -194,6 +195,10 @@ class RunReport:
             )
         if self.status is RunStatus.EMPTY:
             return f"FAILED: {self.selection} matched no scenario, so nothing ran (arbigent selected [])."
+        if self.is_task and self.status is RunStatus.PASSED:
+            return f"PASSED: the AI agent achieved {self.selection} ({seconds})."
+        if self.is_task and failed:
+            return f"FAILED: the AI agent did not achieve {self.selection} (exit code {self.exit_code}, {seconds})."
         if self.status is RunStatus.PASSED:
             ids = ", ".join(r.id for r in self.scenarios)
             done = f"{len(self.scenarios)} scenario(s) passed: {ids}" if ids else "arbigent exited 0"
@@ -220,6 +225,15 @@ class RunReport:
             lines += [f"  {'passed' if r.success else 'FAILED'}: {r.id}" for r in self.scenarios]
         lines.append(f"Result file: {self.result_file or 'not written'}")
         lines.append(f"HTML report: {self.report_file or 'not written'}")
+        if self.run is not None:
+            names = ", ".join(self.run.uri(name) for name in ("result.yml", "report.html") if name in self.run.files)
+            shots = sum(1 for name in self.run.files if name.startswith("screenshots/"))
+            lines.append(f"Resources of run {self.run.run_id}: {names or 'none'}; {shots} screenshot(s)")
+        for a in self.attachments:
+            if a.data is not None:
+                lines.append(f"Screenshot of the last step of {a.scenario_id}: attached ({a.uri})")
+            else:
+                lines.append(f"Screenshot of the last step of {a.scenario_id}: not attached, {a.note}; read {a.uri}")
         for name, capture in (("stdout", self.stdout), ("stderr", self.stderr)):
             if capture.total:
                 lines += [f"--- {name} ({capture.total} characters) ---", capture.render().rstrip("\n")]
@@ -228,11 +242,15 @@ class RunReport:
 
 def _failure_reason(stderr: str, stdout: str) -> str | None:
     """The line that best explains a run that ended before any scenario result: a usage error, a JVM
-    exception, or else the last `E:` line of stdout."""
+    exception or another CLI error (printed with or without `Error:`, after any JVM warnings), or else
+    the last `E:` line of stdout."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     for line in lines:
         if line.startswith(("Error:", "Exception in thread")):
             return line[:300]
+    meaningful = [line for line in lines if not line.startswith(_JVM_NOISE) and not line.startswith("at ")]
+    if meaningful:
+        return meaningful[0][:300]
     errors = [m.group(2) for m in map(_LINE.match, stdout.splitlines()) if m is not None and m.group(1) == "E"]
     if errors:
         return errors[-1][:300]

@@ -1,58 +1,49 @@
-"""The MCP adapter: tools from the catalog, tool calls to `Runs`, list_changed on project edits.
+"""The MCP adapter: tools from the catalog, tool calls to `Runs`, run files as resources, list_changed.
 
 A new `ServerSession` is built for every inbound message, but on a stdio (handshake-era)
 connection they all share one connection and its outbound channel. A middleware remembers the
 latest session, which is how the project watcher sends `notifications/tools/list_changed` outside
 any request.
+
+The project file is polled: its path is resolved again at each poll, so re-pointing a symlink is
+seen as well as editing the file it points to. Reading and parsing happen in a worker thread, so a
+big project never stalls the event loop.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 from loguru import logger
 from mcp.server import NotificationOptions, Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from agentify import __version__
-from agentify.arbigent.catalog import IDS_TOOL, LIST_TOOL, Catalog, build_catalog
+from agentify.arbigent.artifacts import ArtifactError, ArtifactStore, mime_type
+from agentify.arbigent.catalog import LIST_TOOL, Catalog, build_catalog
 from agentify.arbigent.errors import ProjectError, ToolCallError
 from agentify.arbigent.project import parse_project
-from agentify.arbigent.runs import Progress, Runs, Selection
+from agentify.arbigent.results import RunReport
+from agentify.arbigent.runs import Progress, Runs
+from agentify.arbigent.tools import listing, refuse_unknown_keys, selection_for, tools_for
+from agentify.arbigent.yamlfile import YamlFileError, read_text_file
 from agentify.redact import Redactor
 
 SERVER_NAME = "agentify-arbigent"
 POLL_SECONDS = 1.0
-
-_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
-_RUN_OUTPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "status": {"type": "string", "enum": ["passed", "failed", "empty", "timeout"]},
-        "exitCode": {"type": ["integer", "null"]},
-        "scenarios": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"id": {"type": "string"}, "success": {"type": "boolean"}},
-                "required": ["id", "success"],
-            },
-        },
-        "resultFile": {"type": ["string", "null"]},
-        "reportFile": {"type": ["string", "null"]},
-        "durationMs": {"type": "integer"},
-    },
-    "required": ["status", "exitCode", "scenarios", "resultFile", "reportFile", "durationMs"],
-}
-_RUNS_TESTS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
+RESOURCE_NOT_FOUND = -32002
 
 
 class ArbigentServer:
@@ -70,10 +61,14 @@ class ArbigentServer:
             instructions=(
                 "Runs the Arbigent AI end-to-end tests of one project. Call run-arbigent-test-<tag> to run the "
                 "scenarios with a tag, run-arbigent-test-all for the whole suite, run-arbigent-scenarios for "
-                "chosen scenario ids, and list-arbigent-scenarios to see what exists."
+                "chosen scenario ids, run-arbigent-task to have the AI agent check one thing in the app with no "
+                "scenario, and list-arbigent-scenarios to see what exists. Each run's result.yml, report.html and "
+                "screenshots are resources (arbigent://runs/<run-id>/...)."
             ),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
         )
         self.server.middleware.append(self._remember_session)
 
@@ -81,11 +76,16 @@ class ArbigentServer:
         self, read_stream: ReadStream[SessionMessage | Exception], write_stream: WriteStream[SessionMessage]
     ) -> None:
         """Serves until the client closes the connection; watches the project file meanwhile."""
-        options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch_project)
-            await self.server.run(read_stream, write_stream, options)
-            tg.cancel_scope.cancel()
+        options = self.server.create_initialization_options(
+            NotificationOptions(tools_changed=True, resources_changed=True)
+        )
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_project)
+                await self.server.run(read_stream, write_stream, options)
+                tg.cancel_scope.cancel()
+        finally:
+            self._runs.store.close()
 
     async def _remember_session(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         self._session = ctx.session
@@ -102,7 +102,8 @@ class ArbigentServer:
         catalog = self._catalog
         try:
             if params.name == LIST_TOOL:
-                return _listing(catalog)
+                refuse_unknown_keys(catalog, params.name, params.arguments or {})
+                return listing(catalog)
             selection = selection_for(catalog, params.name, params.arguments or {})
             report = await self._runs.run(selection, _progress_reporter(ctx))
         except ToolCallError as exc:
@@ -111,44 +112,69 @@ class ArbigentServer:
         except Exception:  # the top of a tool call: log the traceback once, answer with isError
             logger.exception("{} failed unexpectedly", params.name)
             return _error(f"internal error in the arbigent runner while running {params.name}; see the runner's log")
+        if self._session is not None:  # a lost notification must not turn a finished run into an error
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
+                await self._session.send_resource_list_changed()
         return types.CallToolResult(
-            content=[types.TextContent(text=self._redactor.text(report.text(), patterns=False))],
-            structured_content=report.structured(),
+            content=result_content(report, self._redactor),
+            structured_content=self._redactor.data(report.structured(), patterns=False),
             is_error=report.is_error,
         )
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await anyio.to_thread.run_sync(_resources, self._runs.store))
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        try:
+            data, mime = await anyio.to_thread.run_sync(self._runs.store.read, uri)
+        except ArtifactError as exc:
+            raise MCPError(RESOURCE_NOT_FOUND, str(exc)) from None
+        if mime.startswith("image/"):
+            blob = types.BlobResourceContents(uri=uri, mime_type=mime, blob=base64.b64encode(data).decode("ascii"))
+            return types.ReadResourceResult(contents=[blob])
+        text = self._redactor.text(data.decode("utf-8", errors="replace"), patterns=False)
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
 
     async def _watch_project(self) -> None:
         """Polls the project file; a usable change replaces the tools, a broken one is only logged."""
         path = self._catalog.project.path
-        last_digest: str | None = None
-        unreadable = False
+        seen: tuple[str, str] | None = None
+        problem: str | None = None
+        first = True
         while True:
-            await anyio.sleep(self._poll_seconds)
+            if not first:
+                await anyio.sleep(self._poll_seconds)
+            first = False
             try:
-                content = await anyio.Path(path).read_bytes()
-            except OSError as exc:
-                if not unreadable:
-                    logger.warning(
-                        "project file {} cannot be read ({}); keeping the last good tools", path, exc.strerror
-                    )
-                unreadable = True
+                target, text = await anyio.to_thread.run_sync(_read_project, path)
+            except YamlFileError as exc:
+                if str(exc) != problem:
+                    logger.warning("{}; keeping the last good tools", exc)
+                problem = str(exc)
                 continue
-            unreadable = False
-            digest = hashlib.sha256(content).hexdigest()
-            if digest != last_digest:
-                last_digest = digest
-                await self._reload(content)
+            problem = None
+            current = (target, hashlib.sha256(text.encode()).hexdigest())
+            if current == seen:
+                continue
+            if seen is not None and seen[0] != target:
+                logger.info("project file {} now points to {}", path, target)
+            seen = current
+            try:
+                project = await anyio.to_thread.run_sync(parse_project, text, path)
+            except ProjectError as exc:
+                logger.warning("{}; keeping the last good tools", exc)
+                continue
+            await self._replace(build_catalog(project))
 
-    async def _reload(self, content: bytes) -> None:
-        path = self._catalog.project.path
-        try:
-            project = parse_project(content.decode("utf-8", errors="replace"), path)
-        except ProjectError as exc:
-            logger.warning("{}; keeping the last good tools", exc)
-            return
-        catalog = build_catalog(project)
+    async def _replace(self, catalog: Catalog) -> None:
         changed = tools_for(catalog) != tools_for(self._catalog)
         self._catalog = catalog
+        path = catalog.project.path
         if not changed:
             logger.debug("project file {} read; the tools stay the same", path)
             return
@@ -159,102 +185,54 @@ class ArbigentServer:
                 await session.send_tool_list_changed()
 
 
-def tools_for(catalog: Catalog) -> list[types.Tool]:
-    tools = [
-        types.Tool(
-            name=tool.name,
-            description=tool.description,
-            input_schema=_NO_ARGUMENTS,
-            output_schema=_RUN_OUTPUT,
-            annotations=_RUNS_TESTS,
-        )
-        for tool in catalog.run_tools
-    ]
-    ids = catalog.project.ids
-    items: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
-    tools.append(
-        types.Tool(
-            name=IDS_TOOL,
-            description=(
-                "Run chosen Arbigent scenarios by id (`arbigent run --scenario-ids=...`); each runs after its "
-                f"dependency chain. Scenario ids: {', '.join(ids) or 'none'}. Returns the same result as the "
-                "run-arbigent-test tools."
-            ),
-            input_schema={
-                "type": "object",
-                "properties": {"scenarioIds": {"type": "array", "items": items, "minItems": 1}},
-                "required": ["scenarioIds"],
-                "additionalProperties": False,
-            },
-            output_schema=_RUN_OUTPUT,
-            annotations=_RUNS_TESTS,
-        )
-    )
-    tools.append(
-        types.Tool(
-            name=LIST_TOOL,
-            description=(
-                "List the Arbigent scenarios of the project (ids, goals, tags, dependencies) and what each "
-                "run-arbigent-test tool would run. Runs nothing."
-            ),
-            input_schema=_NO_ARGUMENTS,
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        )
-    )
-    return tools
-
-
-def selection_for(catalog: Catalog, name: str, arguments: dict[str, Any]) -> Selection:
-    """The selection a tool call asks for.
-
-    Raises:
-        ToolCallError: unknown tool, or scenario ids missing, malformed or unknown.
-    """
-    known = ", ".join(catalog.project.ids) or "none"
-    if name == IDS_TOOL:
-        ids = arguments.get("scenarioIds")
-        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-            raise ToolCallError(
-                f'{IDS_TOOL} needs {{"scenarioIds": ["<id>", ...]}} with at least one id; known ids: {known}'
+def result_content(report: RunReport, redactor: Redactor) -> list[types.ContentBlock]:
+    """The report's text, the attached screenshots as images, and links to the run's resources."""
+    content: list[types.ContentBlock] = [types.TextContent(text=redactor.text(report.text(), patterns=False))]
+    for attachment in report.attachments:
+        if attachment.data is not None:
+            data = base64.b64encode(attachment.data).decode("ascii")
+            content.append(types.ImageContent(data=data, mime_type=attachment.mime_type))
+    run = report.run
+    if run is None:
+        return content
+    names: list[str] = [name for name in ("result.yml", "report.html") if name in run.files]
+    names += [a.uri.removeprefix(run.uri("")) for a in report.attachments]
+    for name in dict.fromkeys(names):
+        content.append(
+            types.ResourceLink(
+                uri=run.uri(name),
+                name=f"{run.run_id}/{name}",
+                title=f"{name} of arbigent run {run.run_id}",
+                mime_type=mime_type(name),
             )
-        unknown = [i for i in ids if catalog.project.get(i) is None]
-        if unknown:
-            raise ToolCallError(f"unknown scenario id(s): {', '.join(unknown)}; the project has: {known}")
-        if any("," in i for i in ids):
-            raise ToolCallError(
-                "a scenario id containing ',' cannot be selected: the arbigent CLI splits ids on commas"
+        )
+    return content
+
+
+def _read_project(path: Path) -> tuple[str, str]:
+    """(the file the path points to now, its text); blocking."""
+    return str(path.resolve()), read_text_file(path, what="project file")
+
+
+def _resources(store: ArtifactStore) -> list[types.Resource]:
+    """Every kept file of every kept run, newest run first; blocking (it reads file sizes)."""
+    resources = []
+    for run in store.runs():
+        for name, path in run.files.items():
+            try:
+                size: int | None = path.stat().st_size
+            except OSError:
+                size = None
+            resources.append(
+                types.Resource(
+                    uri=run.uri(name),
+                    name=f"{run.run_id}/{name}",
+                    title=f"{name} of arbigent run {run.run_id} ({run.label})",
+                    mime_type=mime_type(name),
+                    size=size,
+                )
             )
-        return Selection(ids=tuple(dict.fromkeys(ids)))
-    tool = catalog.find(name)
-    if tool is None:
-        names = ", ".join(t.name for t in tools_for(catalog))
-        raise ToolCallError(f"unknown tool '{name}' (the project file may have changed); tools now: {names}")
-    return Selection(tag=tool.tag)
-
-
-def _listing(catalog: Catalog) -> types.CallToolResult:
-    project = catalog.project
-    scenarios = [
-        {"id": s.id, "goal": s.goal, "tags": list(s.tags), "dependency": s.dependency, "chain": project.chain(s.id)}
-        for s in project.scenarios
-    ]
-    tools = [{"name": t.name, "tag": t.tag, "selects": list(t.selects)} for t in catalog.run_tools]
-    lines = [f"Project: {project.path} ({len(scenarios)} scenarios)", "Scenarios:"]
-    for s in project.scenarios:
-        after = f" (after {s.dependency})" if s.dependency else ""
-        tags = f" [tags: {', '.join(s.tags)}]" if s.tags else ""
-        lines.append(f"  {s.id}{after}{tags}: {s.goal}")
-    lines.append("Tools:")
-    lines += [f"  {t.name} runs: {', '.join(t.selects) or 'nothing'}" for t in catalog.run_tools]
-    if catalog.unselectable_tags:
-        lines.append(f"Tags containing ',' (the CLI cannot select them): {', '.join(catalog.unselectable_tags)}")
-    structured = {
-        "projectFile": str(project.path),
-        "scenarios": scenarios,
-        "tools": tools,
-        "unselectableTags": list(catalog.unselectable_tags),
-    }
-    return types.CallToolResult(content=[types.TextContent(text="\n".join(lines))], structured_content=structured)
+    return resources
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -1,70 +1,58 @@
-"""The runner's --config file turned into `arbigent run` flags and child environment.
+"""The runner's --config file read the way the arbigent CLI reads its own settings files.
 
-The config uses the format of Arbigent's own settings file: option names without `--` as keys, and
-a `run:` section whose keys override the top-level ones. API keys go into the child's environment
-(never into argv); the options the runner decides itself are dropped. A config that is not a YAML
-map is handed to the CLI as an argument file (`@<path>`), after checking it does not set any of
-the runner's own options. Values read from the config are never logged: `display_argv` shows
-`<config>` in their place.
+The config uses the format of Arbigent's `.arbigent/settings.local.yml`: option names without `--`
+as keys, nested maps flattened with `.`. For `arbigent run`, `run.<key>` wins over the top-level
+`<key>`; for `arbigent run task`, `run.task.<key>` wins over `<key>` (the CLI does not read
+`run.<key>` for tasks). Then:
+- only options the command really has (`options.py`) become flags; every other key is ignored
+  with a warning naming it, as the CLI ignores it;
+- choice values are normalised to the CLI's case, and a value matching no choice is an error;
+- `variables` (a map, or the CLI's `k=v,...` text) is written so the CLI reads back exactly that map;
+- the aliases `openai-key`/`azure-openai-key` map to the canonical keys, and API keys go only to
+  the child's environment;
+- the options the runner decides itself (`RUNNER_OWNED`) are dropped with a warning.
+A config that is not a YAML map is read as an argument file (`--name=value` tokens) through the
+same rules. Values read from the config are never logged: `display_argv` shows `<config>`.
+
+`stray_settings` reads the `.arbigent/settings*` files of the working directory, all four in the
+CLI's order, and says when they would change what a run executes.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from agentify.arbigent.errors import ConfigError
+from agentify.arbigent.options import (
+    ALIASES,
+    API_KEY_OPTION_BY_AI_TYPE,
+    HIDDEN_LOG_LEVELS,
+    OPTIONS,
+    RUN_OPTIONS,
+    RUNNER_OWNED,
+    SCOPES,
+    SENSITIVE_WORDS,
+    TASK_OPTIONS,
+    Command,
+    Option,
+    VariablesError,
+    encode_variables,
+    parse_variables,
+)
+from agentify.arbigent.yamlfile import YamlFileError, read_yaml_file
 
 CONFIG_PLACEHOLDER = "<config>"
-
-API_KEY_ENV = {
-    "openai-api-key": "OPENAI_API_KEY",
-    "gemini-api-key": "GEMINI_API_KEY",
-    "azure-openai-api-key": "AZURE_OPENAI_API_KEY",
-}
-API_KEY_OPTION_BY_AI_TYPE = {
-    "openai": "openai-api-key",
-    "gemini": "gemini-api-key",
-    "azureopenai": "azure-openai-api-key",
-}
-RUNNER_OWNED = {
-    "project-file": "the runner passes its --project file",
-    "tags": "each tool selects its own tag",
-    "scenario-ids": "run-arbigent-scenarios selects scenarios",
-    "dry-run": "the runner runs the tests",
-    "shard": "the runner runs the whole selection",
-    "working-directory": "use the runner's --working-directory",
-}
-HIDDEN_LOG_LEVELS = {"warn", "error"}
-FLAG_OPTIONS = {"ai-api-logging", "dry-run"}
-KNOWN_OPTIONS = {
-    "ai-type",
-    "os",
-    "variables",
-    "log-level",
-    "log-file",
-    "path",
-    "ai-api-logging",
-    "openai-endpoint",
-    "openai-model-name",
-    "gemini-endpoint",
-    "gemini-model-name",
-    "azure-openai-endpoint",
-    "azure-openai-api-version",
-    "azure-openai-model-name",
-    *API_KEY_ENV,
-    *RUNNER_OWNED,
-}
-OTHER_SUBCOMMANDS = {"scenarios", "tags", "graph", "instruction", "guide"}
 SETTINGS_FILES = ("settings.local.yml", "settings.local.yaml", "settings.yml", "settings.yaml")
-
-_OPTION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_SENSITIVE = ("key", "token", "secret", "password", "team")
+"""Read by the CLI from `.arbigent/` of its working directory, all that exist, first one winning."""
+_TRUE, _FALSE = ("true", "t", "yes", "y", "on", "1"), ("false", "f", "no", "n", "off", "0")
+"""Clikt's booleans, which the CLI accepts for a flag read from a settings file."""
+_OPTION_NAMES = set(RUN_OPTIONS) | set(TASK_OPTIONS)
+_LOGGING_ONLY = {"log-level", "log-file", "ai-api-logging"}
+"""Options that change only what is logged: a `run.<key>` of them missing tasks is not worth a warning."""
 
 
 @dataclass(frozen=True)
@@ -80,153 +68,285 @@ class Flag:
         return f"--{self.name}" if self.value is None else f"--{self.name}={CONFIG_PLACEHOLDER}"
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunSettings:
+@dataclass(frozen=True)
+class CommandSettings:
+    """What the config gives one command: flags, and environment for the child (API keys)."""
+
     flags: tuple[Flag, ...] = ()
-    env: dict[str, str] | None = None
-    argument_file: Path | None = None
-    secrets: tuple[str, ...] = ()
-    ignored: tuple[tuple[str, str], ...] = ()
-    """(key, why) for config keys that were dropped."""
-    unknown: tuple[str, ...] = ()
-    """Keys that are not `run` options as of Arbigent 0.77; passed on anyway (newer CLIs may know them)."""
+    env: dict[str, str] = field(default_factory=dict)
 
-    def argv(self) -> list[str]:
-        tail = [f"@{self.argument_file}"] if self.argument_file is not None else []
-        return [flag.arg() for flag in self.flags] + tail
+    def argv(self, *, without: Iterable[str] = ()) -> list[str]:
+        skip = set(without)
+        return [flag.arg() for flag in self.flags if flag.name not in skip]
 
-    def display_argv(self) -> list[str]:
-        tail = [f"@{self.argument_file}"] if self.argument_file is not None else []
-        return [flag.display() for flag in self.flags] + tail
+    def display_argv(self, *, without: Iterable[str] = ()) -> list[str]:
+        skip = set(without)
+        return [flag.display() for flag in self.flags if flag.name not in skip]
 
     def value_of(self, name: str) -> str | None:
         return next((flag.value for flag in self.flags if flag.name == name), None)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    run: CommandSettings = field(default_factory=CommandSettings)
+    task: CommandSettings = field(default_factory=CommandSettings)
+    secrets: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    """One line per ignored, mapped or dropped key, for the start-up log."""
+
+    def for_command(self, command: Command) -> CommandSettings:
+        return self.run if command == "run" else self.task
 
 
 def load_settings(path: Path) -> RunSettings:
     """Reads the --config file.
 
     Raises:
-        ConfigError: missing or unreadable file, a key that is not an option name, or an argument
-            file that sets one of the runner's own options.
+        ConfigError: missing, unreadable, hostile or oversized file, a value the CLI would refuse, or
+            an argument file that is not a list of `--name[=value]` options.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"config file is a directory, not a file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        data = text
-    if data is None:
-        return RunSettings()
-    if not isinstance(data, dict):
-        return _argument_file(path, text)
-    return _from_mapping(path, data)
+        document = read_yaml_file(path, what="config file")
+    except YamlFileError as exc:
+        raise ConfigError(str(exc)) from None
+    if document.error is not None or not isinstance(document.data, dict | None):
+        return _from_argument_file(path, document.text)
+    return from_mapping(document.data or {}, str(path))
 
 
-def effective_options(data: dict[Any, Any]) -> dict[str, Any]:
-    """Top-level options overridden by the `run:` section; sections of other subcommands skipped."""
-    merged = {
-        str(k): v for k, v in data.items() if not (isinstance(v, dict) and (k == "run" or k in OTHER_SUBCOMMANDS))
-    }
-    run = data.get("run")
-    if isinstance(run, dict):
-        merged.update({str(k): v for k, v in run.items()})
-    return merged
+def from_mapping(data: dict[Any, Any], source: str) -> RunSettings:
+    """Settings from a config already read into `data`; `source` names it in messages.
 
-
-def _from_mapping(path: Path, data: dict[Any, Any]) -> RunSettings:
-    flags: list[Flag] = []
-    env: dict[str, str] = {}
+    Raises:
+        ConfigError: a value the CLI would refuse.
+    """
+    flat = _flatten(data, source)
+    warnings: list[str] = []
+    for alias, canonical in ALIASES.items():
+        for scope in ("", *SCOPES.values()):
+            if scope + alias in flat:
+                value = flat.pop(scope + alias)
+                flat.setdefault(scope + canonical, value)
+                warnings.append(
+                    f"config key '{scope}{alias}' is read as '{scope}{canonical}': the CLI accepts only the canonical "
+                    "name in a settings file"
+                )
+    commands: dict[Command, CommandSettings] = {}
     secrets: list[str] = []
-    ignored: list[tuple[str, str]] = []
-    unknown: list[str] = []
-    for key, value in effective_options(data).items():
-        if not _OPTION_NAME.match(key):
-            hint = key.lower().replace("_", "-")
-            raise ConfigError(
-                f"config file {path}: key '{key}' is not an `arbigent run` option name (did you mean '{hint}'?)"
-            )
-        if value is None or value == "":
-            continue
-        if key in RUNNER_OWNED:
-            ignored.append((key, RUNNER_OWNED[key]))
-            continue
-        text = _option_value(value)
-        if key == "log-level" and text.lower() in HIDDEN_LOG_LEVELS:
-            ignored.append((key, "warn and error hide the results summary the runner reads"))
-            continue
-        if key in API_KEY_ENV:
-            env[API_KEY_ENV[key]] = text
-            secrets.append(text)
-            continue
-        if key not in KNOWN_OPTIONS and not key.startswith("ios-"):
-            unknown.append(key)
-        if any(word in key for word in _SENSITIVE):
-            secrets.append(text)
-        if key in FLAG_OPTIONS:
-            if value is True or text.lower() == "true":
-                flags.append(Flag(key, None))
-            continue
-        flags.append(Flag(key, text))
+    for command in ("run", "task"):
+        commands[command] = _command_settings(command, flat, source, warnings, secrets)
+    for key in flat:
+        if not _known_key(key):
+            warnings.append(f"config key '{key}' is ignored: neither `arbigent run` nor `arbigent run task` has it")
     return RunSettings(
-        flags=tuple(flags), env=env, secrets=tuple(secrets), ignored=tuple(ignored), unknown=tuple(unknown)
+        run=commands["run"],
+        task=commands["task"],
+        secrets=tuple(dict.fromkeys(secrets)),
+        warnings=tuple(dict.fromkeys(warnings)),
     )
 
 
-def _option_value(value: Any) -> str:
+def _known_key(key: str) -> bool:
+    """A key the CLI reads for `run` or `run task` (it may still be overridden by a scoped one)."""
+    if key.startswith("run.task."):
+        return key.removeprefix("run.task.") in TASK_OPTIONS
+    if key.startswith("run."):
+        return key.removeprefix("run.") in RUN_OPTIONS
+    return key in _OPTION_NAMES
+
+
+def _command_settings(
+    command: Command, flat: dict[str, Any], source: str, warnings: list[str], secrets: list[str]
+) -> CommandSettings:
+    options = OPTIONS[command]
+    scope = SCOPES[command]
+    flags: list[Flag] = []
+    env: dict[str, str] = {}
+    for name, option in options.items():
+        key = scope + name if scope + name in flat else name if name in flat else None
+        if key is None:
+            continue
+        raw = flat[key]
+        if raw is None or raw == "":
+            continue
+        if name in RUNNER_OWNED:
+            warnings.append(f"config key '{key}' is ignored: {RUNNER_OWNED[name]}")
+            continue
+        value = convert(option, raw, f"{source}: {key}")
+        if name == "log-level" and value in HIDDEN_LOG_LEVELS:
+            warnings.append(f"config key '{key}' is ignored: {value} hides the results summary the runner reads")
+            continue
+        if option.env is not None:
+            env[option.env] = str(value)
+            secrets.append(str(value))
+            continue
+        if any(word in name for word in SENSITIVE_WORDS) and value:
+            secrets.append(str(value))
+        if option.kind == "flag":
+            if value == "true":
+                flags.append(Flag(name, None))
+            continue
+        flags.append(Flag(name, value))
+    if command == "task":
+        # `run.<key>` of an option that `run task` also has does not reach tasks: the CLI reads it only for `run`.
+        shadowed = [f"run.{n}" for n in options if f"run.{n}" in flat and scope + n not in flat and n not in flat]
+        shadowed = [k for k in shadowed if k.removeprefix("run.") not in RUNNER_OWNED.keys() | _LOGGING_ONLY]
+        if shadowed:
+            warnings.append(
+                f"config keys {', '.join(shadowed)} apply to `arbigent run` only, not to run-arbigent-task "
+                "(`arbigent run task` reads the top level and run.task); move them to the top level for both"
+            )
+    return CommandSettings(flags=tuple(flags), env=env)
+
+
+def convert(option: Option, raw: Any, where: str) -> str:
+    """A config value as the CLI option's text; flags give "true" or "false".
+
+    Raises:
+        ConfigError: a value the CLI would refuse, naming `where`.
+    """
+    text = raw if isinstance(raw, str) else _scalar(raw)
+    if option.kind == "choice":
+        match = next((c for c in option.choices if c == text.strip().lower()), None)
+        if match is None:
+            raise ConfigError(f"{where}: {text!r} is not one of {', '.join(option.choices)}")
+        return match
+    if option.kind == "flag":
+        lowered = text.strip().lower()
+        if lowered not in _TRUE + _FALSE:
+            raise ConfigError(f"{where}: {text!r} is not true or false")
+        return "true" if lowered in _TRUE else "false"
+    if option.kind in ("int", "port"):
+        try:
+            number = int(text.strip())
+        except ValueError:
+            raise ConfigError(f"{where}: {text!r} is not a whole number") from None
+        if option.kind == "port" and not 1 <= number <= 65535:
+            raise ConfigError(f"{where}: {number} is not a port number (1-65535)")
+        return str(number)
+    if option.kind == "variables":
+        try:
+            return encode_variables(raw) if isinstance(raw, dict) else encode_variables(parse_variables(text))
+        except VariablesError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return text
+
+
+def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, dict):
-        return ",".join(f"{k}={_option_value(v)}" for k, v in value.items())
     if isinstance(value, list):
-        return ",".join(_option_value(v) for v in value)
+        return ",".join(_scalar(v) for v in value)
     return str(value)
 
 
-def _argument_file(path: Path, text: str) -> RunSettings:
+def _flatten(data: dict[Any, Any], source: str, *, strict: bool = True) -> dict[str, Any]:
+    """The CLI's view of a settings map: nested keys joined with `.`, lists joined with `,`.
+
+    A map under a `variables` key is kept whole (the runner encodes it). With `strict`, any other
+    map value at a key that is an option name is an error, since the CLI would silently not see it.
+    """
+    flat: dict[str, Any] = {}
+
+    def walk(node: dict[Any, Any], prefix: str) -> None:
+        for raw_key, value in node.items():
+            key = f"{prefix}{raw_key}"
+            if isinstance(value, dict) and str(raw_key) == "variables":
+                flat[key] = {str(k): _scalar(v) if v is not None else "" for k, v in value.items()}
+            elif isinstance(value, dict) and strict and str(raw_key) in _OPTION_NAMES:
+                raise ConfigError(f"{source}: {key} must be a single value, not a map")
+            elif isinstance(value, dict):
+                walk(value, key + ".")
+            else:
+                flat[key] = value
+
+    walk(data, "")
+    return flat
+
+
+def _from_argument_file(path: Path, text: str) -> RunSettings:
+    """A config that is not YAML: `--name=value`, `--name value` and `--flag` tokens, `#` comments.
+
+    Raises:
+        ConfigError: a token that is not an option, or an option without its value.
+    """
     try:
         tokens = shlex.split(text, comments=True)
     except ValueError as exc:
         raise ConfigError(f"config file {path} is neither a YAML map nor a valid argument file: {exc}") from None
-    for token in tokens:
-        name = token.split("=", 1)[0].removeprefix("--")
-        if token.startswith("--") and name in RUNNER_OWNED:
-            raise ConfigError(
-                f"config file {path} (an argument file) sets --{name}, which the runner decides "
-                f"({RUNNER_OWNED[name]}); remove it"
-            )
-    return RunSettings(argument_file=path.resolve())
+    known = RUN_OPTIONS | TASK_OPTIONS
+    data: dict[str, Any] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not token.startswith("--"):
+            raise ConfigError(f"config file {path} (an argument file): {token!r} is not an --option")
+        name, sep, value = token[2:].partition("=")
+        option = known.get(ALIASES.get(name, name))
+        if not sep and option is not None and option.kind == "flag":
+            value = "true"
+        elif not sep:
+            if i >= len(tokens) or tokens[i].startswith("--"):
+                raise ConfigError(f"config file {path} (an argument file): --{name} needs a value")
+            value = tokens[i]
+            i += 1
+        data[name] = value
+    return from_mapping(data, f"config file {path}")
 
 
 def stray_settings(directory: Path) -> str | None:
-    """Describes an Arbigent settings file in `directory` that would change what runs, if any.
+    """Describes the Arbigent settings in `directory/.arbigent/` that would change what runs, if any.
 
-    The CLI reads `.arbigent/settings*.yml` from its working directory; a `tags:` or `dry-run:` there
-    would silently alter every run the runner starts.
+    The CLI reads all four settings files of its working directory and chains them; a `tags:`,
+    `dry-run:` or `working-directory:` there would silently alter every run the runner starts, and
+    `log-level: warn` would hide the results it reads.
     """
+    sources = list(_settings_sources(directory))
+    if not sources:
+        return None
+    problems: dict[str, str] = {}
+    for command in ("run", "task"):
+        for name in OPTIONS[command]:
+            found = _chained(sources, SCOPES[command] + name, name)
+            if found is None:
+                continue
+            where, key, value = found
+            text = value if isinstance(value, str) else _scalar(value)
+            owned = name in RUNNER_OWNED and name != "project-file" and text.strip().lower() not in ("",) + _FALSE
+            if owned or (name == "log-level" and text.strip().lower() in HIDDEN_LOG_LEVELS):
+                problems.setdefault(f"{where}:{key}", f"{where} sets {key}")
+    if not problems:
+        return None
+    return (
+        f"{'; '.join(problems.values())}, which would change what every run executes or hide its results; "
+        "remove those keys or point the runner's --working-directory at another directory"
+    )
+
+
+def _settings_sources(directory: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     for name in SETTINGS_FILES:
         candidate = directory / ".arbigent" / name
-        try:
-            data = yaml.safe_load(candidate.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        if not candidate.exists():
             continue
-        if not isinstance(data, dict):
-            return None
-        keys = [
-            k
-            for k, v in effective_options(data).items()
-            if k in RUNNER_OWNED and k != "project-file" and v not in (None, "", False)
-        ]
-        if keys:
-            return (
-                f"{candidate} sets {', '.join(keys)}, which would change what every run executes; "
-                "remove those keys or point the runner's --working-directory at another directory"
-            )
-        return None
+        try:
+            document = read_yaml_file(candidate, what="settings file")
+        except YamlFileError:
+            continue
+        if isinstance(document.data, dict):
+            yield candidate, _flatten(document.data, str(candidate), strict=False)
+
+
+def _chained(sources: list[tuple[Path, dict[str, Any]]], *keys: str) -> tuple[Path, str, Any] | None:
+    """The first of `keys` present in the first file that has one: the CLI's ChainedValueSource."""
+    for path, flat in sources:
+        for key in keys:
+            if key in flat:
+                return path, key, flat[key]
     return None
+
+
+def api_key_option(ai_type: str | None) -> str | None:
+    """The option holding the API key for `ai_type` (default openai)."""
+    return API_KEY_OPTION_BY_AI_TYPE.get(ai_type or "openai")

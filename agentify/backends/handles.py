@@ -48,3 +48,7 @@ class ToolCatalog:
     handles: tuple[ToolHandle, ...]
     missing: tuple[tuple[str, str, str], ...] = ()
     """(id, description, why) of each enabled backend that offers no tools now."""
+
+    def find(self, backend: str, tool: str) -> ToolHandle | None:
+        """The handle of one tool by its backend id and tool name (for callers that did not plan)."""
+        return next((h for h in self.handles if h.backend == backend and h.tool.name == tool), None)

@@ -12,9 +12,10 @@ from agentify.backends.connection import Connection
 from agentify.backends.handles import ToolCatalog
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.remote import RemoteConnection
+from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendStatus
 from agentify.backends.stdio import StdioConnection
-from agentify.backends.supervisor import SETTLE_SLACK, RootsGetter, StateListener, Supervisor
+from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor
 from agentify.config import BackendConfig
 from agentify.stderr_log import StderrLog
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -25,18 +25,18 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from agentify import __version__
 from agentify.backends.calls import call_tool, refused, unavailable
 from agentify.backends.connection import AuthRequired, Connection, Link, WrongTransport
 from agentify.backends.handles import ToolHandle
+from agentify.backends.idle import IdleClock
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.session import RootsGetter, client_session, list_tools, start
 from agentify.backends.state import SETTLED, STARTING, TRANSITIONS, BackendState, BackendStatus
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable, Denied
 from agentify.stderr_log import StderrLog
 
 StateListener = Callable[[BackendStatus], None]
-RootsGetter = Callable[[], Sequence[types.Root]]
 
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
@@ -78,14 +78,12 @@ class Supervisor:
         self._demand = anyio.Event()
         self._refresh = anyio.Event()
         self._stopped = anyio.Event()
-        self._activity = anyio.Event()
         self._closing = False
         self._ever_ready = False
         self._refresh_tried = False  # a refused token was refreshed once since the last ready session
         self._auth_stamp = 0.0
         self._clean_end = True  # the last session ended on purpose (idle), so the next start is no restart
-        self._busy = 0
-        self._last_used = time.monotonic()
+        self._idle = IdleClock()
         self._backoff = 0.0
         self._next_start_at = 0.0
         self._log = logger.bind(backend=spec.id)
@@ -172,14 +170,11 @@ class Supervisor:
     async def _call_on(
         self, session: ClientSession, link: Link, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
     ) -> types.CallToolResult:
-        self._busy += 1
-        self._activity.set()
+        self._idle.begin()
         try:
             return await call_tool(session, link, self.spec, tool, arguments, progress, self.stderr.hint())
         finally:
-            self._busy -= 1
-            self._last_used = time.monotonic()
-            self._activity.set()
+            self._idle.end()
 
     async def send_roots_changed(self) -> None:
         """Tells a live session that forwards roots that they changed; nothing when not running."""
@@ -194,13 +189,14 @@ class Supervisor:
 
     def stop(self) -> None:
         self._closing = True
-        for event in (self._stopped, self._demand, self._refresh, self._changed, self._activity):
+        for event in (self._stopped, self._demand, self._refresh, self._changed):
             event.set()
+        self._idle.wake()
 
     async def _acquire(self) -> tuple[ClientSession, Link]:
         """The live session and link; starts or restarts the backend first (bounded wait)."""
         self._learn = False  # somebody uses it now: it stays up until idle
-        self._last_used = time.monotonic()
+        self._idle.touch()
         link = self._link
         if self.state is BackendState.READY and link is not None and link.gone.is_set():
             # The link is gone and the owner is ending the session: wait for its verdict, then restart.
@@ -271,14 +267,18 @@ class Supervisor:
             async with AsyncExitStack() as stack:
                 link = await stack.enter_async_context(self.connection.open())
                 self._link = link
-                session = await stack.enter_async_context(self._client_session(link))
-                failure = await self._initialise(session, link)
-                if failure is not None:
+                roots = self._roots if self.spec.forward_roots else None
+                session = await stack.enter_async_context(client_session(link, self._on_message, roots))
+                started = await start(session, link, self.connection, self.start_limit, self.stderr.hint)
+                if isinstance(started, str):
+                    failure = started
                     # Say so before the (bounded, seconds long) stop of the process below, so that
                     # callers waiting on this start see the reason, not "starting".
                     self._fail(failure)
                     failure = None
                 else:
+                    self._set_tools(started)
+                    self._log.info("ready: {} tools", len(self.tools))
                     self._session = session
                     self.last_error = None
                     self._ever_ready = True
@@ -327,47 +327,6 @@ class Supervisor:
         self._log.warning("needs authorization: run `agentify auth {}`", self.spec.id)
         self._set_state(BackendState.NEEDS_AUTH)
 
-    def _client_session(self, link: Link) -> ClientSession:
-        roots = self._roots
-        list_roots = None
-        if self.spec.forward_roots and roots is not None:
-
-            async def list_roots(context: Any) -> types.ListRootsResult:
-                return types.ListRootsResult(roots=list(roots()))
-
-        return ClientSession(
-            link.read_stream,
-            link.write_stream,
-            message_handler=self._on_message,
-            list_roots_callback=list_roots,
-            client_info=types.Implementation(name="agentify", version=__version__),
-        )
-
-    async def _initialise(self, session: ClientSession, link: Link) -> str | None:
-        """Initialize and list tools; returns why it failed, or None."""
-        timeout = self.start_limit
-        try:
-            with anyio.fail_after(timeout):
-                await session.initialize()
-                self._set_tools(await self._list_tools(session))
-        except TimeoutError:
-            return (
-                f"did not finish initialize and tools/list within {timeout:g} s "
-                f"(raise startupTimeoutSeconds if it needs longer). {self.stderr.hint()}"
-            )
-        except MCPError as exc:
-            if link.refused_status == 401:
-                raise AuthRequired from exc
-            if link.refused_status in (400, 404, 405) and self.connection.fall_back():
-                raise WrongTransport from exc
-            code = await link.exit_code() if link.exit_code is not None else None
-            reason = f"exited with code {code}" if code is not None else f"failed: {exc.error.message}"
-            if link.lost_reason:
-                reason = f"failed: {link.lost_reason}"
-            return f"{reason} during start-up. {self.stderr.hint() if link.exit_code else ''}".strip()
-        self._log.info("ready: {} tools", len(self.tools))
-        return None
-
     async def _serve(self, session: ClientSession, link: Link) -> str | None:
         """Serves until the link goes away (returns why), the backend idles or is stopped (returns None)."""
         while not self._closing:
@@ -380,7 +339,7 @@ class Supervisor:
 
                 async def until_idle() -> None:
                     nonlocal idle
-                    await self._idle_expired()
+                    await self._idle.expired(lambda: self.idle_limit)
                     idle = True
                     tg.cancel_scope.cancel()
 
@@ -395,44 +354,20 @@ class Supervisor:
                 return f"{link.lost_reason or 'the connection closed'}; reconnected on the next call"
             if idle or self._closing:
                 self._clean_end = True
-                if idle:
+                if idle:  # say so before the (bounded) stop, as a failure is
                     self._log.info("idle: stopping until the next call")
+                    self._session = None
+                    self._set_state(BackendState.IDLE)
                 return None
             self._refresh = anyio.Event()  # a notification during the listing below lists again
             try:
                 with anyio.fail_after(self.start_limit):
-                    self._set_tools(await self._list_tools(session))
+                    self._set_tools(await list_tools(session))
                 self._log.info("tools changed: now {} tools", len(self.tools))
                 self._emit_state()
             except (TimeoutError, MCPError) as exc:
                 self._log.warning("listing tools again failed: {}", exc)
         return None
-
-    async def _idle_expired(self) -> None:
-        """Returns once nobody has called for `idle_limit` seconds; never if there is no limit."""
-        while True:
-            limit = self.idle_limit
-            if limit is None:
-                # No limit never gets one (only a learning start's 0 changes): no call needs to wake this.
-                await anyio.sleep_forever()
-                continue
-            self._activity = anyio.Event()
-            left = limit - (time.monotonic() - self._last_used)
-            if self._busy == 0 and left <= 0:
-                return
-            with anyio.move_on_after(max(left, 0.0) if self._busy == 0 else float("inf")):
-                await self._activity.wait()
-
-    async def _list_tools(self, session: ClientSession) -> list[types.Tool]:
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        while True:
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            result = await session.send_request(types.ListToolsRequest(params=params), types.ListToolsResult)
-            tools.extend(result.tools)
-            cursor = result.next_cursor
-            if not cursor:
-                return tools
 
     def _permitted(self, tools: list[types.Tool]) -> list[types.Tool]:
         return [t for t in tools if self.spec.tools.permits(t.name)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-import sys
 from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -108,12 +107,7 @@ def _bind(host: str, port: int) -> socket.socket:
 def _announce(gateway: Gateway, access: Access) -> None:
     """The one line that shows the token: written to stderr around the redacting log sink.
     The console's own log view gets the same line without the token."""
-    stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
-    try:
-        sys.stderr.write(f"{stamp} | INFO    | agentify.console | debug console: {access.url_with_token}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass  # stderr closed by the parent: nobody to tell
+    gateway.logs.reveal("agentify.console", f"debug console: {access.url_with_token}")
     message = f"debug console: {access.base_url} (open the URL with the token from agentify's stderr)"
     gateway.bus.publish(
         "log",

@@ -11,6 +11,11 @@ It also gives the terms to rank tools with: the user's own words, without the me
 `HINT_WEIGHT`, the kind of argument each mention fills ("url"; "path", "directory"; "path",
 "file", "text"; "single" or "multiple" for the number of paths).
 
+`goal_request` reads a request to check something ("check that ...", "verify whether ...", "make
+sure ...") that names no path or URL as one mention, the whole query, for a tool whose required
+`goal` argument takes a task in plain words (the arbigent runner's `run-arbigent-task`); the
+planner asks for it only when such a tool exists.
+
 `fill` (in `fill.py`) puts the mentions into a tool's arguments.
 """
 
@@ -27,7 +32,7 @@ from agentify.planner.prompt import document_path
 from agentify.planner.retrieval import STOP_WORDS, query_terms, words
 from agentify.planner.vocabulary import is_ref, key_name
 
-Kind = Literal["url", "path", "quoted", "glob", "number", "ref", "key"]
+Kind = Literal["url", "path", "quoted", "glob", "number", "ref", "key", "goal"]
 
 # Top-level domains that make a bare `name.tld/...` a web address rather than a file name.
 WEB_TLDS = frozenset("com org net io dev app edu gov co uk de fr eu us ca info biz ai cloud site page".split())
@@ -41,6 +46,10 @@ PATH_PREPOSITIONS = frozenset({"in", "inside", "under", "from", "into", "within"
 NAMING_WORDS = frozenset({"named", "called"})
 FOLDER_WORDS = frozenset({"folder", "directory", "dir"})
 HINT_WEIGHT = 0.5  # a kind of argument is evidence, but less than a word the user chose
+_GOAL_REQUEST = re.compile(
+    r"^\s*(?:please\s+)?(?:(?:check|verify|confirm|ensure|test)\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",
+    re.IGNORECASE,
+)
 
 FILE_VERBS = frozenset({"ls", "cat", "tree", "open", "read", "list", "show", "view", "edit", "head", "tail"})
 
@@ -250,3 +259,13 @@ def _path_hint(path: str) -> str:
     if extension in MEDIA_EXTENSIONS:
         return "file media image"
     return "file"
+
+
+def goal_request(mentions: Mentions) -> Mentions | None:
+    """The query as one `goal` mention when it asks to check something and names no path or URL."""
+    match = _GOAL_REQUEST.match(mentions.query)
+    if match is None or any(m.kind in ("url", "path", "glob") for m in mentions.items):
+        return None
+    start = match.end() - 1
+    goal = Mention("goal", mentions.query[start:], mentions.query.strip(), start, len(mentions.query))
+    return Mentions(mentions.query, (goal,), mentions.query[:start], ("goal",), mentions.base)

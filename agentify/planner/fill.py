@@ -24,7 +24,20 @@ from agentify.planner.retrieval import words
 from agentify.planner.vocabulary import KEY_NAMES, PLAIN_TEXT_NAMES, REF_NAMES
 
 Role = Literal[
-    "url", "path", "paths", "pattern", "text", "texts", "number", "enum", "enum_list", "ref", "key", "boolean", "other"
+    "url",
+    "path",
+    "paths",
+    "pattern",
+    "text",
+    "texts",
+    "number",
+    "enum",
+    "enum_list",
+    "ref",
+    "key",
+    "boolean",
+    "goal",
+    "other",
 ]
 WINDOW = 3  # words on each side of a value that may name its optional argument
 URL_NAMES = frozenset({"url", "uri", "href", "link", "address"})
@@ -39,6 +52,7 @@ FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "number": ("number",),
     "ref": ("ref",),
     "key": ("key", "quoted"),
+    "goal": ("goal", "quoted"),
 }
 
 
@@ -59,6 +73,8 @@ def role(name: str, spec: dict[str, Any]) -> Role:
     if "string" in kinds and lowered in KEY_NAMES:
         return "key"
     if "string" in kinds:
+        if lowered == "goal":
+            return "goal"
         if lowered in URL_NAMES or lowered.endswith("url") or spec.get("format") in ("uri", "url"):
             return "url"
         if lowered in PATH_NAMES or lowered.endswith(("path", "dir", "directory")):
@@ -69,6 +85,14 @@ def role(name: str, spec: dict[str, Any]) -> Role:
     if "array" in kinds and items.get("type") == "string":
         return "texts"
     return "number" if kinds & {"number", "integer"} else "other"
+
+
+def takes_goal(tool: CatalogTool) -> bool:
+    """A tool with a required string argument `goal`: a task in plain words."""
+    spec = (tool.input_schema.get("properties") or {}).get("goal")
+    return (
+        "goal" in (tool.input_schema.get("required") or []) and isinstance(spec, dict) and role("goal", spec) == "goal"
+    )
 
 
 def _enum(spec: dict[str, Any]) -> list[Any]:
@@ -119,7 +143,7 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     for name in (n for n in required if roles[n] == "boolean" and n not in arguments):
         if set(words(name)) <= query_words:
             arguments[name] = True
-    for wanted in ("url", "path", "ref", "key", "pattern", "text", "number"):
+    for wanted in ("url", "path", "ref", "key", "pattern", "text", "number", "goal"):
         names = [n for n in required if roles[n] == wanted and n not in arguments]
         for kind in FOR_ROLE[wanted] if names else ():
             matching = [m for m in pool if m.kind == kind]
@@ -231,6 +255,7 @@ def _missing(name: str, spec: dict[str, Any], kind: Role) -> str:
         "ref": "an element ref from the page snapshot, such as e5",
         "key": "a key name, such as Enter",
         "boolean": "true or false (say its name)",
+        "goal": 'a request like "check that ..." or a quoted text',
         "enum": "one of " + ", ".join(map(str, _enum(spec))),
         "enum_list": "one or more of " + ", ".join(map(str, _enum(spec.get("items") or {}))),
     }.get(kind, "a value")

@@ -28,8 +28,8 @@ from __future__ import annotations
 from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
 from agentify.planner import Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
-from agentify.planner.extract import Mentions, analyse
-from agentify.planner.fill import Filling, fill
+from agentify.planner.extract import Mentions, analyse, goal_request
+from agentify.planner.fill import Filling, fill, takes_goal
 from agentify.planner.retrieval import SYNONYMS, IndexCache, Ranked, query_terms, words
 
 MARGIN = 1.25
@@ -52,6 +52,8 @@ class OfflinePlanner:
         if not catalog.tools:
             raise NoPlan("no backend tools are available to plan with: check `list_backends` for failed backends")
         mentions = analyse(task)
+        if any(takes_goal(tool) for tool in catalog.tools.values()):
+            mentions = goal_request(mentions) or mentions
         missing = _missing_fit(catalog.missing, mentions.user_text)
         index = self._indexes.get(catalog)
         ranked = rank(index.rank(mentions.terms()), mentions)

@@ -22,4 +22,6 @@ def workspace(tmp_path: Path) -> Workspace:
     project.write_text(PROJECT_YAML)
     config = tmp_path / "arbigent-config.yaml"
     config.write_text(CONFIG_YAML)
-    return Workspace(root, project, config, tmp_path / "record.jsonl", tmp_path / "runner-stderr.log")
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    return Workspace(root, project, config, tmp_path / "record.jsonl", tmp_path / "runner-stderr.log", runtime)

@@ -57,13 +57,15 @@ run:
 
 @dataclass
 class Workspace:
-    """A project directory with a config, the fake's record file and the runner's stderr log."""
+    """A project directory with a config, the fake's record file, the runner's stderr log, and a
+    private runtime directory (`XDG_RUNTIME_DIR`) for the run locks."""
 
     root: Path
     project: Path
     config: Path
     record: Path
     errlog: Path
+    runtime: Path
 
     def records(self) -> list[dict[str, Any]]:
         if not self.record.exists():
@@ -95,6 +97,7 @@ class Workspace:
             "AGENTIFY_FAKE_PYTHON": sys.executable,
             "FAKE_ARBIGENT_RECORD": str(self.record),
             "AGENTIFY_ARBIGENT_GRACE_SECONDS": "3",
+            "XDG_RUNTIME_DIR": str(self.runtime),
             **extra,
         }
 

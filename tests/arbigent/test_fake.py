@@ -90,10 +90,10 @@ def test_tags_with_scenario_ids_is_an_error(project_dir: Path) -> None:
     assert "Cannot specify both scenario IDs and tags" in result.stderr
 
 
-def test_a_missing_api_key_is_an_error(project_dir: Path) -> None:
+def test_a_missing_api_key_is_an_error_printed_without_the_usage_error_prefix(project_dir: Path) -> None:
     result = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", key=False)
     assert result.returncode == 1
-    assert "Missing OpenAI API key" in result.stderr
+    assert result.stderr.startswith("Missing OpenAI API key. Please provide via --openai-api-key, OPENAI_API_KEY")
 
 
 def test_help_lists_the_run_command(project_dir: Path) -> None:
@@ -147,3 +147,123 @@ def test_sigterm_writes_results_and_exits_143(project_dir: Path) -> None:
         assert child.wait(timeout=30) == 143
     data = yaml.safe_load((project_dir / "arbigent-result" / "result.yml").read_text())
     assert [s["id"] for s in data["scenarios"]] == ["checkout", "settings-dark-mode"]
+
+
+def settings(project_dir: Path, name: str, text: str) -> None:
+    (project_dir / ".arbigent").mkdir(exist_ok=True)
+    (project_dir / ".arbigent" / name).write_text(text)
+
+
+def test_all_four_settings_files_are_chained_in_the_clis_order(project_dir: Path) -> None:
+    settings(project_dir, "settings.yml", "run:\n  tags: settings\n")
+    settings(project_dir, "settings.local.yml", "os: android\n")
+    result = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml")
+    assert selected(result.stdout) == "[settings-dark-mode]", "a lower file still supplies a key the higher one omits"
+    settings(project_dir, "settings.local.yaml", "tags: smoke\n")
+    result = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml")
+    assert selected(result.stdout) == "[login]", "a higher file's global key beats a lower file's run key"
+
+
+def test_a_settings_key_of_the_task_command_is_scoped_under_run_task(project_dir: Path) -> None:
+    settings(project_dir, "settings.local.yml", "run:\n  log-level: warn\n  task:\n    log-level: info\n")
+    task = arbigent(project_dir, "run", "task", "open settings")
+    run = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml")
+    assert "All scenarios completed successfully" in task.stdout
+    assert "Final Results" not in run.stdout, "warn hides the I: lines of `run`"
+
+
+@pytest.mark.parametrize("source", ["flag", "settings"])
+def test_a_choice_in_the_wrong_case_is_a_usage_error(project_dir: Path, source: str) -> None:
+    if source == "settings":
+        settings(project_dir, "settings.yml", "os: Android\n")
+    extra = ["--os=Android"] if source == "flag" else []
+    result = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", *extra)
+    assert result.returncode == 1
+    assert result.stderr == (
+        "Usage: arbigent run [<options>] <command> [<args>]...\n\n"
+        "Error: invalid value for --os: invalid choice: Android. (choose from android, ios, web)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ("user_name=Ada, Lovelace", "Invalid variable format: ' Lovelace'. Expected 'key=value'"),
+        ('a="unclosed', "Unmatched quote in value for key 'a'"),
+        ("user-name=ada", "Invalid variable name: 'user-name'."),
+    ],
+)
+def test_bad_variables_are_refused_as_the_variable_parser_refuses_them(
+    project_dir: Path, variables: str, message: str
+) -> None:
+    result = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", f"--variables={variables}")
+    assert result.returncode == 1
+    assert f"Error: invalid value for --variables: {message}" in result.stderr
+
+
+def test_an_alias_is_a_flag_but_not_a_settings_key(project_dir: Path) -> None:
+    by_flag = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", "--openai-key=k", key=False)
+    assert by_flag.returncode == 0, by_flag.stderr
+    settings(project_dir, "settings.yml", "openai-key: k\n")
+    by_key = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", key=False)
+    assert by_key.stderr.startswith("Missing OpenAI API key")
+
+
+def test_an_option_of_another_command_is_unknown(project_dir: Path) -> None:
+    result = arbigent(project_dir, "run", "task", "--project-file=arbigent-project.yaml", "open settings")
+    assert result.stderr == "Usage: arbigent run task [<options>] <goal>\n\nError: no such option --project-file\n"
+
+
+def test_run_task_runs_one_scenario_called_task_without_a_plan_or_final_results(project_dir: Path) -> None:
+    result = arbigent(project_dir, "run", "task", "--max-step=3", "--", "--check the @settings screen")
+    assert result.returncode == 0, result.stderr
+    assert all(LINE.match(line) for line in result.stdout.splitlines())
+    assert "Execution Plan" not in result.stdout and "Final Results" not in result.stdout
+    assert result.stdout.splitlines()[-7].endswith("I: All scenarios completed successfully")
+    data = yaml.safe_load((project_dir / "arbigent-result" / "result.yml").read_text())
+    assert [(s["id"], s["goal"], s["isSuccess"]) for s in data["scenarios"]] == [
+        ("task", "--check the @settings screen", True)
+    ]
+    failed = arbigent(project_dir, "run", "task", "open settings", env={"FAKE_ARBIGENT_FAIL": "task"})
+    assert failed.returncode == 1 and "I: Some scenarios failed" in failed.stdout
+
+
+def test_result_yml_lists_every_steps_screenshot_and_the_files_exist(project_dir: Path) -> None:
+    result = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", "--tags=purchase")
+    assert result.returncode == 0
+    data = yaml.safe_load((project_dir / "arbigent-result" / "result.yml").read_text())
+    [scenario] = data["scenarios"]
+    steps = [step for h in scenario["histories"] for a in h["agentResults"] for step in a["steps"]]
+    assert len(steps) == 6, "checkout runs after launch-app and login: 3 tasks of 2 steps"
+    for step in steps:
+        path = Path(step["screenshotFilePath"])
+        assert path.is_absolute() and path.parent == project_dir / "arbigent-result" / "screenshots"
+        assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_dry_run_echoes_the_plan_and_writes_no_results(project_dir: Path) -> None:
+    result = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", "--dry-run")
+    assert result.returncode == 0
+    assert result.stdout.endswith("Dry run mode is enabled. Exiting without executing scenarios.\n")
+    assert not (project_dir / "arbigent-result" / "result.yml").exists()
+
+
+def test_on_jdk_23_without_the_console_option_there_are_no_log_lines_after_the_plan(project_dir: Path) -> None:
+    tui = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", env={"FAKE_ARBIGENT_JDK": "23"})
+    lines = arbigent(
+        project_dir,
+        "run",
+        "--project-file=arbigent-project.yaml",
+        env={"FAKE_ARBIGENT_JDK": "23", "JAVA_OPTS": "-Xmx1g -Djdk.console=java.base"},
+    )
+    assert "Final Results" not in tui.stdout
+    timestamped = [line for line in tui.stdout.splitlines() if LINE.match(line)]
+    assert len(timestamped) == 1 and "[Execution Plan]" in timestamped[0]
+    assert "I: 📋 Final Results:" in lines.stdout
+
+
+def test_a_double_dash_ends_options_and_argument_files(project_dir: Path) -> None:
+    (project_dir / "args").write_text("--max-step=1\n")
+    result = arbigent(project_dir, "run", "task", "--", "@args")
+    data = yaml.safe_load((project_dir / "arbigent-result" / "result.yml").read_text())
+    assert result.returncode == 0 and data["scenarios"][0]["goal"] == "@args"

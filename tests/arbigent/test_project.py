@@ -88,3 +88,35 @@ def test_a_dependency_cycle_is_an_error() -> None:
 def test_a_duplicate_scenario_id_is_an_error() -> None:
     with pytest.raises(ProjectError, match="'a' is used twice"):
         parse_project("scenarios:\n- id: a\n- id: a\n", Path("p.yaml"))
+
+
+def test_a_scenario_without_an_id_is_run_by_all_and_by_its_tag_but_not_by_id() -> None:
+    text = 'scenarios:\n- id: a\n  goal: "A"\n- goal: "Open the app."\n  tags:\n  - name: "smoke"\n'
+    project = parse_project(text, Path("p.yaml"))
+    assert project.ids == ["a"]
+    assert project.select_all() == ["a", "<unnamed scenario #2>"]
+    assert project.select_tags(["smoke"]) == ["<unnamed scenario #2>"]
+    assert project.get("<unnamed scenario #2>") is None
+
+
+def test_nothing_can_depend_on_a_scenario_without_an_id() -> None:
+    with pytest.raises(ProjectError, match="depends on unknown scenario '<unnamed scenario #1>'"):
+        parse_project("scenarios:\n- goal: x\n- id: b\n  dependency: '<unnamed scenario #1>'\n", Path("p.yaml"))
+
+
+def test_a_recursive_alias_is_refused_in_one_line() -> None:
+    with pytest.raises(ProjectError, match="an alias refers to a node that contains it"):
+        parse_project("scenarios: &s\n- id: a\n  tags: *s\n", Path("p.yaml"))
+
+
+def test_an_error_about_a_big_value_does_not_print_it() -> None:
+    tags = "[" + ", ".join(["[x]"] * 5000) + "]"
+    with pytest.raises(ProjectError) as caught:
+        parse_project(f"scenarios:\n- id: a\n  tags: {tags}\n", Path("p.yaml"))
+    assert len(str(caught.value)) < 300
+    assert "a list of 1 entries" in str(caught.value)
+
+
+def test_aliases_that_stay_small_are_fine() -> None:
+    text = "common: &t\n- name: smoke\nscenarios:\n- id: a\n  tags: *t\n- id: b\n  tags: *t\n"
+    assert parse_project(text, Path("p.yaml")).select_tags(["smoke"]) == ["a", "b"]

@@ -8,10 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from agentify.arbigent.artifacts import ArtifactStore
 from agentify.arbigent.errors import ToolCallError
-from agentify.arbigent.process import WorkdirLocks
+from agentify.arbigent.locks import WorkdirLocks
 from agentify.arbigent.results import RunStatus
-from agentify.arbigent.runs import RunnerConfig, Runs, Selection
+from agentify.arbigent.runs import RunnerConfig, Runs, Selection, Task
 from agentify.arbigent.settings import RunSettings
 from agentify.redact import Redactor
 
@@ -37,7 +38,13 @@ def runs_for(workspace: Workspace, *, timeout: float = 60, grace: float = 3, bin
         timeout=timeout,
         grace=grace,
     )
-    return Runs(config, Redactor(), anyio.Event())
+    return Runs(config, Redactor(), anyio.Event(), ArtifactStore(parent=workspace.root.parent))
+
+
+def private_locks(tmp_path: Path) -> WorkdirLocks:
+    directory = tmp_path / "locks"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    return WorkdirLocks(directory)
 
 
 async def no_progress(message: str) -> None:
@@ -84,7 +91,7 @@ async def test_an_executable_that_cannot_start_is_a_tool_error(workspace: Worksp
 
 async def test_runners_in_other_processes_also_queue_on_the_same_directory(tmp_path: Path) -> None:
     """Two lock tables stand in for two runner processes: they share only the file lock."""
-    first, second = WorkdirLocks(), WorkdirLocks()
+    first, second = private_locks(tmp_path), private_locks(tmp_path)
     queued = anyio.Event()
     order: list[str] = []
 
@@ -108,7 +115,7 @@ async def test_runners_in_other_processes_also_queue_on_the_same_directory(tmp_p
 
 
 async def test_a_directory_busy_for_longer_than_the_limit_is_a_tool_error(tmp_path: Path) -> None:
-    locks = WorkdirLocks()
+    locks = private_locks(tmp_path)
     errors: list[ToolCallError] = []
 
     async def nothing() -> None:
@@ -126,3 +133,55 @@ async def test_a_directory_busy_for_longer_than_the_limit_is_a_tool_error(tmp_pa
             async with anyio.create_task_group() as tg:
                 tg.start_soon(impatient_run)
     assert "busy for more than 0.2 s" in str(errors[0])
+
+
+async def test_java_opts_keeps_the_users_value_and_adds_the_line_console(
+    workspace: Workspace, fake_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On JDK 22-24 the CLI would draw its terminal UI and print no results without -Djdk.console=java.base."""
+    monkeypatch.setenv("JAVA_OPTS", "-Xmx2g")
+    monkeypatch.setenv("FAKE_ARBIGENT_JDK", "23")
+    report = await runs_for(workspace).run(Selection(tag="login"), no_progress)
+    assert workspace.starts()[0]["java_opts"] == "-Xmx2g -Djdk.console=java.base"
+    assert report.status is RunStatus.PASSED
+    assert [(r.id, r.success) for r in report.scenarios] == [("login", True)]
+
+
+async def test_an_ad_hoc_task_runs_arbigent_run_task_with_the_goal_after_the_options(
+    workspace: Workspace, fake_env: None
+) -> None:
+    task = Task("-x check that @home shows a greeting", max_step=4)
+    report = await runs_for(workspace).run(Selection(task=task), no_progress)
+    [start] = workspace.starts()
+    assert start["argv"] == ["run", "task", "--max-step=4", "--", "-x check that @home shows a greeting"]
+    assert report.status is RunStatus.PASSED
+    assert report.verdict().startswith("PASSED: the AI agent achieved the task '-x check that @home shows a greeting'")
+    assert [(r.id, r.success) for r in report.scenarios] == [("task", True)]
+    assert report.attachments == ()
+
+
+async def test_a_failed_task_shows_its_last_screenshot_and_keeps_its_files(
+    workspace: Workspace, fake_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_ARBIGENT_FAIL", "task")
+    runs = runs_for(workspace)
+    try:
+        report = await runs.run(Selection(task=Task("turn on dark mode", max_retry=1)), no_progress)
+        assert report.status is RunStatus.FAILED and report.run is not None
+        [shot] = report.attachments
+        assert shot.scenario_id == "task" and shot.data is not None and shot.data.startswith(b"\x89PNG")
+        assert shot.uri.startswith(f"arbigent://runs/{report.run.run_id}/screenshots/")
+        assert set(report.run.files) >= {"result.yml", "report.html", shot.uri.split("/", 4)[-1]}
+        assert len([n for n in report.run.files if n.startswith("screenshots/")]) == 4  # 2 attempts x 2 steps
+        data, mime = runs.store.read(report.run.uri("result.yml"))
+        assert mime == "application/yaml" and b"turn on dark mode" in data
+    finally:
+        runs.store.close()
+
+
+async def test_a_scenario_without_an_id_runs_in_all_and_by_its_tag(workspace: Workspace, fake_env: None) -> None:
+    workspace.project.write_text('scenarios:\n- goal: "Open the app."\n  tags:\n  - name: "smoke"\n')
+    report = await runs_for(workspace).run(Selection(tag="smoke"), no_progress)
+    assert report.status is RunStatus.PASSED
+    [result] = report.scenarios
+    assert len(result.id) == 36 and result.success, "the CLI gives it a random UUID"

@@ -19,6 +19,7 @@ from .support import EXAMPLES, MODEL_FROM_CONFIG, SECRET_KEY, Workspace, connect
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 RUN_RESULT_KEYS = {"status", "exitCode", "scenarios", "resultFile", "reportFile", "durationMs"}
+RUN_RESULT_KEYS |= {"runId", "screenshots", "stdoutTail", "stderrTail"}
 
 
 class ProgressLog:
@@ -60,6 +61,7 @@ async def test_tools_are_derived_from_the_project_tags(workspace: Workspace) -> 
         "run-arbigent-test-purchase",
         "run-arbigent-test-settings",
         "run-arbigent-scenarios",
+        "run-arbigent-task",
         "list-arbigent-scenarios",
     }
     assert "'purchase'" in (tools["run-arbigent-test-purchase"].description or "")
@@ -75,7 +77,7 @@ async def test_a_tag_tool_runs_the_cli_with_exactly_the_argv_it_expects(workspac
     [start] = workspace.starts()
     assert start["argv"] == [
         "run",
-        f"--project-file={workspace.project.resolve()}",
+        f"--project-file={workspace.project}",
         "--tags=login",
         "--ai-type=openai",
         f"--openai-model-name={MODEL_FROM_CONFIG}",
@@ -98,6 +100,8 @@ async def test_a_passing_run_returns_the_documented_structured_content(workspace
     assert content["resultFile"] == str(workspace.root.resolve() / "arbigent-result" / "result.yml")
     assert content["reportFile"] == str(workspace.root.resolve() / "arbigent-result" / "report.html")
     assert text_of(result).startswith("PASSED: 1 scenario(s) passed: login (tag 'login',")
+    assert content["runId"] and content["screenshots"] == []
+    assert content["stdoutTail"].rstrip().endswith("report.html") and content["stderrTail"] == ""
 
 
 async def test_every_stdout_line_arrives_as_progress_with_the_scenario_position(workspace: Workspace) -> None:
@@ -266,3 +270,14 @@ async def test_the_example_project_serves_its_tags_and_runs_the_login_tests(work
         {"id": "login-wrong-password", "success": True},
         {"id": "logout", "success": True},
     ]
+
+
+async def test_keys_the_schema_refuses_are_refused_not_ignored(workspace: Workspace) -> None:
+    async with connect(workspace) as session:
+        tag = await call(session, "run-arbigent-test-login", {"x": 1})
+        task = await call(session, "run-arbigent-task", {"goal": "check the login", "maxStpe": 3})
+        listed = await call(session, "list-arbigent-scenarios", {"verbose": True})
+    assert tag.is_error and "run-arbigent-test-login does not take x; it takes no arguments" in text_of(tag)
+    assert task.is_error and "does not take maxStpe; it takes goal, maxRetry, maxStep" in text_of(task)
+    assert listed.is_error and "does not take verbose" in text_of(listed)
+    assert workspace.starts() == []  # nothing was run

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +12,17 @@ import pytest
 
 from agentify.arbigent.cli import resolve_binary
 from agentify.arbigent.errors import StartupError
+from agentify.arbigent.yamlfile import MAX_FILE_BYTES
 
 from .support import FAKE_ARBIGENT, Workspace
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def private_runtime_dir(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the runners started here keep their run locks (instead of the user's cache dir)."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(workspace.runtime))
 
 
 def start(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -115,3 +123,62 @@ def test_arbigent_is_found_on_path_before_arbigent_cli(tmp_path: Path, monkeypat
     (tmp_path / "arbigent-cli").unlink()
     with pytest.raises(StartupError):
         resolve_binary(None)
+
+
+def limited_memory() -> None:
+    """Runs in the child before exec: 2 GiB of address space, so a YAML bomb fails instead of swapping."""
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+BILLION_LAUGHS = (
+    "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n"
+    + "".join(
+        f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+        for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    + "scenarios:\n- id: x\n  goal: g\n  tags: *i\n"
+)
+
+
+def test_a_billion_laughs_project_fails_with_one_line_instead_of_growing_memory(workspace: Workspace) -> None:
+    assert len(BILLION_LAUGHS) < 800
+    workspace.project.write_text(BILLION_LAUGHS)
+    result = subprocess.run(
+        [sys.executable, "-m", "agentify.arbigent", *args_for(workspace)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+        preexec_fn=limited_memory,
+    )
+    assert_fails(result, "its aliases expand to more than")
+    assert len(result.stderr.splitlines()) == 1 and len(result.stderr) < 400
+
+
+def test_a_fifo_as_the_project_file_does_not_hang_start_up(workspace: Workspace) -> None:
+    fifo = workspace.root / "project.fifo"
+    os.mkfifo(fifo)
+    result = start(args_for(workspace, project=str(fifo)))
+    assert_fails(result, f"project file {fifo} is not a regular file (a FIFO)")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_project_file_over_the_size_limit_is_refused(workspace: Workspace) -> None:
+    workspace.project.write_text("scenarios: []\n#" + "x" * MAX_FILE_BYTES + "\n")
+    result = start(args_for(workspace))
+    assert_fails(result, f"over the limit of {MAX_FILE_BYTES:,}")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_project_with_scenarios_without_id_starts(workspace: Workspace) -> None:
+    workspace.project.write_text('scenarios:\n- goal: "Open the app."\n  tags:\n  - name: "smoke"\n')
+    result = start(args_for(workspace), env={"OPENAI_API_KEY": "k"})
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_settings_key_in_the_wrong_case_is_refused_at_start_up(workspace: Workspace) -> None:
+    workspace.config.write_text("run:\n  ai-type: OpenAI-Compatible\n")
+    assert_fails(
+        start(args_for(workspace)), "run.ai-type: 'OpenAI-Compatible' is not one of openai, gemini, azureopenai"
+    )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.conftest import error_code, gateway, gateway_env, text_of, wait_until
+from tests.conftest import AGENTIFY, error_code, gateway, gateway_env, text_of, wait_until
 from tests.fakes.model_server import ModelServer, Reply
 from tests.servers import everything, free_port, http_backend, server_process, stop, wait_accepting
 
@@ -49,7 +51,7 @@ async def call(session: Any, model: ModelServer, tool: str, arguments: dict[str,
 )
 async def test_server_everything_over_http_and_sse(tmp_path: Path, model: ModelServer, mode: str, entry: Any) -> None:
     port = free_port()
-    with server_process(everything(mode, port, tmp_path / "server.log"), tmp_path / "server.log", {"PORT": str(port)}):
+    with server_process(everything(mode), tmp_path / "server.log", {"PORT": str(port)}):
         await wait_accepting(port)
         config = mcp_config(tmp_path, {"everything": entry(port)})
         async with gateway(config, gateway_env(model), tmp_path / "stderr.log") as session:
@@ -128,14 +130,15 @@ async def test_wrong_bearer_token_is_backend_unavailable_naming_the_fix(tmp_path
     assert "HTTP 401" in listed["lastError"] and "auth.token" in listed["lastError"]
 
 
+@pytest.mark.parametrize(("mode", "path"), [("streamableHttp", "/mcp"), ("sse", "/sse")])
 async def test_remote_server_killed_is_unavailable_at_once_and_works_again_after_restart(
-    tmp_path: Path, model: ModelServer
+    tmp_path: Path, model: ModelServer, mode: str, path: str
 ) -> None:
     port = free_port()
     log = tmp_path / "server.log"
-    argv = everything("streamableHttp", port, log)
+    argv = everything(mode)
     env = {"PORT": str(port)}
-    config = mcp_config(tmp_path, {"everything": {"url": f"http://127.0.0.1:{port}/mcp", "timeoutSeconds": 300}})
+    config = mcp_config(tmp_path, {"everything": {"url": f"http://127.0.0.1:{port}{path}", "timeoutSeconds": 300}})
     with server_process(argv, log, env) as first:
         await wait_accepting(port)
         async with gateway(config, gateway_env(model), tmp_path / "stderr.log") as session:
@@ -153,3 +156,16 @@ async def test_remote_server_killed_is_unavailable_at_once_and_works_again_after
                 listed = (await backends(session))["everything"]
     assert "three" in text_of(again)
     assert listed["state"] == "ready" and listed["restarts"] >= 1
+
+
+def test_doctor_shows_a_remote_backend_with_its_url_masked_and_why_it_is_down(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    entry = {"id": "team", "url": f"http://user:{TOKEN}@127.0.0.1:{port}/mcp?token={TOKEN}&team=blue"}
+    config = tmp_path / "agentify.json"
+    config.write_text(json.dumps({"backends": [entry]}))
+    env = os.environ | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([str(AGENTIFY), "doctor", "--config", str(config)], capture_output=True, text=True, env=env)
+    assert done.returncode == 1
+    assert f"http://[REDACTED]@127.0.0.1:{port}/mcp?token=[REDACTED]" in done.stdout
+    assert "cannot connect" in done.stdout
+    assert TOKEN not in done.stdout + done.stderr

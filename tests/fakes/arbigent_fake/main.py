@@ -1,22 +1,59 @@
-"""A stand-in for the `arbigent` CLI (release 0.77.0) that behaves like it where the runner can tell.
+"""A stand-in for the `arbigent` CLI, release 0.77.0, as strict as the real one where the runner can tell.
 
-Follows docs/arbigent-cli-facts.md (Arbigent 0.77.0): the `run` subcommand with the real option names
-(`--name=value` and `--name value`), `@file` argument files, settings files in `.arbigent/` of the
-CWD, usage errors (`Error: no such option --x`, exit 1), the API key check, the selection rules, the
-`HH:MM:SS L: message` lines, the Final Results block, result.yml and report.html under
-`<working dir>/arbigent-result/`, and SIGTERM/SIGINT writing results before exiting 143/130.
+Facts of 0.77.0 it copies (read from RunCommand.kt, RunTaskCommand.kt, CommonOptions.kt, AiConfig.kt,
+VariableParser.kt, YamlValueSource.kt, main.kt, and Clikt 5.0.2; see docs/arbigent-cli-facts.md):
+- Commands `run` (with subcommand `task GOAL`), `scenarios`, `tags`, `graph`, `instruction`,
+  `guide`; `arbigent --help` lists them and exits 0. There is no `--version`.
+- Exactly the options of `run` and of `run task` (RUN_OPTIONS, TASK_OPTIONS below), `--name=value`
+  or `--name value`; `--tags`/`--scenario-ids` split on `,` and repeat; other options: last wins.
+  A flag given a value, an unknown option, a missing value or argument, an extra argument, an
+  unknown subcommand: Clikt's usage error on stderr, `Usage: arbigent run [<options>] ...`, a blank
+  line, `Error: <message>`, exit 1.
+- `@file` arguments are expanded (shell-like tokens, `#` comments) until `--`, which also ends the
+  options; `@@x` is the literal argument `@x`.
+- Settings: all four `.arbigent/settings{.local,}.y{a,}ml` of the CWD that exist, in the order
+  local.yml, local.yaml, settings.yml, settings.yaml; for each file the command-scoped key
+  (`run.<key>`, `run.task.<key>` for tasks) and then the global `<key>`; nested maps flattened with
+  `.`, lists joined with `,`, null read as "". Only the canonical long option name is a key.
+  Precedence: flag > environment (API keys only) > settings files > default.
+- Choices are case-sensitive (`--ai-type` openai|gemini|azureopenai, `--os` android|ios|web,
+  `--log-level` debug|info|warn|error): `invalid value for --os: invalid choice: Android. (choose
+  from android, ios, web)`. Flags read from a settings file accept Clikt's booleans. `--max-step`
+  and `--max-retry` are integers. `--variables` goes through VariableParser: its `Invalid variable
+  format`, `Unmatched quote` and `Invalid variable name` messages become `invalid value for
+  --variables: ...` usage errors.
+- Errors that are not usage errors (a missing `--project-file`, a missing API key, a bad
+  `--ios-real-device-port`) are printed without `Error:`; JVM exceptions (project file not found,
+  tags with scenario ids, no device) as `Exception in thread "main" ...` with a stack trace. Exit 1.
+- `run`: the selection rules (leaves, tags minus chain members, ids), `[Execution Plan] Selected
+  scenarios for execution: [..]`; `--dry-run` echoes the plan without timestamps and exits 0 without
+  results; the device check ("No available device found") comes after it.
+- `run task GOAL [--max-step N] [--max-retry N]`: one scenario with id `task`; no plan line and no
+  `Final Results` block: `All scenarios completed successfully` or `Some scenarios failed`.
+- Every log line is `HH:MM:SS L: message` (UTC) on stdout when stdout is not a console; the results
+  summary is printed at level I (hidden by `--log-level=warn`).
+- A scenario without `id` gets a random UUID. A failing scenario is retried `maxRetry` times.
+- `<working dir>/arbigent-result/`: result.yml (per scenario `id`, `goal`, `executionStatus`,
+  `isSuccess`, `histories` of attempts with `agentResults` and `steps` whose `screenshotFilePath`
+  is an absolute path into `screenshots/`), report.html, `screenshots/<step id>.png`.
+- SIGTERM/SIGINT: the shutdown hook writes result.yml and report.html, then exit 143/130.
+- On JDK 22-24 the CLI sees a console even with piped stdio and draws its terminal UI instead of
+  log lines, unless JAVA_OPTS holds `-Djdk.console=java.base` (simulated by FAKE_ARBIGENT_JDK).
+Known differences: no "Did you mean" suggestions; no real device, AI or screenshots of an app.
 
 Test switches (environment):
   FAKE_ARBIGENT_RECORD=<file>        append a JSON line when started: {"argv", "cwd", "pid", "ppid", "pgid", "sid",
-                                     "stdin": "devnull"|"other", "env": {API key env var: sha256 of it or null}},
+                                     "stdin": "devnull"|"other", "java_opts", "env": {API key env var: sha256 or null}},
                                      and one when a run ends: {"pid", "exit": <code>}
-  FAKE_ARBIGENT_FAIL=<id,id>         these scenarios fail (and so does every scenario whose chain holds one)
+  FAKE_ARBIGENT_FAIL=<id,id>         these scenarios fail (and every scenario whose chain holds one); `task`: a task
   FAKE_ARBIGENT_STEP_DELAY=<s>       sleep before each step (default 0)
   FAKE_ARBIGENT_HANG=1               hang after the first scenario started (until a signal)
   FAKE_ARBIGENT_IGNORE_SIGTERM=1     ignore SIGTERM (only SIGKILL stops it)
   FAKE_ARBIGENT_BIG_OUTPUT=<bytes>   print that many bytes of extra log lines before the first scenario
   FAKE_ARBIGENT_ECHO_KEY=1           print the API key in use (to test redaction)
   FAKE_ARBIGENT_NO_DEVICE=1          fail like a machine without a device ("No available device found")
+  FAKE_ARBIGENT_SCREENSHOT_BYTES=<n> make each screenshot a valid PNG of about n bytes (default: a few hundred)
+  FAKE_ARBIGENT_JDK=<major>          the Java version to act as; 22-24 draw the terminal UI without -Djdk.console
 """
 
 from __future__ import annotations
@@ -27,44 +64,45 @@ import json
 import os
 import shlex
 import signal
+import struct
 import sys
 import time
+import uuid
+import zlib
 from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
 
-VALUE_OPTIONS = {
-    "--project-file",
-    "--ai-type",
-    "--os",
-    "--tags",
-    "--scenario-ids",
-    "--shard",
-    "--variables",
-    "--working-directory",
-    "--log-level",
-    "--log-file",
-    "--path",
-    "--openai-endpoint",
-    "--openai-model-name",
-    "--openai-api-key",
-    "--gemini-endpoint",
-    "--gemini-model-name",
-    "--gemini-api-key",
-    "--azure-openai-endpoint",
-    "--azure-openai-api-version",
-    "--azure-openai-model-name",
-    "--azure-openai-api-key",
+AI = ["ai-type", "openai-endpoint", "openai-model-name", "openai-api-key", "gemini-endpoint", "gemini-model-name"]
+AI += ["gemini-api-key", "azure-openai-endpoint", "azure-openai-api-version", "azure-openai-model-name"]
+AI += ["azure-openai-api-key"]
+DEVICE = ["ai-api-logging", "os", "ios-xctest-apple-team-id", "ios-real-device-id", "ios-real-device-port"]
+DEVICE += ["log-level", "log-file", "working-directory"]
+RUN_OPTIONS = [*AI, *DEVICE, "project-file", "path", "variables", "scenario-ids", "tags", "dry-run", "shard"]
+TASK_OPTIONS = [*AI, *DEVICE, "max-step", "max-retry"]
+SECOND_NAMES = {"openai-key": "openai-api-key", "azure-openai-key": "azure-openai-api-key"}
+FLAGS = {"ai-api-logging", "dry-run"}
+MULTIPLE = {"tags", "scenario-ids"}
+INTS = {"max-step", "max-retry"}
+CHOICES = {
+    "ai-type": ["openai", "gemini", "azureopenai"],
+    "os": ["android", "ios", "web"],
+    "log-level": ["debug", "info", "warn", "error"],
 }
-FLAG_OPTIONS = {"--dry-run", "--ai-api-logging"}
-REPEATABLE = {"--tags", "--scenario-ids"}
-API_KEY_ENV = {"OPENAI_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY"}
+ENV = {
+    "openai-api-key": "OPENAI_API_KEY",
+    "gemini-api-key": "GEMINI_API_KEY",
+    "azure-openai-api-key": "AZURE_OPENAI_API_KEY",
+}
+TRUE, FALSE = {"true", "t", "1", "yes", "y", "on"}, {"false", "f", "0", "no", "n", "off"}
 SETTINGS_FILES = ("settings.local.yml", "settings.local.yaml", "settings.yml", "settings.yaml")
 LEVELS = {"debug": 0, "info": 1, "warn": 2, "error": 3}
 COMMANDS = ("run", "scenarios", "tags", "graph", "instruction", "guide")
-
-ROOT_HELP = """Usage: arbigent [<options>] <command> [<args>]...
+ROOT_USAGE = "Usage: arbigent [<options>] <command> [<args>]..."
+RUN_USAGE = "Usage: arbigent run [<options>] <command> [<args>]..."
+TASK_USAGE = "Usage: arbigent run task [<options>] <goal>"
+ROOT_HELP = f"""{ROOT_USAGE}
 
 Options:
   -h, --help  Show this message and exit
@@ -77,7 +115,6 @@ Commands:
   instruction  Print instructions for AI agents
   guide        Show the getting started guide
 """
-RUN_USAGE = "Usage: arbigent run [<options>]"
 
 
 class State:
@@ -86,33 +123,44 @@ class State:
     result_dir: Path | None = None
     selected: list[str] = []
     results: dict[str, bool] = {}
+    histories: dict[str, list[dict[str, Any]]] = {}
     goals: dict[str, str] = {}
     min_level = LEVELS["info"]
+    interactive = False
 
 
 def main(argv: list[str]) -> NoReturn:
-    argv = expand_argument_files(argv)
     record(argv)
-    if not argv:
+    tokens = expand_argument_files(argv)
+    if not tokens or tokens[0] in ("-h", "--help"):
         sys.stdout.write(ROOT_HELP)
-        usage_error("Usage: arbigent [<options>] <command> [<args>]...", "missing command")
-    if argv[0] in ("-h", "--help"):
-        sys.stdout.write(ROOT_HELP)
-        sys.exit(0)
-    if argv[0].startswith("-"):
-        usage_error("Usage: arbigent [<options>] <command> [<args>]...", f"no such option {argv[0].split('=')[0]}")
-    if argv[0] not in COMMANDS:
-        usage_error("Usage: arbigent [<options>] <command> [<args>]...", f"no such subcommand {argv[0]}")
-    options = parse_options(argv[0], argv[1:])
-    if argv[0] == "run":
-        run(options)
-    list_command(argv[0], options)
+        sys.exit(0 if tokens else 1)
+    if tokens[0].startswith("-"):
+        usage_error(ROOT_USAGE, f"no such option {tokens[0].split('=')[0]}")
+    if tokens[0] not in COMMANDS:
+        usage_error(ROOT_USAGE, f"no such subcommand {tokens[0]}")
+    if tokens[0] != "run":
+        list_command(tokens[0], tokens[1:])
+    options, rest = parse(RUN_OPTIONS, tokens[1:], RUN_USAGE, subcommands=("task",))
+    run_settings = resolve("run", RUN_OPTIONS, options, RUN_USAGE)
+    if rest is None:
+        run(run_settings)
+    task_options, positional = parse(TASK_OPTIONS, rest, TASK_USAGE)
+    if not positional:
+        usage_error(TASK_USAGE, "missing argument <goal>")
+    if len(positional) > 1:
+        usage_error(TASK_USAGE, f"got unexpected extra argument ({positional[1]})")
+    run_task(positional[0], resolve("run.task", TASK_OPTIONS, task_options, TASK_USAGE))
 
 
 def expand_argument_files(argv: list[str]) -> list[str]:
     expanded: list[str] = []
-    for arg in argv:
-        if arg.startswith("@"):
+    for index, arg in enumerate(argv):
+        if arg == "--":
+            return expanded + argv[index:]
+        if arg.startswith("@@"):
+            expanded.append(arg[1:])
+        elif arg.startswith("@"):
             expanded += shlex.split(Path(arg[1:]).read_text(encoding="utf-8"), comments=True)
         else:
             expanded.append(arg)
@@ -121,7 +169,7 @@ def expand_argument_files(argv: list[str]) -> list[str]:
 
 def record(argv: list[str]) -> None:
     stdin = "devnull" if os.path.samestat(os.fstat(0), os.stat(os.devnull)) else "other"
-    env = {name: _sha256(os.environ[name]) if name in os.environ else None for name in sorted(API_KEY_ENV)}
+    env = {name: _sha256(os.environ[name]) if name in os.environ else None for name in sorted(ENV.values())}
     append_record(
         {
             "argv": argv,
@@ -131,6 +179,7 @@ def record(argv: list[str]) -> None:
             "pgid": os.getpgid(0),
             "sid": os.getsid(0),
             "stdin": stdin,
+            "java_opts": os.environ.get("JAVA_OPTS"),
             "env": env,
         }
     )
@@ -148,12 +197,14 @@ def _sha256(value: str) -> str:
 
 
 def usage_error(usage: str, message: str) -> NoReturn:
+    """Clikt's UsageError: the command's usage, a blank line, `Error: message`."""
     sys.stderr.write(f"{usage}\n\nError: {message}\n")
     sys.exit(1)
 
 
 def cli_error(message: str) -> NoReturn:
-    sys.stderr.write(f"Error: {message}\n")
+    """A CliktError that is not a usage error: the message alone."""
+    sys.stderr.write(f"{message}\n")
     sys.exit(1)
 
 
@@ -167,72 +218,224 @@ def jvm_exception(kind: str, message: str) -> NoReturn:
     sys.exit(1)
 
 
-def parse_options(command: str, args: list[str]) -> dict[str, Any]:
-    usage = f"Usage: arbigent {command} [<options>]"
-    options: dict[str, Any] = {}
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg in ("-h", "--help"):
-            sys.stdout.write(f"{usage}\n\nOptions:\n" + "".join(f"  {o} <value>\n" for o in sorted(VALUE_OPTIONS)))
-            sys.stdout.write(
-                "".join(f"  {o}\n" for o in sorted(FLAG_OPTIONS)) + "  -h, --help  Show this message and exit\n"
-            )
-            sys.exit(0)
-        if not arg.startswith("--"):
-            usage_error(usage, f"got unexpected extra argument ({arg})")
-        name, has_value, value = arg.partition("=")
-        if name in FLAG_OPTIONS:
-            if has_value:
-                usage_error(usage, f"option {name} does not take a value")
-            options[name] = True
-        elif name in VALUE_OPTIONS or name.startswith("--ios-"):
-            if not has_value:
-                i += 1
-                if i >= len(args):
-                    usage_error(usage, f"option {name} requires a value")
-                value = args[i]
-            if name in REPEATABLE:
-                options.setdefault(name, []).extend(value.split(","))
-            else:
-                options[name] = value
-        else:
-            usage_error(usage, f"no such option {name}")
+def parse(
+    known: list[str], tokens: list[str], usage: str, subcommands: tuple[str, ...] = ()
+) -> tuple[dict[str, list[str]], Any]:
+    """Options (name -> values given) and what follows: the subcommand's tokens, or the positional arguments.
+
+    For a command with subcommands, the second item is None when none was named."""
+    options: dict[str, list[str]] = {}
+    positional: list[str] = []
+    i, options_allowed = 0, True
+    while i < len(tokens):
+        token = tokens[i]
         i += 1
-    return options
+        if options_allowed and token == "--":
+            options_allowed = False
+            continue
+        if options_allowed and token in ("-h", "--help"):
+            sys.stdout.write(f"{usage}\n\nOptions:\n" + "".join(f"  --{o}\n" for o in known))
+            sys.exit(0)
+        if options_allowed and token.startswith("-") and len(token) > 1:
+            name, has_value, value = token[2:].partition("=") if token.startswith("--") else (token[1:], "", "")
+            canonical = SECOND_NAMES.get(name, name)
+            if canonical not in known:
+                usage_error(usage, f"no such option {token.split('=')[0]}")
+            if canonical in FLAGS:
+                if has_value:
+                    usage_error(usage, f"option --{name} does not take a value")
+                options[canonical] = ["true"]
+                continue
+            if not has_value:
+                if i >= len(tokens):
+                    usage_error(usage, f"option --{name} requires a value")
+                value = tokens[i]
+                i += 1
+            values = value.split(",") if canonical in MULTIPLE else [value]
+            options[canonical] = options.get(canonical, []) + values if canonical in MULTIPLE else values
+        elif subcommands and not positional:
+            if token not in subcommands:
+                usage_error(usage, f"no such subcommand {token}")
+            return options, tokens[i:]
+        else:
+            positional.append(token)
+    return options, (positional if not subcommands else None)
 
 
-def settings_file_options(command: str) -> dict[str, Any]:
-    """Options from the first `.arbigent/settings*` file in the CWD: top level, then `<command>:` overriding."""
+def settings_sources(scope: str) -> list[dict[str, str]]:
+    """Per existing settings file, in the CLI's order: its command-scoped keys, then its global keys."""
+    sources: list[dict[str, str]] = []
     for name in SETTINGS_FILES:
         path = Path(".arbigent") / name
-        if path.exists():
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            merged = {k: v for k, v in data.items() if not isinstance(v, dict)}
-            if isinstance(data.get(command), dict):
-                merged.update(data[command])
-            return {f"--{k}": v for k, v in merged.items()}
-    return {}
+        if not path.is_file():
+            continue
+        try:
+            flat = flatten(yaml.safe_load(path.read_text(encoding="utf-8")))
+        except (yaml.YAMLError, UnicodeDecodeError):
+            flat = {}
+        sources.append({k.removeprefix(scope + "."): v for k, v in flat.items() if k.startswith(scope + ".")})
+        sources.append(flat)
+    return sources
 
 
-def effective(options: dict[str, Any], settings: dict[str, Any], name: str, env: str | None = None) -> Any:
-    """Flag > env > settings file."""
-    if name in options:
-        return options[name]
-    if env and os.environ.get(env):
-        return os.environ[env]
-    value = settings.get(name)
-    if name in REPEATABLE and isinstance(value, str):
-        return value.split(",")
-    if isinstance(value, list) and name not in REPEATABLE:
-        return ",".join(str(v) for v in value)
+def flatten(node: Any, prefix: str = "") -> dict[str, str]:
+    """YamlValueSource: maps flattened with `.`, lists joined with `,`, null as ""."""
+    if isinstance(node, dict):
+        result: dict[str, str] = {}
+        for key, value in node.items():
+            result.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return result
+    if isinstance(node, list):
+        return {prefix: ",".join(scalar(v) for v in node)}
+    return {prefix: scalar(node)} if prefix else {}
+
+
+def scalar(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def resolve(scope: str, known: list[str], given: dict[str, list[str]], usage: str) -> dict[str, Any]:
+    """Every option's value: flag > environment > settings files, converted as Clikt converts it."""
+    sources = settings_sources(scope)
+    values: dict[str, Any] = {}
+    for name in known:
+        raw: list[str] | None = given.get(name)
+        from_file = False
+        if raw is None and name in ENV and os.environ.get(ENV[name]):
+            raw = [os.environ[ENV[name]]]
+        if raw is None:
+            found = next((source[name] for source in sources if name in source), None)
+            if found is not None:
+                raw, from_file = (found.split(",") if name in MULTIPLE else [found]), True
+        if raw is not None:
+            values[name] = convert(name, raw, from_file, usage)
+    return values
+
+
+def convert(name: str, raw: list[str], from_file: bool, usage: str) -> Any:
+    value = raw[-1]
+    if name in MULTIPLE:
+        return raw
+    if name in FLAGS:
+        if not from_file:
+            return True
+        if value.lower() not in TRUE | FALSE:
+            usage_error(usage, f"invalid value for --{name}: {value} is not a valid boolean")
+        return value.lower() in TRUE
+    if name in CHOICES and value not in CHOICES[name]:
+        usage_error(
+            usage, f"invalid value for --{name}: invalid choice: {value}. (choose from {', '.join(CHOICES[name])})"
+        )
+    if name in INTS:
+        try:
+            return int(value)
+        except ValueError:
+            usage_error(usage, f"invalid value for --{name}: {value} is not a valid integer")
+    if name == "variables":
+        try:
+            return parse_variables(value)
+        except ValueError as exc:
+            usage_error(usage, f"invalid value for --variables: {exc}")
+    if name == "shard":
+        current, slash, total = value.partition("/")
+        if not (slash and current.isdigit() and total.isdigit()):
+            usage_error(usage, "invalid value for --shard: Invalid shard format. Use `<current>/<total>` (e.g., 1/5)")
     return value
+
+
+def parse_variables(text: str) -> dict[str, str]:
+    """VariableParser.parseVariables of 0.77.0."""
+    if not text.strip():
+        return {}
+    pairs, current, quote = [], "", None
+    for char in text:
+        if char in "\"'" and quote is None:
+            quote, current = char, current + char
+        elif char == quote:
+            quote, current = None, current + char
+        elif char == "," and quote is None:
+            if current:
+                pairs.append(current)
+                current = ""
+        else:
+            current += char
+    if current:
+        pairs.append(current)
+    result = {}
+    for pair in (p for p in pairs if p.strip()):
+        if "=" not in pair:
+            raise ValueError(f"Invalid variable format: '{pair}'. Expected 'key=value'")
+        key, value = (part.strip() for part in pair.split("=", 1))
+        if len(value) >= 2:
+            if value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            elif value[0] in "\"'":
+                raise ValueError(f"Unmatched quote in value for key '{key}'")
+        if (
+            not key
+            or not (key[0].isalpha() or key[0] == "_")
+            or not all(c.isalpha() or c.isdecimal() or c == "_" for c in key)
+        ):
+            raise ValueError(
+                f"Invalid variable name: '{key}'. Variable names must start with a letter or underscore and contain "
+                "only letters, numbers, and underscores."
+            )
+        result[key] = value
+    return result
+
+
+def validate_ai(settings: dict[str, Any]) -> str:
+    """validateAiConfig: the key of the chosen AI type must be there. Returns the key."""
+    ai_type = settings.get("ai-type", "openai")
+    if ai_type == "azureopenai" and not settings.get("azure-openai-endpoint"):
+        cli_error(
+            "Missing Azure OpenAI endpoint. Please provide via --azure-openai-endpoint "
+            "or in .arbigent/settings.local.yml"
+        )
+    option = {"openai": "openai-api-key", "gemini": "gemini-api-key", "azureopenai": "azure-openai-api-key"}[ai_type]
+    label = {"openai": "OpenAI", "gemini": "Gemini", "azureopenai": "Azure OpenAI"}[ai_type]
+    key = settings.get(option)
+    if not key:
+        cli_error(
+            f"Missing {label} API key. Please provide via --{option}, {ENV[option]} environment variable, "
+            "or in .arbigent/settings.local.yml"
+        )
+    return str(key)
+
+
+def start(settings: dict[str, Any]) -> str:
+    """The part `run` and `run task` share before they load scenarios: AI key, log level, result dir."""
+    key = validate_ai(settings)
+    State.min_level = LEVELS[settings.get("log-level", "info")]
+    working_directory = settings.get("working-directory")
+    State.result_dir = (Path(working_directory) if working_directory else Path()).absolute() / "arbigent-result"
+    (State.result_dir / "screenshots").mkdir(parents=True, exist_ok=True)
+    return key
+
+
+def connect_device(settings: dict[str, Any]) -> None:
+    port = str(settings.get("ios-real-device-port") or "").strip()
+    if port and not port.isdigit():
+        cli_error(f'--ios-real-device-port must be an integer in 1..65535 but was "{port}"')
+    if port and not 1 <= int(port) <= 65535:
+        cli_error(f"--ios-real-device-port must be in 1..65535 but was {int(port)}")
+    if os.environ.get("FAKE_ARBIGENT_NO_DEVICE") == "1":
+        jvm_exception("java.lang.IllegalArgumentException", "No available device found")
+    jdk = int(os.environ.get("FAKE_ARBIGENT_JDK") or 21)
+    State.interactive = 22 <= jdk <= 24 and "-Djdk.console=java.base" not in os.environ.get("JAVA_OPTS", "").split()
 
 
 def log(level: str, message: str) -> None:
     if LEVELS[{"D": "debug", "I": "info", "W": "warn", "E": "error"}[level]] < State.min_level:
         return
-    sys.stdout.write(f"{time.strftime('%H:%M:%S', time.gmtime())} {level}: {message}\n")
+    if State.interactive:  # the terminal UI: a redrawn screen, no log lines
+        sys.stdout.write(f"\x1b[2J\x1b[H{message}\n")
+    else:
+        sys.stdout.write(f"{time.strftime('%H:%M:%S', time.gmtime())} {level}: {message}\n")
     sys.stdout.flush()
 
 
@@ -241,7 +444,10 @@ def load_project(project_file: str) -> list[dict[str, Any]]:
     if not path.is_file():
         jvm_exception("java.io.FileNotFoundException", f"{project_file} (No such file or directory)")
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return list(data.get("scenarios") or [])
+    scenarios = list(data.get("scenarios") or [])
+    for scenario in scenarios:
+        scenario.setdefault("id", str(uuid.uuid4()))
+    return scenarios
 
 
 def chain(by_id: dict[str, dict[str, Any]], scenario_id: str) -> list[str]:
@@ -266,117 +472,154 @@ def select(scenarios: list[dict[str, Any]], tags: list[str], ids: list[str]) -> 
 def shard(selected: list[str], spec: str) -> list[str]:
     current, total = (int(part) for part in spec.split("/"))
     size, extra = divmod(len(selected), total)
-    start = (current - 1) * size + min(current - 1, extra)
-    return selected[start : start + size + (1 if current <= extra else 0)]
+    begin = (current - 1) * size + min(current - 1, extra)
+    return selected[begin : begin + size + (1 if current <= extra else 0)]
 
 
-def run(options: dict[str, Any]) -> NoReturn:
-    settings = settings_file_options("run")
-    project_file = effective(options, settings, "--project-file")
+def run(settings: dict[str, Any]) -> NoReturn:
+    project_file = settings.get("project-file")
     if not project_file:
         cli_error(
             "Missing option '--project-file'. Please provide a project file path via command line argument "
             "or in .arbigent/settings.local.yml"
         )
-    ai_type = effective(options, settings, "--ai-type") or "openai"
-    key_option, key_env, label = {
-        "openai": ("--openai-api-key", "OPENAI_API_KEY", "OpenAI"),
-        "gemini": ("--gemini-api-key", "GEMINI_API_KEY", "Gemini"),
-        "azureopenai": ("--azure-openai-api-key", "AZURE_OPENAI_API_KEY", "Azure OpenAI"),
-    }.get(ai_type) or usage_error(
-        RUN_USAGE, f"invalid value for --ai-type: invalid choice: {ai_type}. (choose from openai, gemini, azureopenai)"
-    )
-    api_key = effective(options, settings, key_option, key_env)
-    if not api_key:
-        cli_error(
-            f"Missing {label} API key. Please provide via {key_option}, {key_env} environment variable, "
-            "or in .arbigent/settings.local.yml"
-        )
-    level = str(effective(options, settings, "--log-level") or "info").lower()
-    if level not in LEVELS:
-        jvm_exception(
-            "java.lang.IllegalArgumentException",
-            "Invalid log level. The log level should be one of debug, info, warn, error",
-        )
-    State.min_level = LEVELS[level]
-    working_directory = effective(options, settings, "--working-directory")
-    State.result_dir = (Path(working_directory) if working_directory else Path()).absolute() / "arbigent-result"
-    State.result_dir.mkdir(parents=True, exist_ok=True)
-
+    api_key = start(settings)
     scenarios = load_project(project_file)
     by_id = {s["id"]: s for s in scenarios}
     State.goals = {s["id"]: s.get("goal", "") for s in scenarios}
-    tags = effective(options, settings, "--tags") or []
-    ids = effective(options, settings, "--scenario-ids") or []
+    tags, ids = settings.get("tags") or [], settings.get("scenario-ids") or []
     if tags and ids:
         jvm_exception(
             "java.lang.IllegalArgumentException",
             "Cannot specify both scenario IDs and tags. Please create an issue if you need this feature.",
         )
     unsharded = select(scenarios, tags, ids)
-    State.selected = shard(unsharded, str(effective(options, settings, "--shard") or "1/1"))
+    State.selected = shard(unsharded, str(settings.get("shard") or "1/1"))
     log("D", f"[Scenario Selection] Unsharded candidates: [{', '.join(unsharded)}]")
     log("I", f"[Execution Plan] Selected scenarios for execution: [{', '.join(State.selected)}]")
-    dry_run = bool(effective(options, settings, "--dry-run"))
-    if not dry_run and os.environ.get("FAKE_ARBIGENT_NO_DEVICE") == "1":
-        jvm_exception("java.lang.IllegalArgumentException", "No available device found")
+    if settings.get("dry-run"):
+        sys.stdout.write(f"[Execution Plan] Selected scenarios for execution: [{', '.join(State.selected)}]\n")
+        sys.stdout.write("Dry run mode is enabled. Exiting without executing scenarios.\n")
+        sys.exit(0)
+    connect_device(settings)
     install_shutdown_hook()
     results_lines("📁 Results will be saved to:")
-    if dry_run:
-        log("I", "🧪 Dry run mode is enabled. Exiting without executing scenarios.")
-        finish(0)
-    if os.environ.get("FAKE_ARBIGENT_ECHO_KEY") == "1":
-        log("I", f"Using AI API key {api_key}")
-    big = int(os.environ.get("FAKE_ARBIGENT_BIG_OUTPUT") or 0)
-    if big:
-        print_filler(big)
+    prelude(api_key)
     failing = set(filter(None, os.environ.get("FAKE_ARBIGENT_FAIL", "").split(",")))
-    delay = float(os.environ.get("FAKE_ARBIGENT_STEP_DELAY") or 0)
     for scenario_id in State.selected:
-        State.results[scenario_id] = execute(by_id, scenario_id, failing, delay)
-    log("I", "📊 All scenarios completed. Finalizing results...")
-    log("I", "")
-    log("I", "📋 Final Results:")
-    for scenario_id in State.selected:
-        ok = State.results[scenario_id]
-        log("I", f"{'🟢' if ok else '🔴'} {scenario_id}: {'Success' if ok else 'Failed'}")
-    log("I", "")
+        State.results[scenario_id] = execute(by_id, scenario_id, failing)
     passed = all(State.results.values())
+    if not State.interactive:
+        log("I", "📊 All scenarios completed. Finalizing results...")
+        log("I", "")
+        log("I", "📋 Final Results:")
+        for scenario_id in State.selected:
+            ok = State.results[scenario_id]
+            log("I", f"{'🟢' if ok else '🔴'} {scenario_id}: {'Success' if ok else 'Failed'}")
+        log("I", "")
     summary = "🟢 All scenarios completed successfully" if passed else "🔴 Some scenarios failed"
     log("I", f"{summary}: [{', '.join(State.selected)}]")
     results_lines("📊 Results available:")
     finish(0 if passed else 1)
 
 
-def execute(by_id: dict[str, dict[str, Any]], scenario_id: str, failing: set[str], delay: float) -> bool:
+def run_task(goal: str, settings: dict[str, Any]) -> NoReturn:
+    api_key = start(settings)
+    connect_device(settings)
+    State.selected = ["task"]
+    State.goals = {"task": goal}
+    by_id = {"task": {"id": "task", "goal": goal, "maxRetry": settings.get("max-retry", 3)}}
+    install_shutdown_hook()
+    results_lines("📁 Results will be saved to:")
+    prelude(api_key)
+    failing = set(filter(None, os.environ.get("FAKE_ARBIGENT_FAIL", "").split(",")))
+    State.results["task"] = execute(by_id, "task", failing, steps=min(2, settings.get("max-step", 10)))
+    passed = State.results["task"]
+    log("I", "All scenarios completed successfully" if passed else "Some scenarios failed")
+    results_lines("📊 Results available:")
+    finish(0 if passed else 1)
+
+
+def prelude(api_key: str) -> None:
+    if os.environ.get("FAKE_ARBIGENT_ECHO_KEY") == "1":
+        log("I", f"Using AI API key {api_key}")
+    big = int(os.environ.get("FAKE_ARBIGENT_BIG_OUTPUT") or 0)
+    line = f"{time.strftime('%H:%M:%S', time.gmtime())} I: 📄 " + "x" * 100 + "\n"
+    for _ in range(0, big, len(line.encode())):
+        sys.stdout.write(line)
+    sys.stdout.flush()
+
+
+def execute(by_id: dict[str, dict[str, Any]], scenario_id: str, failing: set[str], steps: int = 2) -> bool:
     log("I", f"⏺ {scenario_id} scenario has been started")
     if os.environ.get("FAKE_ARBIGENT_HANG") == "1":
         while True:
             time.sleep(3600)
+    delay = float(os.environ.get("FAKE_ARBIGENT_STEP_DELAY") or 0)
     tasks = chain(by_id, scenario_id)
-    for index, member in enumerate(tasks, 1):
-        log("I", f"🔄 Running: {scenario_id} - task: {index}/{len(tasks)}")
-        for step in (1, 2):
-            time.sleep(delay)
-            log("D", f"step {step} of {member}: the AI decided to tap")
-        if member in failing:
-            retries = int(by_id[member].get("maxRetry", 3))
-            for attempt in range(1, retries + 1):
-                log("W", f"🔁 {member}: goal not achieved, retry {attempt}/{retries}")
-            log("E", f"java.lang.AssertionError: {member}: goal was not achieved")
-            log("E", f"🔴 {scenario_id} scenario failed")
-            return False
-        log("I", f"🟢 {member}: Execution succeeded.")
-    return True
+    doomed = next((member for member in tasks if member in failing), None)
+    attempts = 1 + (int(by_id[doomed].get("maxRetry", 3)) if doomed else 0)
+    history: list[dict[str, Any]] = []
+    State.histories[scenario_id] = history
+    for attempt in range(1, attempts + 1):
+        agent_results = []
+        history.append({"status": f"Attempt {attempt}", "agentResults": agent_results})
+        for index, member in enumerate(tasks, 1):
+            log("I", f"🔄 Running: {scenario_id} - task: {index}/{len(tasks)}")
+            taken = [take_step(member, step, delay) for step in range(1, steps + 1)]
+            achieved = member != doomed
+            agent_results.append(agent_result(by_id[member].get("goal", ""), taken, achieved))
+            if not achieved:
+                log("W", f"🔁 {member}: goal not achieved, attempt {attempt}/{attempts}")
+                break
+            log("I", f"🟢 {member}: Execution succeeded.")
+        else:
+            return True
+    log("E", f"java.lang.AssertionError: {doomed}: goal was not achieved")
+    log("E", f"🔴 {scenario_id} scenario failed")
+    return False
 
 
-def print_filler(size: int) -> None:
-    line = f"{time.strftime('%H:%M:%S', time.gmtime())} I: 📄 " + "x" * 100 + "\n"
-    written = 0
-    while written < size:
-        sys.stdout.write(line)
-        written += len(line.encode())
-    sys.stdout.flush()
+def take_step(member: str, step: int, delay: float) -> dict[str, Any]:
+    time.sleep(delay)
+    step_id = str(uuid.uuid4())
+    assert State.result_dir is not None
+    screenshot = State.result_dir / "screenshots" / f"{step_id}.png"
+    screenshot.write_bytes(png(int(os.environ.get("FAKE_ARBIGENT_SCREENSHOT_BYTES") or 0)))
+    log("D", f"step {step} of {member}: the AI decided to tap")
+    return {
+        "stepId": step_id,
+        "summary": f"step {step} of {member}: tapped",
+        "screenshotFilePath": str(screenshot),
+        "apiCallJsonPath": None,
+        "agentAction": "ClickWithIndex",
+        "timestamp": int(time.time() * 1000),
+        "cacheHit": False,
+    }
+
+
+def agent_result(goal: str, steps: list[dict[str, Any]], achieved: bool) -> dict[str, Any]:
+    return {
+        "goal": goal,
+        "isGoalAchieved": achieved,
+        "steps": steps,
+        "deviceName": "emulator-5554",
+        "endTimestamp": int(time.time() * 1000),
+    }
+
+
+def png(size: int) -> bytes:
+    """A valid 8x16 PNG; a private ancillary chunk pads it to about `size` bytes."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + bytes((200, 30, 30)) * 8 for _ in range(16))
+    body = chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 16, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows))
+    padding = max(0, size - len(body) - 32)
+    if padding:
+        body += chunk(b"fiLl", b"\x00" * padding)
+    return b"\x89PNG\r\n\x1a\n" + body + chunk(b"IEND", b"")
 
 
 def results_lines(title: str) -> None:
@@ -420,7 +663,7 @@ def write_results() -> None:
             "goal": State.goals.get(scenario_id, ""),
             "executionStatus": statuses[State.results.get(scenario_id)],
             "isSuccess": State.results.get(scenario_id) is True,
-            "histories": [],
+            "histories": State.histories.get(scenario_id, []),
         }
         for scenario_id in State.selected
     ]
@@ -431,11 +674,17 @@ def write_results() -> None:
     (State.result_dir / "report.html").write_text(f"<html><body><ul>{rows}</ul></body></html>\n", encoding="utf-8")
 
 
-def list_command(command: str, options: dict[str, Any]) -> NoReturn:
-    settings = settings_file_options(command)
-    project_file = effective(options, settings, "--project-file")
+def list_command(command: str, tokens: list[str]) -> NoReturn:
+    usage = f"Usage: arbigent {command} [<options>]"
+    known = ["project-file", "working-directory", "log-level"] if command in ("scenarios", "tags") else ["project-file"]
+    options, _ = parse(known, tokens, usage)
+    settings = resolve(command, known, options, usage)
+    project_file = settings.get("project-file")
     if not project_file:
-        cli_error("Missing option '--project-file'.")
+        cli_error(
+            "Missing option '--project-file'. Please provide a project file path via command line argument "
+            "or in .arbigent/settings.local.yml"
+        )
     scenarios = load_project(project_file)
     if command == "tags":
         names = dict.fromkeys(t.get("name") for s in scenarios for t in s.get("tags") or [])

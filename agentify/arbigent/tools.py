@@ -1,0 +1,250 @@
+"""The runner's MCP tools: their definitions, what a call selects, and the scenario listing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from agentify.arbigent.catalog import IDS_TOOL, LIST_TOOL, TASK_TOOL, Catalog
+from agentify.arbigent.errors import ToolCallError
+from agentify.arbigent.runs import Selection, Task
+
+MAX_GOAL_CHARS = 4000
+MAX_STEP, MAX_RETRY = 1000, 100
+
+_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+RUN_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": ["passed", "failed", "empty", "timeout"]},
+        "exitCode": {"type": ["integer", "null"]},
+        "scenarios": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "success": {"type": "boolean"}},
+                "required": ["id", "success"],
+            },
+        },
+        "resultFile": {"type": ["string", "null"]},
+        "reportFile": {"type": ["string", "null"]},
+        "durationMs": {"type": "integer"},
+        "runId": {"type": ["string", "null"]},
+        "screenshots": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "scenarioId": {"type": "string"},
+                    "uri": {"type": "string"},
+                    "attached": {"type": "boolean"},
+                },
+                "required": ["scenarioId", "uri", "attached"],
+            },
+        },
+        "stdoutTail": {"type": "string"},
+        "stderrTail": {"type": "string"},
+    },
+    "required": [
+        "status",
+        "exitCode",
+        "scenarios",
+        "resultFile",
+        "reportFile",
+        "durationMs",
+        "runId",
+        "screenshots",
+        "stdoutTail",
+        "stderrTail",
+    ],
+}
+_RUNS_TESTS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
+TASK_DESCRIPTION = (
+    "Check or try one thing in the app right now, with no test scenario written for it: Arbigent's AI agent "
+    'works on the device toward the goal you give (`arbigent run task GOAL`), for example "check that dark '
+    'mode can be turned on in Settings". For a request like "check that ...", "verify that ..." or "make '
+    'sure ..." that no run-arbigent-test tool covers. Returns whether the agent achieved the goal, its output, '
+    "and when it did not, the last screenshot as an image; the run's files are resources."
+)
+TASK_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "goal": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_GOAL_CHARS,
+            "description": "What the AI agent should do or check in the app, in plain words.",
+        },
+        "maxStep": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_STEP,
+            "description": "Most steps the agent may take (default: the config's max-step, else 10).",
+        },
+        "maxRetry": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": MAX_RETRY,
+            "description": "Retries when the goal is not achieved (default: the config's max-retry, else 3).",
+        },
+    },
+    "required": ["goal"],
+    "additionalProperties": False,
+}
+
+
+def tools_for(catalog: Catalog) -> list[types.Tool]:
+    tools = [
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=_NO_ARGUMENTS,
+            output_schema=RUN_OUTPUT,
+            annotations=_RUNS_TESTS,
+        )
+        for tool in catalog.run_tools
+    ]
+    ids = catalog.project.ids
+    items: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
+    tools.append(
+        types.Tool(
+            name=IDS_TOOL,
+            description=(
+                "Run chosen Arbigent scenarios by id (`arbigent run --scenario-ids=...`); each runs after its "
+                f"dependency chain. Scenario ids: {', '.join(ids) or 'none'}. Returns the same result as the "
+                "run-arbigent-test tools."
+            ),
+            input_schema={
+                "type": "object",
+                "properties": {"scenarioIds": {"type": "array", "items": items, "minItems": 1}},
+                "required": ["scenarioIds"],
+                "additionalProperties": False,
+            },
+            output_schema=RUN_OUTPUT,
+            annotations=_RUNS_TESTS,
+        )
+    )
+    tools.append(
+        types.Tool(
+            name=TASK_TOOL,
+            description=TASK_DESCRIPTION,
+            input_schema=TASK_INPUT,
+            output_schema=RUN_OUTPUT,
+            annotations=_RUNS_TESTS,
+        )
+    )
+    tools.append(
+        types.Tool(
+            name=LIST_TOOL,
+            description=(
+                "List the Arbigent scenarios of the project (ids, goals, tags, dependencies) and what each "
+                "run-arbigent-test tool would run. Runs nothing."
+            ),
+            input_schema=_NO_ARGUMENTS,
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        )
+    )
+    return tools
+
+
+def selection_for(catalog: Catalog, name: str, arguments: dict[str, Any]) -> Selection:
+    """The selection a tool call asks for.
+
+    Raises:
+        ToolCallError: unknown tool, or arguments missing, malformed or unknown.
+    """
+    refuse_unknown_keys(catalog, name, arguments)
+    if name == TASK_TOOL:
+        return Selection(task=_task(arguments))
+    known = ", ".join(catalog.project.ids) or "none"
+    if name == IDS_TOOL:
+        ids = arguments.get("scenarioIds")
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise ToolCallError(
+                f'{IDS_TOOL} needs {{"scenarioIds": ["<id>", ...]}} with at least one id; known ids: {known}'
+            )
+        unknown = [i for i in ids if catalog.project.get(i) is None]
+        if unknown:
+            raise ToolCallError(f"unknown scenario id(s): {', '.join(unknown)}; the project has: {known}")
+        if any("," in i for i in ids):
+            raise ToolCallError(
+                "a scenario id containing ',' cannot be selected: the arbigent CLI splits ids on commas"
+            )
+        return Selection(ids=tuple(dict.fromkeys(ids)))
+    tool = catalog.find(name)
+    if tool is None:
+        names = ", ".join(t.name for t in tools_for(catalog))
+        raise ToolCallError(f"unknown tool '{name}' (the project file may have changed); tools now: {names}")
+    return Selection(tag=tool.tag)
+
+
+def refuse_unknown_keys(catalog: Catalog, name: str, arguments: dict[str, Any]) -> None:
+    """Every tool declares `additionalProperties: false`, so a key its schema does not name is refused,
+    not ignored: a misspelt `maxStpe` must not silently run with the default.
+
+    Raises:
+        ToolCallError: naming the unknown keys and the tool's own.
+    """
+    tool = next((t for t in tools_for(catalog) if t.name == name), None)
+    if tool is None:
+        return  # an unknown tool is selection_for's error
+    allowed = set(tool.input_schema.get("properties") or {})
+    unknown = sorted(set(arguments) - allowed)
+    if unknown:
+        takes = ", ".join(sorted(allowed)) or "no arguments"
+        raise ToolCallError(f"{name} does not take {', '.join(unknown)}; it takes {takes}")
+
+
+def _task(arguments: dict[str, Any]) -> Task:
+    usage = f'{TASK_TOOL} needs {{"goal": "<what to do or check>", "maxStep"?: 1-{MAX_STEP}, "maxRetry"?: 0-100}}'
+    unknown = sorted(set(arguments) - {"goal", "maxStep", "maxRetry"})
+    goal = arguments.get("goal")
+    if unknown or not isinstance(goal, str) or not goal.strip():
+        extra = f" (unknown: {', '.join(unknown)})" if unknown else ""
+        raise ToolCallError(f"{usage}{extra}")
+    goal = goal.strip()
+    if len(goal) > MAX_GOAL_CHARS or "\0" in goal:
+        raise ToolCallError(f"{TASK_TOOL}: the goal must be text of at most {MAX_GOAL_CHARS} characters")
+    limits = {"maxStep": (1, MAX_STEP), "maxRetry": (0, MAX_RETRY)}
+    values: dict[str, int | None] = {}
+    for key, (low, high) in limits.items():
+        value = arguments.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high):
+            raise ToolCallError(f"{TASK_TOOL}: {key} must be a whole number from {low} to {high}, not {value!r}")
+        values[key] = value
+    return Task(goal, values["maxStep"], values["maxRetry"])
+
+
+def listing(catalog: Catalog) -> types.CallToolResult:
+    project = catalog.project
+    scenarios = [
+        {
+            "id": s.id,
+            "key": s.key,
+            "goal": s.goal,
+            "tags": list(s.tags),
+            "dependency": s.dependency,
+            "chain": project.chain(s.key),
+        }
+        for s in project.scenarios
+    ]
+    tools = [{"name": t.name, "tag": t.tag, "selects": list(t.selects)} for t in catalog.run_tools]
+    lines = [f"Project: {project.path} ({len(scenarios)} scenarios)", "Scenarios:"]
+    for s in project.scenarios:
+        after = f" (after {s.dependency})" if s.dependency else ""
+        tags = f" [tags: {', '.join(s.tags)}]" if s.tags else ""
+        lines.append(f"  {s.key}{after}{tags}: {s.goal}")
+    lines.append("Tools:")
+    lines += [f"  {t.name} runs: {', '.join(t.selects) or 'nothing'}" for t in catalog.run_tools]
+    if catalog.unselectable_tags:
+        lines.append(f"Tags containing ',' (the CLI cannot select them): {', '.join(catalog.unselectable_tags)}")
+    if any(s.id is None for s in project.scenarios):
+        lines.append("Scenarios without an id run with their tags and in 'all'; they cannot be chosen by id.")
+    structured = {
+        "projectFile": str(project.path),
+        "scenarios": scenarios,
+        "tools": tools,
+        "unselectableTags": list(catalog.unselectable_tags),
+    }
+    return types.CallToolResult(content=[types.TextContent(text="\n".join(lines))], structured_content=structured)

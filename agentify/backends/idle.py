@@ -1,0 +1,48 @@
+"""The idle clock of one backend: calls in flight, the time of the last one, and when the idle time is up."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import anyio
+
+
+class IdleClock:
+    """Fed by calls (`begin`/`end`) and by callers about to call (`touch`); read by the owner task."""
+
+    def __init__(self) -> None:
+        self._busy = 0
+        self._last_used = time.monotonic()
+        self._activity = anyio.Event()
+
+    def touch(self) -> None:
+        """Someone is about to call: the idle time starts again."""
+        self._last_used = time.monotonic()
+        self._activity.set()
+
+    def begin(self) -> None:
+        self._busy += 1
+        self._activity.set()
+
+    def end(self) -> None:
+        self._busy -= 1
+        self.touch()
+
+    def wake(self) -> None:
+        """Re-reads the limit now (it changed, or the backend is stopping)."""
+        self._activity.set()
+
+    async def expired(self, limit: Callable[[], float | None]) -> None:
+        """Returns once no call has run for `limit()` seconds; never while `limit()` is None."""
+        while True:
+            seconds = limit()
+            self._activity = anyio.Event()
+            if seconds is None:
+                await self._activity.wait()
+                continue
+            left = seconds - (time.monotonic() - self._last_used)
+            if self._busy == 0 and left <= 0:
+                return
+            with anyio.move_on_after(max(left, 0.0) if self._busy == 0 else float("inf")):
+                await self._activity.wait()

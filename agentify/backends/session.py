@@ -1,0 +1,77 @@
+"""One MCP session on a link: the SDK's `ClientSession` as agentify configures it, and the start-up requests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession, MessageHandlerFnT
+from mcp.shared.exceptions import MCPError
+
+from agentify import __version__
+from agentify.backends.connection import AuthRequired, Connection, Link, WrongTransport
+
+RootsGetter = Callable[[], Sequence[types.Root]]
+
+
+def client_session(link: Link, on_message: MessageHandlerFnT, roots: RootsGetter | None) -> ClientSession:
+    """A session over `link`; with `roots`, it answers `roots/list` from them (and so advertises roots)."""
+    list_roots = None
+    if roots is not None:
+        getter = roots
+
+        async def list_roots(context: Any) -> types.ListRootsResult:
+            return types.ListRootsResult(roots=list(getter()))
+
+    return ClientSession(
+        link.read_stream,
+        link.write_stream,
+        message_handler=on_message,
+        list_roots_callback=list_roots,
+        client_info=types.Implementation(name="agentify", version=__version__),
+    )
+
+
+async def list_tools(session: ClientSession) -> list[types.Tool]:
+    """Every page of `tools/list`."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        result = await session.send_request(types.ListToolsRequest(params=params), types.ListToolsResult)
+        tools.extend(result.tools)
+        cursor = result.next_cursor
+        if not cursor:
+            return tools
+
+
+async def start(
+    session: ClientSession, link: Link, connection: Connection, limit: float, stderr_hint: Callable[[], str]
+) -> list[types.Tool] | str:
+    """`initialize` and `tools/list` within `limit` seconds: the tools, or why the start failed.
+
+    Raises:
+        AuthRequired: the server refused the request with 401.
+        WrongTransport: it refused streamable HTTP in the way that means "use SSE", and the connection switched.
+    """
+    try:
+        with anyio.fail_after(limit):
+            await session.initialize()
+            return await list_tools(session)
+    except TimeoutError:
+        return (
+            f"did not finish initialize and tools/list within {limit:g} s "
+            f"(raise startupTimeoutSeconds if it needs longer). {stderr_hint()}"
+        )
+    except MCPError as exc:
+        if link.refused_status == 401:
+            raise AuthRequired from exc
+        if link.refused_status in (400, 404, 405) and connection.fall_back():
+            raise WrongTransport from exc
+        if link.exit_code is not None:
+            code = await link.exit_code()
+            reason = f"exited with code {code}" if code is not None else f"failed: {exc.error.message}"
+            return f"{reason} during start-up. {stderr_hint()}"
+        return f"failed during start-up: {link.lost_reason or exc.error.message}"
