@@ -7,44 +7,77 @@ with a null id; this sits between the reader and the server and sends it.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
 from loguru import logger
-from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 
 @asynccontextmanager
-async def answering_parse_errors(read_stream: Any, write_stream: Any) -> AsyncIterator[Any]:
+async def answering_parse_errors(read_stream: Any, write_stream: Any) -> AsyncIterator[AnsweringStream]:
     """Yields the read stream to serve from: every message of `read_stream` except the unreadable ones,
     which are answered with -32700 on `write_stream` and logged in one line."""
-    send, receive = create_context_streams[SessionMessage | Exception](0)
+    async with AnsweringStream(read_stream, write_stream) as stream:
+        yield stream
 
-    async def pump() -> None:
+
+class AnsweringStream:
+    """A receive stream over `read_stream` that answers its unreadable items as it reads them.
+
+    A wrapper rather than a task relaying into a second stream: every message would pay one more
+    hand-over between tasks. Like the SDK's context streams it exposes the sender's `last_context`."""
+
+    def __init__(self, read_stream: Any, write_stream: Any) -> None:
+        self._read = read_stream
+        self._write = write_stream
+
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        return getattr(self._read, "last_context", None)
+
+    async def receive(self) -> SessionMessage:
+        """The next readable message. Raises what the read stream raises (EndOfStream at its end)."""
+        while True:
+            item = await self._read.receive()
+            if not isinstance(item, Exception):
+                return cast(SessionMessage, item)
+            await self._answer(item)
+
+    async def _answer(self, exc: Exception) -> None:
+        reason = _reason(exc)
+        logger.warning("unreadable message on stdin answered with a parse error: {}", reason)
+        error = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {reason}")
         try:
-            async with send:
-                async for item in read_stream:
-                    if not isinstance(item, Exception):
-                        await send.send(item)
-                        continue
-                    reason = _reason(item)
-                    logger.warning("unreadable message on stdin answered with a parse error: {}", reason)
-                    error = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {reason}")
-                    await write_stream.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+            await self._write.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the server has stopped: nothing is read any more
+            pass  # the server has stopped: nobody reads the answer
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(pump)
+    def __aiter__(self) -> AnsweringStream:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
         try:
-            yield receive
-        finally:
-            tg.cancel_scope.cancel()
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._read.close()
+
+    async def aclose(self) -> None:
+        await self._read.aclose()
+
+    async def __aenter__(self) -> AnsweringStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 def _reason(exc: Exception) -> str:

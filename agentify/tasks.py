@@ -167,7 +167,8 @@ class TaskRunner:
         try:
             plan = await decide(trace)
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
-            log.debug("plan arguments: {}", json.dumps(plan.arguments))  # the sink masks, then cuts
+            # Formatted only when debug lines are written; the sink masks, then cuts.
+            log.opt(lazy=True).debug("plan arguments: {}", lambda: json.dumps(plan.arguments))
             reason = self._confirmation_reason(plan)
             result = None
             if execute:

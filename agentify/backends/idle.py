@@ -15,6 +15,7 @@ class IdleClock:
         self._busy = 0
         self._last_used = time.monotonic()
         self._activity = anyio.Event()
+        self._rethink = anyio.Event()
 
     def touch(self) -> None:
         """Someone is about to call: the idle time starts again."""
@@ -32,6 +33,7 @@ class IdleClock:
     def wake(self) -> None:
         """Re-reads the limit now (it changed, or the backend is stopping)."""
         self._activity.set()
+        self._rethink.set()
 
     async def expired(self, limit: Callable[[], float | None]) -> None:
         """Returns once no call has run for `limit()` seconds; never while `limit()` is None."""
@@ -39,7 +41,10 @@ class IdleClock:
             seconds = limit()
             self._activity = anyio.Event()
             if seconds is None:
-                await self._activity.wait()
+                # Calls never give a limit to a backend that has none (only a learning start's 0 changes), so
+                # only `wake` is waited for here: a call does not wake this task twice for nothing.
+                self._rethink = anyio.Event()
+                await self._rethink.wait()
                 continue
             left = seconds - (time.monotonic() - self._last_used)
             if self._busy == 0 and left <= 0:
