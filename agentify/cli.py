@@ -43,6 +43,7 @@ LEVELS = get_args(LogLevel)
 # After SIGTERM or SIGINT, leave at once once every backend is closed; after stdin EOF the
 # process normally ends by itself, and this only catches a stuck exit.
 EXIT_WATCHDOG_SECONDS = 2.0
+HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
 
 
 def _log_level(text: str, where: str) -> str:
@@ -271,7 +272,13 @@ async def _serve_http(
             logs.reveal("agentify", f"clients must send 'Authorization: Bearer {token}' (AGENTIFY_HTTP_TOKEN fixes it)")
         if not is_loopback(host):
             logger.warning("serving MCP on {}: reachable from other machines; only clients with the token get in", host)
-    settings = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+    from agentify.console.connections import ConnectionGate
+
+    # Connections that never send a request time out and cannot crowd out clients with the token.
+    gate = ConnectionGate(limit=HTTP_CONNECTIONS)
+    settings = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", http=gate.protocol()
+    )
     await uvicorn.Server(settings).serve(sockets=[listener])
     return EXIT_OK
 

@@ -132,6 +132,11 @@ class BackendConfig(_Model):
         password and secret-looking query values, and env values that are credentials (by name or look)."""
         values = [v for k, v in self.env.items() if _is_credential(k, v)]
         values.extend(self.headers.values())
+        # "Bearer ghp_..." as a whole, and the credential alone, which errors and echoes quote by itself.
+        for value in self.headers.values():
+            scheme, _, credential = value.partition(" ")
+            if scheme.lower() in _AUTH_SCHEMES and credential.strip():
+                values.append(credential.strip())
         if isinstance(self.auth, BearerAuth):
             values.append(self.auth.token)
         elif isinstance(self.auth, OAuthSettings) and self.auth.client_secret:
@@ -204,6 +209,7 @@ _PLACE_VARIABLES = re.compile(
 """Variables that name places or people, not secrets: masking `/home/ada` would hide every path in the log."""
 
 
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "apikey", "api-key", "key", "dpop"})
 _QUERY_SECRET = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential|code")
 
 

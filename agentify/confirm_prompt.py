@@ -28,7 +28,8 @@ def confirmation_message(backend: str, tool: str, arguments: dict[str, Any], rea
     lines = [f"agentify wants to run {tool} on backend {backend}.", f"Why you are asked: {reason}."]
     if arguments:
         lines.append(f"Arguments ({len(arguments)}):")
-        ordered = sorted(arguments.items(), key=lambda item: not _is_place(*item))
+        leaves = list(_leaves(arguments))
+        ordered = sorted(leaves, key=lambda item: not _is_place(*item))
         lines.extend(f"- {key}: {_show(key, value)}" for key, value in ordered)
     else:
         lines.append("No arguments.")
@@ -36,8 +37,20 @@ def confirmation_message(backend: str, tool: str, arguments: dict[str, Any], rea
     return "\n".join(lines)
 
 
+def _leaves(value: Any, prefix: str = "") -> Any:
+    """Nested objects and lists as dotted keys (`files.1.path`), so a place inside one is shown like any other."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else None
+    if items is None or not value:
+        yield prefix, value
+        return
+    for key, inner in items:
+        yield from _leaves(inner, f"{prefix}.{key}" if prefix else str(key))
+
+
 def _is_place(key: str, value: Any) -> bool:
-    return bool(_PLACE_KEY.search(key)) or (isinstance(value, str) and bool(_PLACE_VALUE.match(value)))
+    return bool(_PLACE_KEY.search(key.rsplit(".", 1)[-1])) or (
+        isinstance(value, str) and bool(_PLACE_VALUE.match(value))
+    )
 
 
 def _show(key: str, value: Any) -> str:

@@ -18,6 +18,11 @@ Scope = dict[str, Any]
 ASGIApp = Any
 
 
+NO_AUTH_HOSTS = ("127.0.0.1", "localhost", "::1")
+"""The binds `--no-auth` accepts: exactly the names the SDK guards against DNS rebinding (it checks the
+Host and Origin of every request for these only), so a web page cannot reach the gateway either."""
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -36,10 +41,11 @@ def choose_token(host: str, configured: str | None, no_auth: bool) -> str | None
     if no_auth:
         if configured:
             raise ConfigError("--no-auth and AGENTIFY_HTTP_TOKEN contradict each other: drop one of them")
-        if not is_loopback(host):
+        if host not in NO_AUTH_HOSTS:
             raise ConfigError(
-                f"--no-auth is refused with --host {host}: anyone who reaches that address could run tools. "
-                "Bind 127.0.0.1, or drop --no-auth and give clients the token (AGENTIFY_HTTP_TOKEN)"
+                f"--no-auth is refused with --host {host}: only {', '.join(NO_AUTH_HOSTS)} are guarded against "
+                "other machines and web pages. Bind 127.0.0.1, or drop --no-auth and give clients the token "
+                "(AGENTIFY_HTTP_TOKEN)"
             )
         return None
     return configured or secrets.token_urlsafe(24)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import mcp_types as types
 
 
-def cap_result(result: types.CallToolResult, max_chars: int) -> types.CallToolResult:
-    """Cuts text beyond `max_chars` in total and drops binary blocks past it, saying so in the result."""
+def cap_result(result: types.CallToolResult, max_chars: int, mask: Callable[[str], str] = str) -> types.CallToolResult:
+    """Cuts text beyond `max_chars` in total and drops binary blocks past it, saying so in the result.
+
+    The block that is cut is passed through `mask` first, so a secret straddling the cut is masked
+    whole rather than shown in part (results are masked again at their sink)."""
     remaining = max_chars
     content: list[types.ContentBlock] = []
     cut_chars = dropped = 0
@@ -16,7 +21,7 @@ def cap_result(result: types.CallToolResult, max_chars: int) -> types.CallToolRe
             content.append(block)
             remaining -= size
         elif isinstance(block, types.TextContent):
-            content.append(block.model_copy(update={"text": block.text[:remaining]}))
+            content.append(block.model_copy(update={"text": mask(block.text)[:remaining]}))
             cut_chars += size - remaining
             remaining = 0
         else:

@@ -22,7 +22,9 @@ from typing import Any
 MASK = "[REDACTED]"
 _MIN_SECRET_LEN = 4
 _PRECUT_MARGIN = 64 * 1024
-"""`bounded` first drops what lies this far past the limit: a secret cut there is never shown."""
+"""`bounded` first drops what lies this far past the limit, then, after masking, as much as a secret
+or a secret-shaped match can span, so a secret cut there is never shown in part."""
+_PATTERN_REACH = 1100  # the longest text one pattern can need to recognise its match (the URL one)
 
 _PATTERNS = (
     re.compile(r"(?i)\b(bearer[ \t]{1,16})[A-Za-z0-9._~+/=-]{8,}"),
@@ -46,6 +48,7 @@ class Redactor:
         merged = set(self._secrets) | {s for s in secrets if s and len(s) >= _MIN_SECRET_LEN}
         # Longest first, so a secret that contains another is masked whole.
         self._secrets = tuple(sorted(merged, key=len, reverse=True))
+        self._longest = len(self._secrets[0]) if self._secrets else 0
 
     def text(self, value: str, *, patterns: bool = True) -> str:
         """Masks the known secrets and, unless `patterns` is off, secret-shaped substrings."""
@@ -61,8 +64,11 @@ class Redactor:
         """Redacts every string inside JSON-like data, returning a copy; with `limit`, strings are `bounded`."""
         if isinstance(value, str):
             return self.text(value, patterns=patterns) if limit is None else self.bounded(value, limit)
-        if isinstance(value, dict):
-            return {k: self.data(v, patterns=patterns, limit=limit) for k, v in value.items()}
+        if isinstance(value, dict):  # keys too: a backend may key its data by session tokens
+            return {
+                self.data(k, patterns=patterns, limit=limit): self.data(v, patterns=patterns, limit=limit)
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self.data(v, patterns=patterns, limit=limit) for v in value]
         return value
@@ -70,10 +76,15 @@ class Redactor:
     def bounded(self, value: str, limit: int) -> str:
         """Redacted, then cut to `limit` characters with a note saying how long it was."""
         original = len(value)
-        if original > limit + _PRECUT_MARGIN:
+        precut = original > limit + _PRECUT_MARGIN
+        if precut:
             value = value[: limit + _PRECUT_MARGIN]
         value = self.text(value)
-        if len(value) <= limit and original <= limit + _PRECUT_MARGIN:
+        if precut:
+            # A secret straddling the pre-cut is no longer recognised, and masking what comes before it
+            # may pull its first part under `limit`: drop what could be such a part.
+            value = value[: max(0, len(value) - self._longest - _PATTERN_REACH)]
+        if len(value) <= limit and not precut:
             return value
         return value[:limit] + f" [... cut: {original} characters in all]"
 

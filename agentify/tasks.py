@@ -305,7 +305,7 @@ class TaskRunner:
             self.traces.end_span(trace, span, error="cancelled")
             raise
         size = sum(block_size(block) for block in result.content)
-        capped = cap_result(result, self.max_result_chars)
+        capped = cap_result(result, self.max_result_chars, self.traces.mask_literal)
         self.traces.end_span(
             trace,
             span,

@@ -100,6 +100,10 @@ class TraceStore:
         self._publish(trace)
         return trace
 
+    def mask_literal(self, text: str) -> str:
+        """The known secrets masked (no shape patterns: for backend results, before they are cut)."""
+        return self._redactor.text(text, patterns=False)
+
     def span(self, trace: Trace, name: str) -> Span:
         span = Span(name=name, start=time.time())
         trace.spans.append(span)

@@ -8,10 +8,12 @@ stores the tokens through `TokenFile`. Finally one MCP session proves they work.
 
 from __future__ import annotations
 
+import html
 import socket
 import sys
 import webbrowser
-from urllib.parse import urlsplit
+from contextlib import suppress
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import mcp_types as types
@@ -55,16 +57,23 @@ async def login(spec: BackendConfig) -> int:
     redirect_uri = f"http://127.0.0.1:{port or _free_port()}/callback"
     await preregister(spec, store, redirect_uri)
     send, receive = anyio.create_memory_object_stream[AuthorizationCodeResult](1)
+    expected: list[str] = []  # the `state` of the authorization URL this flow opened
 
     async def callback(request: Request) -> HTMLResponse:
         params = request.query_params
-        if "error" in params:
-            await send.send(AuthorizationCodeResult(code="", state=params.get("state")))
-            return HTMLResponse(f"<h1>agentify: authorization refused ({params['error']})</h1>", status_code=400)
-        await send.send(AuthorizationCodeResult(code=params.get("code", ""), state=params.get("state")))
+        if not expected or params.get("state") != expected[0]:
+            # Any page in the browser can call this port: only the answer to our own request counts.
+            return HTMLResponse("<h1>agentify: unexpected callback (wrong state)</h1>", status_code=400)
+        code = "" if "error" in params else params.get("code", "")
+        with suppress(anyio.WouldBlock):  # only the first answer counts; later ones never block the server
+            send.send_nowait(AuthorizationCodeResult(code=code, state=params.get("state")))
+        if not code:
+            refused = html.escape(params.get("error", "no code"))
+            return HTMLResponse(f"<h1>agentify: authorization refused ({refused})</h1>", status_code=400)
         return HTMLResponse(_DONE)
 
     async def open_url(url: str) -> None:
+        expected[:] = parse_qs(urlsplit(url).query).get("state", [])[:1]
         print(f"Open this page to authorize agentify for backend {spec.id!r}:\n{url}", file=sys.stderr, flush=True)
         await anyio.to_thread.run_sync(_try_browser, url)
 

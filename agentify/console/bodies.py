@@ -9,10 +9,12 @@ app whole, exactly as it came.
 
 from __future__ import annotations
 
+import anyio
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 1024 * 1024  # a task is a query and a little context; the page sends a few hundred bytes
+BODY_SECONDS = 10.0  # a body that has not arrived whole by then is refused: a stalled sender holds nothing
 
 
 class BodyLimit:
@@ -31,7 +33,17 @@ class BodyLimit:
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            message = None
+            with anyio.move_on_after(BODY_SECONDS):
+                message = await receive()
+            if message is None:
+                response = JSONResponse(
+                    {"detail": f"the request body did not arrive within {BODY_SECONDS:g} s"},
+                    status_code=408,
+                    headers={"connection": "close"},
+                )
+                await response(scope, receive, send)
+                return
             if message["type"] != "http.request":  # the client went away: let the app see that
                 await self.app(scope, _replay([message], receive), send)
                 return

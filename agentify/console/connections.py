@@ -10,7 +10,8 @@ connection that has been waiting longest is closed to make room, so idle sockets
 crowd out each other; only when every connection is busy is the new one turned away.
 
 A busy connection passed the Host, Origin and token checks within moments (a request without
-the token is answered at once, unread), so only a token holder can keep one busy.
+the token is answered at once, unread; the public pages take no body), so only a token holder can
+keep one busy. `serve --transport http` uses the same gate in front of its bearer check.
 """
 
 from __future__ import annotations

@@ -114,6 +114,9 @@ class ConsoleGuard:
             await _deny(scope, receive, send, 400, detail)
         elif origin is not None and not self.access.origin_allowed(origin):
             await _deny(scope, receive, send, 403, f"requests from the origin {origin} are not allowed")
+        elif public and (scope["method"] not in ("GET", "HEAD") or _has_body(scope)):
+            # Public pages hold no data and take none: a body here would be read with no token shown.
+            await _deny(scope, receive, send, 400, "the console's public pages take GET without a body only")
         elif public:
             await self.app(scope, receive, _with_headers(scope, send))
         elif presented is None:
@@ -122,6 +125,13 @@ class ConsoleGuard:
             await _deny(scope, receive, send, 403, "wrong console token: open the URL from agentify's latest start")
         else:
             await self.app(scope, receive, _with_headers(scope, send))
+
+
+def _has_body(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"", b"0")):
+            return True
+    return False
 
 
 def _is_public(path: str) -> bool:

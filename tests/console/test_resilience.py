@@ -151,6 +151,24 @@ async def test_a_kept_alive_connection_is_closed_when_it_idles_after_a_response(
     assert closed
 
 
+async def test_public_pages_with_a_stalled_body_cannot_lock_out_a_request_with_the_token(console: Console) -> None:
+    # Without a token: a page request that declares a body and never sends it.
+    head = f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{console.port}\r\nContent-Length: 1000\r\n\r\n".encode()
+    with ExitStack() as stack:
+
+        def stall() -> list[socket.socket]:
+            socks = [stack.enter_context(raw(console.port)) for _ in range(MAX_CONNECTIONS)]
+            for sock in socks:
+                sock.sendall(head)
+            return socks
+
+        stalled = await blocking(stall)
+        refused = await blocking(lambda: stalled[0].recv(65536))
+        response = await blocking(lambda: request(console.port, status_request(console)))
+    assert refused.startswith(b"HTTP/1.1 400"), refused[:200]
+    assert response.startswith(b"HTTP/1.1 200"), response[:200]
+
+
 # ----- request bodies -------------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import urllib.error
 import urllib.request
@@ -137,4 +138,39 @@ async def test_no_auth_is_allowed_on_loopback_only(tmp_path: Path) -> None:
     stderr = refused.stderr.decode()
     assert refused.returncode == 2
     assert "--no-auth is refused with --host 0.0.0.0" in stderr
+    # Another loopback address is not guarded against DNS rebinding by the SDK: refused as well.
+    with anyio.fail_after(60):
+        other = await anyio.run_process(
+            [
+                str(AGENTIFY),
+                "serve",
+                "--transport",
+                "http",
+                "--host",
+                "127.0.0.2",
+                "--no-auth",
+                "--config",
+                str(config),
+            ],
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    assert other.returncode == 2 and "--no-auth is refused with --host 127.0.0.2" in other.stderr.decode()
     assert "Traceback" not in stderr and refused.stdout == b""
+
+
+async def test_idle_connections_cannot_lock_out_a_client_with_the_token(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend("fake")])
+    async with http_gateway(config, tmp_path / "stderr.log") as port:
+
+        def open_idle() -> list[socket.socket]:
+            return [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(300)]
+
+        idle = await anyio.to_thread.run_sync(open_idle)
+        try:
+            assert await backend_ids(port, TOKEN) == ["fake"]
+            # The longest-waiting idle socket was closed to make room.
+            assert await anyio.to_thread.run_sync(lambda: idle[0].recv(1)) == b""
+        finally:
+            for sock in idle:
+                sock.close()

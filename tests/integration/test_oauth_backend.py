@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
@@ -45,7 +46,11 @@ async def authorize(config: Path, env: dict[str, str], log: Path) -> str:
             while b"\nhttp" not in seen:
                 seen += await process.stderr.receive()
         url = seen.decode().split("\n")[1].strip()
+        redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
         async with httpx2.AsyncClient(follow_redirects=True, timeout=30) as browser:
+            # Another page in the browser calls the loopback callback first: it must not abort the login.
+            forged = await browser.get(redirect, params={"error": "<b>denied</b>", "state": "forged"})
+            assert forged.status_code == 400 and "<b>" not in forged.text
             page = await browser.get(url)
         assert page.status_code == 200 and "authorized" in page.text
         with anyio.fail_after(30):

@@ -78,8 +78,14 @@ def test_bearer_token_url_password_and_query_token_are_secrets_and_masked_in_the
         "url": "https://user:pa55word-x@example.test/mcp?api_key=q-token-123&team=blue",
         "auth": {"type": "bearer", "token": "bearer-token-abc"},
     }
-    config = load_sources(write(tmp_path, {"backends": [backend]}), {}, {}).resolve()
-    assert {"pa55word-x", "q-token-123", "bearer-token-abc"} <= set(config.secrets())
+    header = {
+        "id": "h",
+        "url": "https://example.test/mcp",
+        "headers": {"Authorization": "Bearer ghp_plain", "X-Team": "a b"},
+    }
+    config = load_sources(write(tmp_path, {"backends": [backend, header]}), {}, {}).resolve()
+    assert {"pa55word-x", "q-token-123", "bearer-token-abc", "Bearer ghp_plain", "ghp_plain"} <= set(config.secrets())
+    assert "b" not in config.secrets() and "a b" in config.secrets()  # no scheme word: the value whole
     shown = config.backends[0].where()
     assert shown == "https://[REDACTED]@example.test/mcp?api_key=[REDACTED]&team=blue"
 

@@ -66,3 +66,29 @@ def test_a_huge_text_is_cut_after_masking_and_says_how_long_it_was() -> None:
 
 def test_short_texts_are_not_cut() -> None:
     assert Redactor().bounded("hello", 10) == "hello"
+
+
+def test_a_secret_straddling_the_precut_is_not_shown_in_part_after_masking_shrinks_the_text() -> None:
+    secret = "ghp_" + "Z" * 36
+    redactor = Redactor([secret])
+    # Masking the long token=... value pulls everything after it up, toward the cut.
+    text = "token=" + "a" * 67_500 + "\nGH=" + secret
+    cut = redactor.bounded(text, 2000)
+    assert "ghp_" not in cut and "ZZZZ" not in cut
+
+
+def test_keys_of_data_are_masked_and_bounded_too() -> None:
+    redactor = Redactor(["session-token-123"])
+    data = redactor.data({"session-token-123": 1, "k" * 5000: "v"}, limit=100)
+    assert "session-token-123" not in str(data) and max(len(k) for k in data) < 200
+
+
+def test_a_cut_result_is_masked_before_it_is_cut() -> None:
+    import mcp_types as types
+
+    from agentify.limits import cap_result
+
+    secret = "ghp_" + "Q" * 36
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 1990 + secret)])
+    capped = cap_result(result, 2000, Redactor([secret]).text)
+    assert "ghp_" not in str(capped.content[0])
