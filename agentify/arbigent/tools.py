@@ -198,11 +198,9 @@ def refuse_unknown_keys(catalog: Catalog, name: str, arguments: dict[str, Any]) 
 
 def _task(arguments: dict[str, Any]) -> Task:
     usage = f'{TASK_TOOL} needs {{"goal": "<what to do or check>", "maxStep"?: 1-{MAX_STEP}, "maxRetry"?: 0-100}}'
-    unknown = sorted(set(arguments) - {"goal", "maxStep", "maxRetry"})
-    goal = arguments.get("goal")
-    if unknown or not isinstance(goal, str) or not goal.strip():
-        extra = f" (unknown: {', '.join(unknown)})" if unknown else ""
-        raise ToolCallError(f"{usage}{extra}")
+    goal = arguments.get("goal")  # unknown keys were refused by refuse_unknown_keys
+    if not isinstance(goal, str) or not goal.strip():
+        raise ToolCallError(usage)
     goal = goal.strip()
     if len(goal) > MAX_GOAL_CHARS or "\0" in goal:
         raise ToolCallError(f"{TASK_TOOL}: the goal must be text of at most {MAX_GOAL_CHARS} characters")
