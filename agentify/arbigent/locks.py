@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio
 
 from agentify.arbigent.errors import StartupError, ToolCallError
+from agentify.dirs import user_dir
 
 LOCK_DIR_NAME = "arbigent-locks"
 _LOCK_POLL_SECONDS = 0.2
@@ -52,14 +53,7 @@ def _candidates() -> list[Path]:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime):
         found.append(Path(runtime) / "agentify")
-    explicit = os.environ.get("AGENTIFY_CACHE_DIR")
-    xdg_cache = os.environ.get("XDG_CACHE_HOME")
-    if explicit and os.path.isabs(explicit):
-        found.append(Path(explicit))
-    elif xdg_cache and os.path.isabs(xdg_cache):
-        found.append(Path(xdg_cache) / "agentify")
-    else:
-        found.append(Path.home() / ".cache" / "agentify")
+    found.append(user_dir("cache"))
     return found
 
 

@@ -19,18 +19,14 @@ from loguru import logger
 from pydantic import ValidationError
 
 from agentify.config import BackendConfig
+from agentify.dirs import user_dir
 
 FORMAT = 1
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """AGENTIFY_CACHE_DIR, else $XDG_CACHE_HOME/agentify, else ~/.cache/agentify."""
-    environ = os.environ if environ is None else environ
-    if environ.get("AGENTIFY_CACHE_DIR"):
-        return Path(environ["AGENTIFY_CACHE_DIR"])
-    if environ.get("XDG_CACHE_HOME"):
-        return Path(environ["XDG_CACHE_HOME"]) / "agentify"
-    return Path.home() / ".cache" / "agentify"
+    return user_dir("cache", environ)
 
 
 def manifest_key(spec: BackendConfig) -> str:

@@ -24,18 +24,14 @@ from pydantic import AnyUrl, ValidationError
 
 from agentify.backends.connection import AuthRequired
 from agentify.config import BackendConfig, OAuthSettings
+from agentify.dirs import user_dir
 
 PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"  # while serving nobody receives a redirect
 
 
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     """AGENTIFY_CONFIG_DIR, else $XDG_CONFIG_HOME/agentify, else ~/.config/agentify."""
-    environ = os.environ if environ is None else environ
-    if environ.get("AGENTIFY_CONFIG_DIR"):
-        return Path(environ["AGENTIFY_CONFIG_DIR"])
-    if environ.get("XDG_CONFIG_HOME"):
-        return Path(environ["XDG_CONFIG_HOME"]) / "agentify"
-    return Path.home() / ".config" / "agentify"
+    return user_dir("config", environ)
 
 
 class TokenFile:
