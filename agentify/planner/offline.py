@@ -42,6 +42,20 @@ CONFIGURE = (
 )
 
 
+GOAL_FILLER = frozenset(
+    words("check verify confirm ensure make sure test tests pass passes work works still flow fine ok")
+)
+
+
+def _names_a_tool(goal: Mentions, catalog: Catalog) -> bool:
+    """Whether a "check that X works" request names what an existing tool already runs ("check that login
+    works": the login tests), so it goes to that tool rather than becoming an ad-hoc goal."""
+    rest = set(words(goal.query)) - GOAL_FILLER
+    return bool(rest) and any(
+        rest <= set(words(tool.tool.name)) for tool in catalog.tools.values() if not takes_goal(tool)
+    )
+
+
 class OfflinePlanner:
     name = "offline"
 
@@ -53,7 +67,9 @@ class OfflinePlanner:
             raise NoPlan("no backend tools are available to plan with: check `list_backends` for failed backends")
         mentions = analyse(task)
         if any(takes_goal(tool) for tool in catalog.tools.values()):
-            mentions = goal_request(mentions) or mentions
+            goal = goal_request(mentions)
+            if goal is not None and not _names_a_tool(goal, catalog):
+                mentions = goal
         missing = _missing_fit(catalog.missing, mentions.user_text)
         index = self._indexes.get(catalog)
         ranked = rank(index.rank(mentions.terms()), mentions)

@@ -118,3 +118,17 @@ def test_a_file_named_in_a_folder_is_one_path_there(tmp_path: Path) -> None:
     task = TaskInput(query="read notes.txt in examples", context=TaskContext(current_working_directory=str(tmp_path)))
     paths = [m.value for m in analyse(task).items if m.kind == "path"]
     assert paths == [str(tmp_path / "examples" / "notes.txt")]
+
+
+async def test_check_that_a_tested_feature_works_runs_its_tests_and_anything_else_is_an_ad_hoc_task() -> None:
+    runner = catalog_of(
+        tool("run-arbigent-test-login", "Run the Arbigent scenarios tagged 'login'"),
+        tool("run-arbigent-test-purchase", "Run the Arbigent scenarios tagged 'purchase'"),
+        tool("run-arbigent-task", "Check or try one thing in the app", {"goal": {"type": "string"}}, "goal"),
+        backend="arbigent",
+    )
+    assert (await plan("check that login works", runner)).tool == "run-arbigent-test-login"
+    assert (await plan("check that the purchase tests pass", runner)).tool == "run-arbigent-test-purchase"
+    adhoc = await plan("check that the login screen shows an error for a wrong password", runner)
+    assert adhoc.tool == "run-arbigent-task"
+    assert adhoc.arguments == {"goal": "check that the login screen shows an error for a wrong password"}
