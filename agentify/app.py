@@ -42,7 +42,6 @@ class Gateway:
     manager: BackendManager
     planners: PlannerSelector
     runner: TaskRunner
-    credentials: Redactor
     started: float = field(default_factory=time.time)
     console: ConsoleSupervisor | None = None
     init_options_applied: bool = False
@@ -53,6 +52,11 @@ class Gateway:
     directory of a task whose context names none."""
     roots_listeners: list[Callable[[list[types.Root] | None], None]] = field(default_factory=list)
     """Called with the new roots whenever `client_roots` changes (to forward them to backends)."""
+
+    @property
+    def credentials(self) -> Redactor:
+        """What results are masked with: the one secret set of every sink (results skip the shape patterns)."""
+        return self.logs.redactor
 
     def set_client_roots(self, roots: list[types.Root] | None) -> None:
         if roots == self.client_roots:
@@ -125,8 +129,7 @@ async def open_gateway(
     runner = TaskRunner(
         manager, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars
     )
-    credentials = logs.redactor  # one set of secrets for every sink; results skip only the shape patterns
-    gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner, credentials)
+    gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner)
 
     def forward_roots(roots: list[types.Root] | None) -> None:
         if roots is not None and roots != known_roots:
