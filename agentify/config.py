@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from agentify.config_keys import COMMENT, check_keys, model_keys, suggested_keys, unknown_key_problem
+from agentify.credentials import header_credential, is_credential, mask_url, names_a_place, url_secrets
 from agentify.errors import ConfigError
-from agentify.redact import MASK
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
@@ -130,18 +130,14 @@ class BackendConfig(_Model):
     def secret_values(self) -> list[str]:
         """This backend's credentials: every header value, the bearer token, the client secret, a URL's
         password and secret-looking query values, and env values that are credentials (by name or look)."""
-        values = [v for k, v in self.env.items() if _is_credential(k, v)]
+        values = [v for k, v in self.env.items() if is_credential(k, v)]
         values.extend(self.headers.values())
-        # "Bearer ghp_..." as a whole, and the credential alone, which errors and echoes quote by itself.
-        for value in self.headers.values():
-            scheme, _, credential = value.partition(" ")
-            if scheme.lower() in _AUTH_SCHEMES and credential.strip():
-                values.append(credential.strip())
+        values.extend(c for c in map(header_credential, self.headers.values()) if c)
         if isinstance(self.auth, BearerAuth):
             values.append(self.auth.token)
         elif isinstance(self.auth, OAuthSettings) and self.auth.client_secret:
             values.append(self.auth.client_secret)
-        values.extend(_url_secrets(self.url))
+        values.extend(url_secrets(self.url))
         return values
 
     def where(self) -> str:
@@ -200,45 +196,6 @@ class Config(_Model):
         return sorted({v for v in values if v})
 
     _expanded: frozenset[str] = PrivateAttr(default_factory=frozenset)
-
-
-_CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|private|session|cookie")
-_PLACE_VARIABLES = re.compile(
-    r"HOME|PWD|OLDPWD|USER|LOGNAME|SHELL|TMPDIR|TEMP|TMP|PATH|LANG|XDG_[A-Z_]+_(HOME|DIR|DIRS)"
-)
-"""Variables that name places or people, not secrets: masking `/home/ada` would hide every path in the log."""
-
-
-_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "apikey", "api-key", "key", "dpop"})
-_QUERY_SECRET = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential|code")
-
-
-def _url_secrets(url: str | None) -> list[str]:
-    """The userinfo password and the secret-looking query values of a URL."""
-    if not url:
-        return []
-    parts = urlsplit(url)
-    values = [parts.password or ""]
-    values += [v for k, v in parse_qsl(parts.query) if _QUERY_SECRET.search(k) or _is_credential(k, v)]
-    return [v for v in values if v]
-
-
-def mask_url(url: str) -> str:
-    """The URL with its userinfo and secret-looking query values replaced by the mask."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
-    query = "&".join(
-        f"{k}={MASK if (_QUERY_SECRET.search(k) or _is_credential(k, v)) else v}"
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def _is_credential(name: str, value: str) -> bool:
-    random_looking = len(value) >= 16 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-    return bool(_CREDENTIAL_NAME.search(name)) or (random_looking and "/" not in value)
 
 
 @dataclass
@@ -337,7 +294,7 @@ def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[st
         def substitute(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
             if name in environ:
-                if not _PLACE_VARIABLES.fullmatch(name):
+                if not names_a_place(name):
                     expanded.add(environ[name])
                 return environ[name]
             if default is not None:

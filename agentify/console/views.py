@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agentify import __version__
-from agentify.config import mask_url
+from agentify.credentials import mask_url
 from agentify.redact import MASK
 
 if TYPE_CHECKING:

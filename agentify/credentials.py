@@ -1,0 +1,60 @@
+"""Which configured values are credentials, and how a URL is shown without them.
+
+Read by `Config.secrets()` (what every sink masks) and by whatever shows a backend's URL.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from agentify.redact import MASK
+
+_CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|private|session|cookie")
+_PLACE_VARIABLES = re.compile(
+    r"HOME|PWD|OLDPWD|USER|LOGNAME|SHELL|TMPDIR|TEMP|TMP|PATH|LANG|XDG_[A-Z_]+_(HOME|DIR|DIRS)"
+)
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "apikey", "api-key", "key", "dpop"})
+_QUERY_SECRET = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential|code")
+
+
+def is_credential(name: str, value: str) -> bool:
+    """By its name (KEY, TOKEN, SECRET...), or a long value mixing letters and digits that is no path."""
+    random_looking = len(value) >= 16 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+    return bool(_CREDENTIAL_NAME.search(name)) or (random_looking and "/" not in value)
+
+
+def names_a_place(variable: str) -> bool:
+    """Variables that name places or people, not secrets: masking `/home/ada` would hide every path in the log."""
+    return bool(_PLACE_VARIABLES.fullmatch(variable))
+
+
+def header_credential(value: str) -> str | None:
+    """The credential of "Bearer ghp_...", which errors and echoes quote without its scheme word."""
+    scheme, _, credential = value.partition(" ")
+    if scheme.lower() not in _AUTH_SCHEMES:
+        return None
+    return credential.strip() or None
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The userinfo password and the secret-looking query values of a URL."""
+    if not url:
+        return []
+    parts = urlsplit(url)
+    values = [parts.password or ""]
+    values += [v for k, v in parse_qsl(parts.query) if _QUERY_SECRET.search(k) or is_credential(k, v)]
+    return [v for v in values if v]
+
+
+def mask_url(url: str) -> str:
+    """The URL with its userinfo and secret-looking query values replaced by the mask."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
+    query = "&".join(
+        f"{k}={MASK if (_QUERY_SECRET.search(k) or is_credential(k, v)) else v}"
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
