@@ -20,6 +20,8 @@ from agentify.planner import Plan, PlanUsage
 from agentify.planner.catalog import Catalog
 
 MAX_SEARCH_LIMIT = 50
+MAX_SEARCH_CHARS = 2000  # a search is a phrase; the bound keeps ranking and its regexes cheap
+MAX_NAME_CHARS = 200  # catalog names are at most 64 characters; the bound keeps the "did you mean" cheap
 Model = TypeVar("Model", bound=BaseModel)
 
 
@@ -31,7 +33,9 @@ class SearchInput(_Strict):
     """The input of `search_tools`."""
 
     query: str = Field(
-        min_length=1, description="What the tool should do, in plain words: 'read a file', 'click a button'."
+        min_length=1,
+        max_length=MAX_SEARCH_CHARS,
+        description="What the tool should do, in plain words: 'read a file', 'click a button'.",
     )
     limit: int = Field(default=5, ge=1, le=MAX_SEARCH_LIMIT, description="How many tools to return, best first.")
 
@@ -39,7 +43,11 @@ class SearchInput(_Strict):
 class CallInput(_Strict):
     """The input of `call_tool`."""
 
-    name: str = Field(min_length=1, description="The tool's name as search_tools gave it: '<backend>__<tool>'.")
+    name: str = Field(
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="The tool's name as search_tools gave it: '<backend>__<tool>'.",
+    )
     arguments: dict[str, Any] = Field(
         default_factory=dict, description="The tool's arguments, matching the input schema search_tools gave."
     )

@@ -64,3 +64,15 @@ def test_expose_must_name_known_groups() -> None:
         Config.model_validate({"expose": ["everything"]})
     with pytest.raises(ValidationError):
         Config.model_validate({"expose": []})
+
+
+def test_search_queries_and_tool_names_are_bounded_in_the_schema_and_the_handler() -> None:
+    from agentify.errors import InvalidInput
+    from agentify.inputs import MAX_NAME_CHARS, MAX_SEARCH_CHARS, validate_input
+
+    assert tool_schema(SearchInput)["properties"]["query"]["maxLength"] == MAX_SEARCH_CHARS
+    assert tool_schema(CallInput)["properties"]["name"]["maxLength"] == MAX_NAME_CHARS
+    with pytest.raises(InvalidInput, match="query"):
+        validate_input(SearchInput, {"query": "x" * 1_000_000}, "{}")
+    with pytest.raises(InvalidInput, match="name"):
+        validate_input(CallInput, {"name": "y" * 1_000_000, "arguments": {}}, "{}")
