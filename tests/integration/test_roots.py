@@ -79,3 +79,24 @@ async def test_client_without_roots_gets_the_usual_message_for_a_relative_path(t
     async with ide_client(config, gateway_env(None), tmp_path / "e.log", "auto") as client:
         result = await client.call_tool("orchestrate_task", {"query": "read notes.txt"})
     assert result.is_error and "working directory" in text_of(result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_forward_roots_backend_serves_the_ides_workspace_once_the_gateway_knows_it(
+    tmp_path: Path, workspace: Path, mode: str
+) -> None:
+    from tests.servers import EVERYTHING
+
+    roots = Roots(workspace)
+    backends = [
+        fs_backend(tmp_path),
+        {"id": "everything", "command": "node", "args": [str(EVERYTHING), "stdio"], "forwardRoots": True},
+    ]
+    config = write_config(tmp_path, backends, planner={"provider": "offline"})
+    async with ide_client(config, gateway_env(None), tmp_path / "e.log", mode, list_roots_callback=roots) as client:
+        await client.call_tool("orchestrate_task", {"query": "read notes.txt"})  # the gateway learns the roots
+        seen = ""
+        with anyio.fail_after(30):
+            while workspace.as_uri() not in seen:  # the backend re-lists roots once it is told they changed
+                seen = text_of(await client.call_tool("call_tool", {"name": "everything__get-roots-list"}))
+    assert workspace.as_uri() in seen
