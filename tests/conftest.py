@@ -159,3 +159,12 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of a process group is left (the tests' own check, independent of agentify.proc)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -14,6 +13,8 @@ from typing import Any
 import anyio
 from mcp.client.session import ClientSession, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.conftest import group_alive as group_alive  # the runner's tests import it from here
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_ARBIGENT = REPO / "tests" / "fakes" / "arbigent"
@@ -128,11 +129,3 @@ async def wait_for(condition: Callable[[], bool], seconds: float = 20.0) -> None
             if condition():
                 return
             await anyio.sleep(0.05)
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import AGENTIFY, fake_backend, fs_backend, gateway_env, pid_alive, write_config
+from tests.conftest import AGENTIFY, fake_backend, fs_backend, gateway_env, group_alive, pid_alive, write_config
 from tests.fakes.model_server import ModelServer, Reply
 
 pytestmark = pytest.mark.integration
@@ -32,14 +32,6 @@ def wait_for(predicate: Callable[[], bool], what: str, seconds: float = LIMIT) -
         if time.monotonic() > deadline:
             pytest.fail(f"gave up after {seconds} s waiting for {what}")
         time.sleep(0.05)
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @contextmanager
