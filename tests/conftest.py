@@ -162,7 +162,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def group_alive(pgid: int) -> bool:
-    """Whether any process of a process group is left (the tests' own check, independent of agentify.proc)."""
+    """Whether any process of a process group is left (the tests' own check, independent of agentify._common.proc)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:

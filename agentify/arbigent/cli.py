@@ -24,7 +24,7 @@ from agentify.arbigent.options import API_KEY_ENV
 from agentify.arbigent.project import load_project
 from agentify.arbigent.runs import DEFAULT_GRACE_SECONDS, DEFAULT_TIMEOUT_SECONDS, RunnerConfig, Runs
 from agentify.arbigent.settings import SETTINGS_FILES, RunSettings, api_key_option, load_settings, stray_settings
-from agentify.redact import Redactor
+from agentify.security.redact import Redactor
 
 GRACE_ENV = "AGENTIFY_ARBIGENT_GRACE_SECONDS"
 """Seconds between SIGTERM and SIGKILL when a run is stopped (default 10); tests shorten it."""

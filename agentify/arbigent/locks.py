@@ -22,8 +22,8 @@ from pathlib import Path
 
 import anyio
 
+from agentify._common.dirs import user_dir
 from agentify.arbigent.errors import StartupError, ToolCallError
-from agentify.dirs import user_dir
 
 LOCK_DIR_NAME = "arbigent-locks"
 _LOCK_POLL_SECONDS = 0.2

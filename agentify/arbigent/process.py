@@ -1,7 +1,7 @@
 """Running the CLI as a child process that can always be stopped.
 
 The child gets stdin closed, its own session (so its process group holds everything it spawns) and
-the working directory it is given. stdout and stderr are split into lines (`agentify.proc`) and
+the working directory it is given. stdout and stderr are split into lines (`agentify._common.proc`) and
 decoded into bounded captures while the child runs, so it never blocks on a full pipe. A timeout or
 a cancellation stops the whole group (`agentify.proc.stop_group`): SIGTERM, the grace period
 (Arbigent's shutdown hook writes result.yml then), SIGKILL. Every wait is bounded.
@@ -18,8 +18,8 @@ import anyio
 import anyio.abc
 from loguru import logger
 
+from agentify._common.proc import group_alive, iter_lines, stop_group, wait_for_exit
 from agentify.arbigent.results import OutputCapture
-from agentify.proc import group_alive, iter_lines, stop_group, wait_for_exit
 
 LineHandler = Callable[[str], None]
 

@@ -39,7 +39,7 @@ from agentify.arbigent.results import (
     merge_results,
 )
 from agentify.arbigent.settings import RunSettings, stray_settings
-from agentify.redact import Redactor
+from agentify.security.redact import Redactor
 
 Progress = Callable[[str], Awaitable[None]]
 

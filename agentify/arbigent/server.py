@@ -39,7 +39,7 @@ from agentify.arbigent.results import RunReport
 from agentify.arbigent.runs import Progress, Runs
 from agentify.arbigent.tools import listing, refuse_unknown_keys, selection_for, tools_for
 from agentify.arbigent.yamlfile import YamlFileError, read_text_file
-from agentify.redact import Redactor
+from agentify.security.redact import Redactor
 
 SERVER_NAME = "agentify-arbigent"
 POLL_SECONDS = 1.0

@@ -14,10 +14,10 @@ from agentify.backends.manifest import ManifestStore
 from agentify.backends.remote import RemoteConnection
 from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendStatus
+from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
 from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor
 from agentify.config import BackendConfig
-from agentify.stderr_log import StderrLog
 
 CATALOG_WAIT_MAX = 30.0  # a catalog waits at most this long for backends that are still starting
 

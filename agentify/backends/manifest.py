@@ -18,8 +18,8 @@ import mcp_types as types
 from loguru import logger
 from pydantic import ValidationError
 
+from agentify._common.dirs import user_dir
 from agentify.config import BackendConfig
-from agentify.dirs import user_dir
 
 FORMAT = 1
 

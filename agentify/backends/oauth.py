@@ -22,9 +22,9 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl, ValidationError
 
+from agentify._common.dirs import user_dir
 from agentify.backends.connection import AuthRequired
 from agentify.config import BackendConfig, OAuthSettings
-from agentify.dirs import user_dir
 
 PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"  # while serving nobody receives a redirect
 

@@ -26,7 +26,7 @@ from mcp.shared.message import SessionMessage
 from agentify.backends.connection import AuthRequired, Link
 from agentify.backends.oauth import TokenFile, provider_for
 from agentify.config import BackendConfig, BearerAuth
-from agentify.credentials import mask_url
+from agentify.security.credentials import mask_url
 
 CONNECT_SECONDS = 10.0  # connect, write and pool timeouts of the HTTP client
 STREAM_READ_SECONDS = 300.0  # a server may hold a response stream open this long without sending

@@ -1,4 +1,4 @@
-"""The stdio connection: a local backend process, through `agentify.transport`."""
+"""The stdio connection: a local backend process, through `agentify.backends.stdio_process`."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from agentify.backends.connection import Link
+from agentify.backends.stderr_log import StderrLog
+from agentify.backends.stdio_process import spawn_backend
 from agentify.config import BackendConfig
-from agentify.stderr_log import StderrLog
-from agentify.transport import spawn_backend
 
 EXIT_STATUS_WAIT = 1.0  # how long an error message waits for the exit code of a process whose stdout closed
 

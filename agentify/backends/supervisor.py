@@ -32,9 +32,9 @@ from agentify.backends.idle import IdleClock
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.session import RootsGetter, client_session, list_tools, start
 from agentify.backends.state import SETTLED, STARTING, TRANSITIONS, BackendState, BackendStatus
+from agentify.backends.stderr_log import StderrLog
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable, Denied
-from agentify.stderr_log import StderrLog
 
 StateListener = Callable[[BackendStatus], None]
 

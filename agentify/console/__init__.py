@@ -9,6 +9,6 @@ and cannot crowd out requests), `security` (token, Host and Origin checks as ASG
 `stream` (the one WebSocket), `views` (the redacted, bounded data every route serves).
 """
 
-from agentify.console.supervisor import ConsoleSupervisor, console_token
+from agentify.console.supervisor import ConsoleSupervisor, attached_console, console_token
 
-__all__ = ["ConsoleSupervisor", "console_token"]
+__all__ = ["ConsoleSupervisor", "attached_console", "console_token"]

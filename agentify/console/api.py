@@ -23,10 +23,10 @@ from agentify.console.security import Access, ConsoleGuard
 from agentify.console.stream import event_stream
 from agentify.console.views import LEVELS, Views
 from agentify.errors import AgentifyError
-from agentify.results import error_result, outcome_result
+from agentify.mcp_server.results import error_result, outcome_result
 
 if TYPE_CHECKING:
-    from agentify.app import Gateway
+    from agentify.gateway.services import Gateway
 
 _TASK_EXAMPLE = {"query": "read README.md", "context": {"currentWorkingDirectory": "/path/to/project"}}
 

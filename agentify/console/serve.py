@@ -19,11 +19,11 @@ import uvicorn
 from loguru import logger
 
 from agentify.console.api import create_app
-from agentify.console.connections import MAX_CONNECTIONS, ConnectionGate
 from agentify.console.security import Access
+from agentify.security.connections import MAX_CONNECTIONS, ConnectionGate
 
 if TYPE_CHECKING:
-    from agentify.app import Gateway
+    from agentify.gateway.services import Gateway
 
 GRACEFUL_SECONDS = 2  # open requests and WebSockets get this long when the console stops
 WS_MAX_MESSAGE = 64 * 1024  # the page only sends tiny messages

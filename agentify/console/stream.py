@@ -23,10 +23,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from agentify.console.security import SUBPROTOCOL
 from agentify.console.views import Views
-from agentify.events import Event
+from agentify.gateway.events import Event
 
 if TYPE_CHECKING:
-    from agentify.app import Gateway
+    from agentify.gateway.services import Gateway
 
 SEND_SECONDS = 5.0
 CLOSE_SECONDS = 1.0

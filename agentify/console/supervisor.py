@@ -1,7 +1,8 @@
 """Starts, moves and stops the console with the gateway: at most one console at a time.
 
-Lives in the gateway's task group. `apply` is synchronous, so `Gateway.apply_init_options`
+Lives in the gateway's task group. `apply` is synchronous, so a gateway config listener
 can start the console when the client's `initializationOptions` bring `DEBUG_PORT`.
+`attached_console` runs it beside a gateway for as long as the gateway serves.
 A console that cannot start, or fails, is logged; the gateway keeps serving without it.
 """
 
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -20,7 +22,7 @@ from loguru import logger
 from agentify.config import Config
 
 if TYPE_CHECKING:
-    from agentify.app import Gateway
+    from agentify.gateway.services import Gateway
 
 STOP_SECONDS = 5.0
 TOKEN_ENV = "AGENTIFY_DEBUG_TOKEN"
@@ -106,3 +108,19 @@ class ConsoleSupervisor:
         finally:
             console.done.set()
             self._live.remove(console)
+
+
+@asynccontextmanager
+async def attached_console(gateway: Gateway) -> AsyncIterator[None]:
+    """Serves the console of `gateway` while inside (when a debug port is set, now or by a later
+    config change); leaving stops it, bounded, before the gateway closes its backends."""
+    async with anyio.create_task_group() as tg:
+        supervisor = ConsoleSupervisor(gateway, tg)
+        gateway.config_listeners.append(supervisor.apply)
+        supervisor.apply(gateway.config)
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await supervisor.aclose()
+            tg.cancel_scope.cancel()

@@ -15,11 +15,11 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agentify import __version__
-from agentify.credentials import mask_url
-from agentify.redact import MASK
+from agentify.security.credentials import mask_url
+from agentify.security.redact import MASK
 
 if TYPE_CHECKING:
-    from agentify.app import Gateway
+    from agentify.gateway.services import Gateway
 
 _T = TypeVar("_T")
 RESULT_CHARS = 100_000  # what POST /api/tasks sends back at most; the page shows it in one <pre>

@@ -8,8 +8,8 @@ would consider first. Tools with no matching word at all are never returned.
 from __future__ import annotations
 
 from agentify.planner import TaskInput
-from agentify.planner.extract import analyse
 from agentify.planner.offline import rank
+from agentify.planner.offline.extract import analyse
 from agentify.planner.retrieval import Ranked, ToolIndex
 
 

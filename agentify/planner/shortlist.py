@@ -14,7 +14,7 @@ from typing import Protocol
 
 from agentify.planner import Plan, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool
-from agentify.planner.extract import analyse
+from agentify.planner.offline.extract import analyse
 from agentify.planner.retrieval import IndexCache, ToolIndex
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from agentify.arbigent.runs import RunnerConfig, Runs, Selection, Task
 from agentify.arbigent.settings import load_settings
-from agentify.redact import Redactor
+from agentify.security.redact import Redactor
 
 from .support import FAKE_ARBIGENT, PROJECT_YAML
 

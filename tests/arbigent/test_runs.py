@@ -14,7 +14,7 @@ from agentify.arbigent.locks import WorkdirLocks
 from agentify.arbigent.results import RunStatus
 from agentify.arbigent.runs import RunnerConfig, Runs, Selection, Task
 from agentify.arbigent.settings import RunSettings
-from agentify.redact import Redactor
+from agentify.security.redact import Redactor
 
 from .support import FAKE_ARBIGENT, Workspace, group_alive
 

@@ -19,7 +19,7 @@ from agentify.arbigent.project import load_project
 from agentify.arbigent.runs import RunnerConfig, Runs
 from agentify.arbigent.server import ArbigentServer
 from agentify.arbigent.settings import RunSettings
-from agentify.redact import Redactor
+from agentify.security.redact import Redactor
 
 from .support import FAKE_ARBIGENT, Workspace
 

@@ -16,8 +16,8 @@ from agentify.console.security import Access, presented_token, token_subprotocol
 from agentify.console.stream import FELL_BEHIND, STALLED, pump
 from agentify.console.supervisor import console_token
 from agentify.console.views import bounded_result
-from agentify.events import EventBus
-from agentify.redact import Redactor
+from agentify.gateway.events import EventBus
+from agentify.security.redact import Redactor
 
 
 @pytest.mark.anyio

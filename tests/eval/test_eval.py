@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentify.eval import Case, EvalFileError, _present, evaluate, load_cases
+from agentify.eval.routing import Case, EvalFileError, _present, evaluate, load_cases
 from agentify.planner.offline import OfflinePlanner
 from agentify.planner.retrieval import ToolIndex
 from tests.planner.support import example_catalog

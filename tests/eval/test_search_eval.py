@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentify.eval import load_cases
+from agentify.eval.routing import load_cases
+from agentify.eval.search import evaluate_search
 from agentify.planner.retrieval import ToolIndex
-from agentify.search_eval import evaluate_search
 from tests.conftest import REPO, fs_backend, write_config
 from tests.eval.test_eval_command import agentify_eval, cases_file
 from tests.planner.support import example_catalog

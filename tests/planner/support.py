@@ -7,7 +7,7 @@ from typing import Any
 
 import mcp_types as types
 
-from agentify.eval import load_backends
+from agentify.eval.routing import load_backends
 from agentify.planner import TaskInput
 from agentify.planner.catalog import Catalog
 

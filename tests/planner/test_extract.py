@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentify.planner.extract import analyse
-from agentify.planner.fill import fill
+from agentify.planner.offline.extract import analyse
+from agentify.planner.offline.fill import fill
 from tests.planner.support import EXAMPLES, catalog_of, example_catalog, task, tool
 
 

@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 
 from agentify.errors import NoPlan, PlannerUnavailable
-from agentify.eval import evaluate, load_cases
+from agentify.eval.routing import evaluate, load_cases
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog
-from agentify.planner.extract import analyse
 from agentify.planner.offline import OfflinePlanner
+from agentify.planner.offline.extract import analyse
 from agentify.planner.retrieval import ToolIndex
 from tests.planner.support import EXAMPLES, REPO, catalog_of, example_catalog, task, tool
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from agentify.errors import BackendUnavailable
-from agentify.eval import evaluate, load_cases
+from agentify.eval.routing import evaluate, load_cases
 from agentify.planner import Plan
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.offline import OfflinePlanner
+from agentify.planner.offline.vocabulary import key_name
 from agentify.planner.retrieval import ToolIndex
-from agentify.planner.vocabulary import key_name
 from tests.planner.support import REPO, example_catalog, task
 
 pytestmark = pytest.mark.anyio

@@ -5,7 +5,7 @@ import re
 import mcp_types as types
 
 from agentify.planner.catalog import Catalog
-from agentify.redact import MASK, Redactor
+from agentify.security.redact import MASK, Redactor
 
 SAFE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -60,7 +60,7 @@ def test_redactor_masks_known_secrets_and_secret_shapes() -> None:
 
 def test_error_results_are_redacted_since_they_quote_backend_stderr() -> None:
     from agentify.errors import BackendUnavailable
-    from agentify.results import error_result
+    from agentify.mcp_server.results import error_result
 
     error = BackendUnavailable("backend 'db' exited. Last stderr: connecting to postgres://app:hunter22@db/x")
     text = error_result(error, Redactor(["hunter22-not-used"])).content[0].text  # type: ignore[union-attr]

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from agentify.confirm_prompt import confirmation_message
+from agentify.gateway.confirm_prompt import confirmation_message
 
 
 def test_every_key_is_listed_and_places_come_first_in_full() -> None:

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agentify._common.schemas import tool_schema
 from agentify.config import Config
-from agentify.inputs import CallInput, SearchInput
+from agentify.gateway.inputs import CallInput, SearchInput
+from agentify.mcp_server.server import exposed_tools
 from agentify.planner import TaskInput
-from agentify.schemas import tool_schema
-from agentify.server import exposed_tools
 
 
 class Inner(BaseModel):
@@ -68,7 +68,7 @@ def test_expose_must_name_known_groups() -> None:
 
 def test_search_queries_and_tool_names_are_bounded_in_the_schema_and_the_handler() -> None:
     from agentify.errors import InvalidInput
-    from agentify.inputs import MAX_NAME_CHARS, MAX_SEARCH_CHARS, validate_input
+    from agentify.gateway.inputs import MAX_NAME_CHARS, MAX_SEARCH_CHARS, validate_input
 
     assert tool_schema(SearchInput)["properties"]["query"]["maxLength"] == MAX_SEARCH_CHARS
     assert tool_schema(CallInput)["properties"]["name"]["maxLength"] == MAX_NAME_CHARS

@@ -3,7 +3,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from agentify.proc import iter_lines
+from agentify._common.proc import iter_lines
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from agentify.redact import MASK, Redactor
+from agentify.security.redact import MASK, Redactor
 
 MB = 1_000_000
 
@@ -86,7 +86,7 @@ def test_keys_of_data_are_masked_and_bounded_too() -> None:
 def test_a_cut_result_is_masked_before_it_is_cut() -> None:
     import mcp_types as types
 
-    from agentify.limits import cap_result
+    from agentify.gateway.result_caps import cap_result
 
     secret = "ghp_" + "Q" * 36
     result = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 1990 + secret)])

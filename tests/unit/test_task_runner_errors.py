@@ -10,11 +10,11 @@ import pytest
 from agentify.backends import BackendManager
 from agentify.config import PlannerConfig
 from agentify.errors import InternalError
-from agentify.events import EventBus
+from agentify.gateway.events import EventBus
+from agentify.gateway.tasks import TaskRunner
+from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerSelector
-from agentify.redact import Redactor
-from agentify.tasks import TaskRunner
-from agentify.traces import TraceStore
+from agentify.security.redact import Redactor
 
 pytestmark = pytest.mark.anyio
 

@@ -1,8 +1,8 @@
 """The composition root's long-lived state: one `Gateway` owns every resource of a run.
 
-`open_gateway` starts the backends (and the debug console, when a debug port is set) in the
-background and yields at once; leaving it stops the console and closes every backend session
-(shielded, bounded), also when the caller is cancelled.
+`open_gateway` starts the backends in the background and yields at once; leaving it closes every
+backend session (shielded, bounded), also when the caller is cancelled. What serves the gateway
+(the MCP server, the debug console) is attached by the composition root, never imported here.
 """
 
 from __future__ import annotations
@@ -17,17 +17,16 @@ import anyio
 import mcp_types as types
 from loguru import logger
 
+from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.manifest import cache_dir
 from agentify.config import Config, ConfigSources
-from agentify.console import ConsoleSupervisor
 from agentify.errors import ConfigError
-from agentify.events import EventBus
-from agentify.logging import LogSetup
+from agentify.gateway.events import EventBus
+from agentify.gateway.tasks import TaskRunner
+from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerSelector
-from agentify.redact import Redactor
-from agentify.tasks import TaskRunner
-from agentify.traces import TraceStore
+from agentify.security.redact import Redactor
 
 SHUTDOWN_SECONDS = 10.0
 
@@ -43,7 +42,6 @@ class Gateway:
     planners: PlannerSelector
     runner: TaskRunner
     started: float = field(default_factory=time.time)
-    console: ConsoleSupervisor | None = None
     init_options_applied: bool = False
     retired_planners: list[PlannerSelector] = field(default_factory=list)
     client_roots: list[types.Root] | None = None
@@ -52,6 +50,9 @@ class Gateway:
     directory of a task whose context names none."""
     roots_listeners: list[Callable[[list[types.Root] | None], None]] = field(default_factory=list)
     """Called with the new roots whenever `client_roots` changes (to forward them to backends)."""
+    config_listeners: list[Callable[[Config], None]] = field(default_factory=list)
+    """Called with the new config when the client's `initializationOptions` changed it (the console
+    follows a `DEBUG_PORT` that came with them)."""
 
     @property
     def credentials(self) -> Redactor:
@@ -101,8 +102,8 @@ class Gateway:
         if config.backends != self.config.backends:
             self.manager.reconcile(config.backends)
         self.config = config
-        if self.console is not None:
-            self.console.apply(config)  # DEBUG_PORT may have come with the options
+        for listener in self.config_listeners:
+            listener(config)
         logger.info("initializationOptions applied: {} backends", len(config.backends))
 
 
@@ -114,10 +115,7 @@ def _on_backend_state(bus: EventBus) -> Any:
 
 
 @asynccontextmanager
-async def open_gateway(
-    sources: ConfigSources, config: Config, logs: LogSetup, *, console: bool = True
-) -> AsyncIterator[Gateway]:
-    """`console=False` for one-shot commands: they never serve the debug console."""
+async def open_gateway(sources: ConfigSources, config: Config, logs: LogSetup) -> AsyncIterator[Gateway]:
     bus = EventBus()
     logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, logs.redactor, file=config.trace_file)
@@ -139,15 +137,10 @@ async def open_gateway(
     gateway.roots_listeners.append(forward_roots)
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
-        if console:
-            gateway.console = ConsoleSupervisor(gateway, tg)
-            gateway.console.apply(config)
         try:
             yield gateway
         finally:
             with anyio.CancelScope(shield=True):
-                if gateway.console is not None:
-                    await gateway.console.aclose()
                 manager.close()
                 with anyio.move_on_after(SHUTDOWN_SECONDS):
                     await manager.closed.wait()

@@ -21,16 +21,16 @@ from loguru import logger
 
 from agentify.backends import BackendManager, ToolHandle
 from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan, TaskCancelled
-from agentify.inputs import SearchInput, given_call, validate_input
-from agentify.limits import block_size, cap_result
+from agentify.gateway.inputs import SearchInput, given_call, validate_input
+from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
+from agentify.gateway.result_caps import block_size, cap_result
+from agentify.gateway.traces import Trace, TraceStore
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
 from agentify.planner.select import PlannerSelector
-from agentify.policy import AskingClient, Confirmer, confirmation_reason, enforce
-from agentify.traces import Trace, TraceStore
 
 Progress = Callable[[str], Awaitable[None]]
 

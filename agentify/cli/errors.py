@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from loguru import logger
 
+from agentify._common.errors import StartFailed
 from agentify.errors import AgentifyError, ConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -24,10 +25,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 class UsageError(Exception):
     """A bad command line argument, environment variable or input file: exit 2, one line."""
-
-
-class StartFailed(Exception):
-    """The command cannot start for a reason outside its input (a busy port): exit 1, one line."""
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentify.planner.catalog import CatalogTool
-from agentify.planner.extract import Kind, Mention, Mentions, resolve_path
+from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path
+from agentify.planner.offline.vocabulary import KEY_NAMES, PLAIN_TEXT_NAMES, REF_NAMES
 from agentify.planner.retrieval import words
-from agentify.planner.vocabulary import KEY_NAMES, PLAIN_TEXT_NAMES, REF_NAMES
 
 Role = Literal[
     "url",

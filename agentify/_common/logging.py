@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from loguru import logger
 
-from agentify.redact import Redactor
+from agentify.security.redact import Redactor
 
 LINE_LIMIT = 20_000
 """Characters of one log line (tracebacks included) kept after masking; the rest is cut with a note."""

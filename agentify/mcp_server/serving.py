@@ -1,8 +1,8 @@
 """`agentify serve`: the gateway over stdio (what IDEs start) or over MCP streamable HTTP.
 
-stdio: the SDK's transport with unreadable lines answered (`stdio_guard`), and a watchdog that ends
-the process once every backend is closed (the SDK's stdin reader thread only returns at EOF).
-HTTP: the bearer token in front (`http_auth`), the console's connection gate against idle sockets,
+stdio: the SDK's transport with unreadable lines answered (`stdio_guard`); `on_closed` is told when
+every backend is closed (the caller's exit watchdog: the SDK's stdin reader thread only returns at EOF).
+HTTP: the bearer token in front (`http_auth`), the connection gate against idle sockets,
 and `initializationOptions` reduced to the log level.
 """
 
@@ -11,51 +11,49 @@ from __future__ import annotations
 import errno
 import os
 import socket
-import sys
-import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 from agentify import __version__
-from agentify.cli_errors import EXIT_OK, StartFailed
-from agentify.config import Config, ConfigSources
-from agentify.http_auth import BearerAuth, is_loopback
-from agentify.logging import LogSetup
-from agentify.stdio_guard import answering_parse_errors
+from agentify._common.errors import StartFailed
+from agentify._common.logging import LogSetup
+from agentify.config import Config
+from agentify.mcp_server.stdio_guard import answering_parse_errors
+from agentify.security.http_auth import BearerAuth, is_loopback
 
-# After SIGTERM or SIGINT, leave at once once every backend is closed; after stdin EOF the
-# process normally ends by itself, and this only catches a stuck exit.
-EXIT_WATCHDOG_SECONDS = 2.0
+if TYPE_CHECKING:
+    from agentify.mcp_server.server import OpenServices
+
 HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
 
 
-async def serve_stdio(sources: ConfigSources, config: Config, logs: LogSetup, exit_after: ExitWatchdog) -> int:
+async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Callable[[], None]) -> None:
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
-    from agentify.server import build_server
+    from agentify.mcp_server.server import build_server
 
-    server = build_server(sources, config, logs, on_closed=exit_after.closed)
+    server = build_server(open_services, on_closed=on_closed)
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
 
     async with stdio_server() as (read_stream, write_stream), answering_parse_errors(read_stream, write_stream) as read:
         await server.run(read, write_stream, server.create_initialization_options(NotificationOptions()))
-    return EXIT_OK
 
 
 async def serve_http(
-    sources: ConfigSources, config: Config, logs: LogSetup, host: str, port: int, token: str | None
-) -> int:
+    open_services: OpenServices, config: Config, logs: LogSetup, host: str, port: int, token: str | None
+) -> None:
     import uvicorn
 
-    from agentify.console.connections import ConnectionGate
-    from agentify.server import build_server
+    from agentify.mcp_server.server import build_server
+    from agentify.security.connections import ConnectionGate
 
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # but the log level (no backends, commands, URLs, headers, env or keys).
-    server = build_server(sources, config, logs, trust_init_options=False)
+    server = build_server(open_services, trust_init_options=False)
     app: Any = server.streamable_http_app(host=host, streamable_http_path="/mcp")
     url = f"http://{host}:{port}/mcp"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(config.backends))
@@ -76,7 +74,6 @@ async def serve_http(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", http=gate.protocol()
     )
     await uvicorn.Server(settings).serve(sockets=[listener])
-    return EXIT_OK
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -97,33 +94,3 @@ def _listen(host: str, port: int) -> socket.socket:
         fix = "choose another port with --port" if exc.errno == errno.EADDRINUSE else "choose another --host"
         raise StartFailed(f"cannot listen on {host}:{port} ({exc.strerror or exc}); {fix}") from None
     return listener
-
-
-class ExitWatchdog:
-    """Ends `serve` once every backend is closed. The SDK reads stdin in a worker thread that only
-    returns at EOF, so after a signal the process would otherwise wait for input forever."""
-
-    def __init__(self) -> None:
-        self.signalled = threading.Event()
-
-    def signal(self) -> None:
-        """A signal arrived: leave as soon as the backends are closed, and in any case once their
-        close (bounded by SHUTDOWN_SECONDS) must be over, should a signal beat the gateway's start."""
-        from agentify.app import SHUTDOWN_SECONDS
-
-        self.signalled.set()
-        _exit_after(SHUTDOWN_SECONDS + EXIT_WATCHDOG_SECONDS)
-
-    def closed(self) -> None:
-        _exit_after(0.0 if self.signalled.is_set() else EXIT_WATCHDOG_SECONDS)
-
-
-def _exit_after(seconds: float) -> None:
-    def hard_exit() -> None:
-        logger.info("agentify stopped")
-        sys.stderr.flush()
-        os._exit(EXIT_OK)
-
-    timer = threading.Timer(seconds, hard_exit)
-    timer.daemon = True
-    timer.start()

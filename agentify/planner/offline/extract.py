@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentify.planner import TaskContext, TaskInput
+from agentify.planner.offline.vocabulary import is_ref, key_name
 from agentify.planner.prompt import document_path
 from agentify.planner.retrieval import STOP_WORDS, query_terms, words
-from agentify.planner.vocabulary import is_ref, key_name
 
 Kind = Literal["url", "path", "quoted", "glob", "number", "ref", "key", "goal"]
 

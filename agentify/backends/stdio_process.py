@@ -24,7 +24,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-from agentify.proc import iter_lines, stop_group, wait_for_exit
+from agentify._common.proc import iter_lines, stop_group, wait_for_exit
 
 EXIT_GRACE_SECONDS = 2.0
 KILL_GRACE_SECONDS = 2.0

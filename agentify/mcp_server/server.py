@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import mcp_types as types
@@ -18,16 +18,15 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from agentify import __version__
-from agentify.app import Gateway, open_gateway
-from agentify.client_requests import Exchange, first_root_path, state_boundary
-from agentify.config import Config, ConfigSources
+from agentify._common.schemas import tool_schema
+from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
-from agentify.inputs import CallInput, NoInput, SearchInput, validate_input
-from agentify.logging import LogSetup
+from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
+from agentify.gateway.policy import AskingClient
+from agentify.gateway.services import Gateway
+from agentify.mcp_server.client_requests import Exchange, first_root_path, state_boundary
+from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.planner import TaskInput
-from agentify.policy import AskingClient
-from agentify.results import error_result, outcome_result, plan_result, search_result
-from agentify.schemas import tool_schema
 
 _TASK_SCHEMA = tool_schema(TaskInput)
 
@@ -81,10 +80,12 @@ def exposed_tools(config: Config) -> list[types.Tool]:
     ]
 
 
+OpenServices = Callable[[], AbstractAsyncContextManager[Gateway]]
+"""Opens the gateway's services for as long as the server runs (the composition root's choice)."""
+
+
 def build_server(
-    sources: ConfigSources,
-    config: Config,
-    logs: LogSetup,
+    open_services: OpenServices,
     on_closed: Callable[[], None] | None = None,
     *,
     trust_init_options: bool = True,
@@ -95,7 +96,7 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_: Server[Gateway]) -> AsyncIterator[Gateway]:
         try:
-            async with open_gateway(sources, config, logs) as gateway:
+            async with open_services() as gateway:
                 yield gateway
         finally:
             if on_closed is not None:

@@ -20,8 +20,8 @@ from typing import Any
 
 from loguru import logger
 
-from agentify.events import EventBus
-from agentify.redact import Redactor
+from agentify.gateway.events import EventBus
+from agentify.security.redact import Redactor
 
 TEXT_LIMIT = 2000
 """Characters kept of any one string of a trace (a query, a selection, an argument, a result preview)."""

@@ -28,8 +28,8 @@ from __future__ import annotations
 from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
 from agentify.planner import Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
-from agentify.planner.extract import Mentions, analyse, goal_request
-from agentify.planner.fill import Filling, fill, takes_goal
+from agentify.planner.offline.extract import Mentions, analyse, goal_request
+from agentify.planner.offline.fill import Filling, fill, takes_goal
 from agentify.planner.retrieval import SYNONYMS, IndexCache, Ranked, query_terms, words
 
 MARGIN = 1.25

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentify.eval import Backends, Case, gateway_catalog
+from agentify.eval.routing import Backends, Case, gateway_catalog
+from agentify.mcp_server.results import search_result
 from agentify.planner.retrieval import ToolIndex
 from agentify.planner.search import search_tools
-from agentify.redact import Redactor
-from agentify.results import search_result
+from agentify.security.redact import Redactor
 
 if TYPE_CHECKING:
-    from agentify.app import Gateway
+    from agentify.gateway.services import Gateway
 
 DEPTH = 50  # how far down the ranking a miss is looked for, to report where the tool was
 

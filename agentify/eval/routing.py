@@ -37,7 +37,7 @@ from agentify.planner.retrieval import ToolIndex
 from agentify.planner.shortlist import shortlist
 
 if TYPE_CHECKING:
-    from agentify.app import Gateway
+    from agentify.gateway.services import Gateway
 
 Backends = Sequence[tuple[str, str, list[types.Tool]]]
 PREVIEW = 240

@@ -30,11 +30,11 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, ValidationError
 
-from agentify.confirm_prompt import confirmation_message
+from agentify.gateway.confirm_prompt import confirmation_message
+from agentify.gateway.policy import Answer, AskingClient
 from agentify.planner import Plan
 from agentify.planner.prompt import document_path
 from agentify.planner.sampling import MAX_TOKENS, SamplingResult
-from agentify.policy import Answer, AskingClient
 
 ROUND_TRIP_VERSION = "2026-07-28"
 CONFIRM_TIMEOUT_SECONDS = 600.0

@@ -8,9 +8,9 @@ from typing import Any
 import mcp_types as types
 
 from agentify.errors import AgentifyError
+from agentify.gateway.tasks import TaskOutcome
 from agentify.planner.retrieval import Ranked
-from agentify.redact import Redactor
-from agentify.tasks import TaskOutcome
+from agentify.security.redact import Redactor
 
 
 def outcome_result(outcome: TaskOutcome, credentials: Redactor) -> types.CallToolResult:

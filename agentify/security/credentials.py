@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from agentify.redact import MASK
+from agentify.security.redact import MASK
 
 _CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|private|session|cookie")
 _PLACE_VARIABLES = re.compile(

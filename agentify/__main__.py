@@ -1,0 +1,7 @@
+"""`python -m agentify ARGS`: the same as `agentify ARGS`."""
+
+import sys
+
+from agentify.cli import main
+
+sys.exit(main())

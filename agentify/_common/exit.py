@@ -1,0 +1,42 @@
+"""Leaving a server process whose stdin reader cannot be interrupted: a timer ends it with exit 0."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from loguru import logger
+
+# After SIGTERM or SIGINT, leave at once once every backend is closed; after stdin EOF the
+# process normally ends by itself, and this only catches a stuck exit.
+EXIT_WATCHDOG_SECONDS = 2.0
+
+
+class ExitWatchdog:
+    """Ends `serve` once every backend is closed. The SDK reads stdin in a worker thread that only
+    returns at EOF, so after a signal the process would otherwise wait for input forever."""
+
+    def __init__(self, shutdown_seconds: float) -> None:
+        self.signalled = threading.Event()
+        self._shutdown_seconds = shutdown_seconds
+
+    def signal(self) -> None:
+        """A signal arrived: leave as soon as the backends are closed, and in any case once their
+        close (bounded by `shutdown_seconds`) must be over, should a signal beat the gateway's start."""
+        self.signalled.set()
+        _exit_after(self._shutdown_seconds + EXIT_WATCHDOG_SECONDS)
+
+    def closed(self) -> None:
+        _exit_after(0.0 if self.signalled.is_set() else EXIT_WATCHDOG_SECONDS)
+
+
+def _exit_after(seconds: float) -> None:
+    def hard_exit() -> None:
+        logger.info("agentify stopped")
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(seconds, hard_exit)
+    timer.daemon = True
+    timer.start()

@@ -1,0 +1,159 @@
+"""The one-shot commands: `run`, `doctor`, `auth` and `eval`. Each opens the gateway's services,
+does its job, prints its report on stdout and returns an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from agentify import __version__
+from agentify._common.logging import LogSetup
+from agentify.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from agentify.cli.running import one_shot, run_async
+from agentify.config import Config, ConfigSources
+from agentify.errors import AgentifyError
+from agentify.security.redact import Redactor
+
+
+async def run_task(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:
+    from agentify.gateway.services import open_gateway
+    from agentify.mcp_server.results import error_result, outcome_result, plan_result
+
+    task = {"query": args.query, "context": {"currentWorkingDirectory": args.cwd}}
+    async with open_gateway(sources, config, logs) as gateway:
+        try:
+            outcome = await gateway.runner.run(task, execute=not args.dry_run)
+            credentials = gateway.credentials
+            result = plan_result(outcome, credentials) if args.dry_run else outcome_result(outcome, credentials)
+        except AgentifyError as exc:
+            result = error_result(exc, logs.redactor)
+    if args.json:
+        print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), indent=2))
+    else:
+        meta = (result.meta or {}).get("agentify/plan")
+        if meta:
+            print(f"# {meta['backend']}.{meta['tool']} {json.dumps(meta['arguments'])} ({meta['durationMs']:.0f} ms)")
+        for block in result.content:
+            print(_shown(block))
+    return EXIT_FAILED if result.is_error else EXIT_OK
+
+
+def _shown(block: Any) -> str:
+    """A content block as a terminal line: text as is, anything else named with what it points to."""
+    if getattr(block, "text", None):
+        return str(block.text)
+    where = getattr(block, "uri", None) or getattr(getattr(block, "resource", None), "uri", None)
+    size = f", {len(block.data) * 3 // 4} bytes" if isinstance(getattr(block, "data", None), str) else ""
+    kind = getattr(block, "mime_type", None) or block.type
+    return f"[{block.type}: {where}]" if where else f"[{block.type}: {kind}{size}]"
+
+
+async def doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int:
+    from agentify.gateway.services import open_gateway
+
+    print(f"agentify {__version__}")
+    print(f"config: {sources.file_path or '(no config file: defaults and environment only)'}")
+    async with open_gateway(sources, config, logs) as gateway:
+        await gateway.manager.wait_all_settled()
+        choice = gateway.planners.describe()
+        statuses = gateway.manager.statuses()
+    print(f"planner: {choice.reason}")
+    width = max([len(s.id) for s in statuses] + [7])
+    print(f"\n{'BACKEND':<{width}}  {'STATE':<10}  {'TOOLS':>5}  DETAIL")
+    broken = choice.name is None
+    for status, spec in zip(statuses, config.backends, strict=True):
+        state = status.state.value if spec.enabled else "disabled"
+        if spec.enabled and status.last_error:
+            broken = True
+        detail = status.last_error or ", ".join(status.tools)
+        if status.url:
+            detail = f"{status.url}: {detail}" if detail else status.url
+        print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {logs.redactor.text(detail)}")
+    if not statuses:
+        print("(no backends configured: see backends.example.json)")
+        broken = True
+    print("\nresult: " + ("problems found (see above)" if broken else "all good"))
+    return EXIT_FAILED if broken else EXIT_OK
+
+
+def auth(config: Config, backend_id: str, redactor: Redactor) -> int:
+    from agentify.backends.login import LoginFailed, login
+
+    spec = next((b for b in config.backends if b.id == backend_id), None)
+    if spec is None or not spec.oauth:
+        oauth = [b.id for b in config.backends if b.oauth]
+        print(
+            f"agentify auth: {backend_id!r} is not a backend with auth.type oauth in the config "
+            f"(OAuth backends: {', '.join(oauth) or 'none'})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    count = -1
+    problem = ""
+
+    async def authorize() -> int:
+        nonlocal count, problem
+        try:
+            count = await login(spec)
+        except Exception as exc:  # top level of the command: every failure becomes one readable line
+            problem = _login_problem(exc, LoginFailed)
+            return EXIT_FAILED
+        return EXIT_OK
+
+    code = run_async(authorize)
+    if count >= 0:
+        print(
+            f"agentify auth: {backend_id} is authorized ({count} tools); running gateways pick it up on the next call"
+        )
+    elif problem:
+        print(f"agentify auth: {redactor.text(problem)}", file=sys.stderr)
+    return code
+
+
+def _login_problem(exc: BaseException, expected: type[Exception]) -> str:
+    leaves = [exc]
+    while any(isinstance(e, BaseExceptionGroup) for e in leaves):
+        leaves = [i for e in leaves for i in (e.exceptions if isinstance(e, BaseExceptionGroup) else [e])]
+    known = next((e for e in leaves if isinstance(e, expected)), None)
+    if known is not None:
+        return str(known)
+    first = leaves[0]
+    return f"the authorization failed: {type(first).__name__}: {first}. Check the url and try again."
+
+
+def evaluate(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from agentify.eval.routing import EvalFileError, Report, evaluate_gateway, load_backends, load_cases
+    from agentify.eval.search import SearchReport, evaluate_gateway_search
+    from agentify.gateway.services import open_gateway
+
+    try:
+        cases = load_cases(Path(args.file), os.path.abspath(args.cwd or os.getcwd()))
+        extra = [backend for path in args.extra_tools for backend in load_backends(Path(path))]
+    except EvalFileError as exc:
+        raise UsageError(str(exc)) from None
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    report: Report | SearchReport | None = None
+
+    async def evaluate() -> int:
+        nonlocal report
+        try:
+            async with open_gateway(sources, config, logs) as gateway:
+                if args.mode == "search":
+                    report = await evaluate_gateway_search(gateway, cases, extra, args.limit)
+                else:
+                    report = await evaluate_gateway(gateway, cases, extra)
+        except* EvalFileError as group:  # raised inside the gateway's task group, so wrapped
+            raise UsageError(str(group.exceptions[0])) from None
+        return EXIT_OK
+
+    code = one_shot("eval", evaluate)
+    if report is None:  # interrupted by a signal
+        return code
+    print(json.dumps(report.as_json(), indent=2) if args.json else "\n".join(report.lines()))
+    return EXIT_OK

@@ -1,0 +1,82 @@
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `arbigent`. Parsing and wiring only.
+
+Exit codes (errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
+line or an environment variable is invalid; 130 `run`, `doctor` or `eval` interrupted by SIGINT or
+SIGTERM. Every failure is one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from loguru import logger
+
+from agentify._common.logging import LogSetup
+from agentify.cli.errors import report
+from agentify.cli.parser import COMMANDS, build_parser, log_level
+from agentify.security.redact import Redactor
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["arbigent"]:
+        from agentify.arbigent.cli import main as arbigent_main
+
+        return arbigent_main(argv[1:])
+    prog = f"agentify {argv[0]}" if argv[:1] and argv[0] in COMMANDS else "agentify"
+    redactor = Redactor()
+    logger.remove()  # loguru's default sink is unredacted stderr at DEBUG: LogSetup adds ours
+    try:
+        return _main(argv, prog, redactor)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the top-level handler: one line and an exit code, never a traceback
+        return report(exc, prog, redactor.text)
+
+
+def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
+    args = build_parser(prog).parse_args(argv or ["serve"])  # --help and --version exit here, before the imports
+    from agentify.cli import commands
+    from agentify.cli.running import one_shot
+    from agentify.cli.serve import serve_http_command, serve_stdio_command
+    from agentify.config import load_sources
+
+    command = args.command or "serve"
+    env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
+    if env_level and not args.log_level:  # --log-level wins, so only a variable in effect must be valid
+        env_level = log_level(env_level, f"AGENTIFY_LOG_LEVEL={env_level}")
+    flags: dict[str, Any] = {"logLevel": args.log_level}
+    if command == "serve":
+        flags |= {"debugPort": args.debug_port, "debugHost": args.debug_host}
+    if command == "eval":
+        planner = {"provider": args.planner, "shortlist": args.shortlist}
+        flags["planner"] = {k: v for k, v in planner.items() if v is not None} or None
+    logs = LogSetup(redactor)
+    logs.configure(args.log_level or env_level or "INFO")
+    sources = load_sources(args.config, flags)
+    config = sources.resolve()
+    redactor.add(config.secrets())
+    # run and eval print their own output: their log is quiet unless asked for. doctor's table
+    # already reports every backend's problem, so only errors are logged beside it.
+    quiet = args.log_level or env_level or ("ERROR" if command == "doctor" else "WARNING")
+    logs.set_level(config.log_level if command == "serve" else quiet)
+    if command == "run" and not (args.log_level or env_level):
+        logger.disable("agentify.gateway.tasks")  # its only warning, "task failed", is what run prints on stdout
+    if command == "serve" and args.transport == "http":
+        # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
+        from agentify.security.http_auth import choose_token
+
+        token = choose_token(args.host, os.environ.get("AGENTIFY_HTTP_TOKEN"), args.no_auth)  # ConfigError: exit 2
+        return serve_http_command(sources, config, logs, args.host, args.port, token)
+    if command == "serve":
+        return serve_stdio_command(sources, config, logs)
+    if command == "run":
+        args.cwd = os.path.abspath(args.cwd or os.getcwd())
+        return one_shot("run", lambda: commands.run_task(sources, config, logs, args))
+    if command == "eval":
+        return commands.evaluate(sources, config, logs, args)
+    if command == "auth":
+        return commands.auth(config, args.backend, redactor)
+    return one_shot("doctor", lambda: commands.doctor(sources, config, logs))

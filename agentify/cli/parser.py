@@ -1,0 +1,99 @@
+"""The command line's parser: subcommands, flags and their one-line errors. Imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+from typing import get_args
+
+from agentify import __version__
+from agentify.cli.errors import OneLineParser, UsageError
+from agentify.config.models import LogLevel
+
+COMMANDS = ("serve", "run", "doctor", "eval", "auth")
+LEVELS = get_args(LogLevel)
+
+
+def log_level(text: str, where: str) -> str:
+    """`text` as a log level name; `where` says where it came from ("AGENTIFY_LOG_LEVEL=loud")."""
+    if text.upper() not in LEVELS:
+        raise UsageError(f"{where} is not a log level: use one of {', '.join(LEVELS)}")
+    return text.upper()
+
+
+def _level_flag(text: str) -> str:
+    try:
+        return log_level(text, repr(text))
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number: use 0 to 65535")
+    return port
+
+
+def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
+    """`prog` names the subcommand in the top-level parser's errors (`agentify run: unrecognized ...`)."""
+    parser = OneLineParser(prog=prog, description="One MCP server that routes tasks to your MCP tools.")
+    parser.add_argument("--version", action="version", version=f"agentify {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser, prog="agentify")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="config file (default: $AGENTIFY_CONFIG, else ./agentify.json)")
+        p.add_argument("--log-level", type=_level_flag, help="TRACE, DEBUG, INFO, WARNING or ERROR")
+
+    serve = sub.add_parser("serve", help="run the gateway as an MCP server (the default)")
+    common(serve)
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or http")
+    serve.add_argument("--host", default="127.0.0.1", help="with --transport http: the address to bind")
+    serve.add_argument("--port", type=_port, default=8765, help="with --transport http: the port (endpoint /mcp)")
+    serve.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="with --transport http on a loopback address: accept clients without the bearer token",
+    )
+    serve.add_argument("--debug-port", type=_port, help="serve the debug console on this port")
+    serve.add_argument("--debug-host", help="address the debug console binds (default 127.0.0.1: this machine only)")
+
+    run = sub.add_parser("run", help="run one task from the terminal and print the result")
+    common(run)
+    run.add_argument("query", help="the task, e.g. 'list the files in docs'")
+    run.add_argument("--cwd", help="working directory the task refers to (default: the current directory)")
+    run.add_argument("--dry-run", action="store_true", help="only show the plan")
+    run.add_argument("--json", action="store_true", help="print the MCP result as JSON")
+
+    doctor = sub.add_parser("doctor", help="check the config, the planner and every backend")
+    common(doctor)
+
+    evaluate = sub.add_parser("eval", help="measure how well the planner routes labelled tasks (nothing is run)")
+    common(evaluate)
+    evaluate.add_argument("file", help='JSONL: {"query", "context"?, "expect": {"backend", "tool", "arguments"?}}')
+    evaluate.add_argument("--planner", choices=["auto", "openai", "sampling", "offline"], help="planner.provider")
+    evaluate.add_argument("--cwd", help="where relative context paths resolve (default: the current directory)")
+    evaluate.add_argument("--shortlist", type=int, help="planner.shortlist: how many tools a model is offered")
+    evaluate.add_argument(
+        "--extra-tools",
+        action="append",
+        default=[],
+        help="a JSON file of recorded backends whose tools join the catalog (may be given several times)",
+    )
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.add_argument(
+        "--mode",
+        choices=["plan", "search"],
+        default="plan",
+        help="plan: the planner's top-1 accuracy (default); search: recall at k of search_tools",
+    )
+    evaluate.add_argument("--limit", type=int, default=5, help="--mode search: k, how many tools an answer holds")
+
+    auth = sub.add_parser("auth", help="authorize agentify with an OAuth backend (opens the browser)")
+    common(auth)
+    auth.add_argument("backend", help="the id of a backend with auth.type oauth")
+
+    sub.add_parser("arbigent", help="the Arbigent test-runner MCP server (see `agentify arbigent --help`)")
+    return parser

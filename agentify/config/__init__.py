@@ -1,0 +1,33 @@
+"""Configuration: the models (`models`), where values come from (`sources`), the spellings of other
+MCP clients (`dialects`), and the walk that names unknown keys (`keys`)."""
+
+from agentify.config.models import (
+    BACKEND_ID,
+    DEFAULT_MODEL,
+    EXPOSED,
+    BackendConfig,
+    BearerAuth,
+    Config,
+    Exposed,
+    LogLevel,
+    OAuthSettings,
+    PlannerConfig,
+    ToolFilter,
+)
+from agentify.config.sources import ConfigSources, load_sources
+
+__all__ = [
+    "BACKEND_ID",
+    "DEFAULT_MODEL",
+    "EXPOSED",
+    "BackendConfig",
+    "BearerAuth",
+    "Config",
+    "ConfigSources",
+    "Exposed",
+    "LogLevel",
+    "OAuthSettings",
+    "PlannerConfig",
+    "ToolFilter",
+    "load_sources",
+]

@@ -1,0 +1,172 @@
+"""The configuration's pydantic models: what a valid config is, with camelCase keys on the wire.
+
+Validation errors become `ConfigError` in `sources.ConfigSources.resolve`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from agentify.security.credentials import header_credential, is_credential, mask_url, url_secrets
+
+BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
+DEFAULT_MODEL = "gpt-5.4-mini"
+Exposed = Literal["orchestrate", "search"]
+EXPOSED: tuple[Exposed, ...] = ("orchestrate", "search")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="forbid")
+
+
+class ToolFilter(_Model):
+    allow: list[str] | None = Field(default=None, description="Only these tools are offered (None: all).")
+    deny: list[str] = Field(default_factory=list, description="These tools are never offered nor called.")
+    confirm: list[str] = Field(default_factory=list, description="These tools run only after the user confirms.")
+
+    def permits(self, tool: str) -> bool:
+        return tool not in self.deny and (self.allow is None or tool in self.allow)
+
+
+class BearerAuth(_Model):
+    type: Literal["bearer"]
+    token: str = Field(min_length=1, repr=False)
+
+
+class OAuthSettings(_Model):
+    type: Literal["oauth"]
+    client_id: str | None = None
+    client_secret: str | None = Field(default=None, repr=False)
+    scopes: list[str] | None = None
+
+
+Transport = Literal["streamable-http", "sse"]
+
+
+class BackendConfig(_Model):
+    id: str
+    command: str | None = Field(default=None, min_length=1)
+    url: str | None = Field(default=None, min_length=1)
+    transport: Transport | None = None
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    auth: BearerAuth | OAuthSettings | None = Field(default=None, discriminator="type")
+    start: Literal["eager", "lazy"] = "eager"
+    idle_stop_seconds: float | None = Field(default=None, gt=0)
+    forward_roots: bool = False
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    description: str = ""
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    startup_timeout_seconds: float = Field(default=30.0, gt=0)
+    enabled: bool = True
+    allow_destructive: bool = False
+    tools: ToolFilter = Field(default_factory=ToolFilter)
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not BACKEND_ID.match(value):
+            raise ValueError(f"{value!r} is not a valid backend id: use 1-64 of the characters a-z A-Z 0-9 _ -")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError(f"{mask_url(value)!r} is not an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _command_or_url(self) -> BackendConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                f"backend {self.id!r} needs exactly one of command (a local stdio server) or url (a remote server)"
+            )
+        if self.url is None and (self.transport or self.headers or self.auth):
+            raise ValueError(f"backend {self.id!r}: transport, headers and auth apply to url backends only")
+        return self
+
+    @property
+    def remote(self) -> bool:
+        return self.url is not None
+
+    @property
+    def oauth(self) -> bool:
+        return isinstance(self.auth, OAuthSettings)
+
+    def secret_values(self) -> list[str]:
+        """This backend's credentials: every header value, the bearer token, the client secret, a URL's
+        password and secret-looking query values, and env values that are credentials (by name or look)."""
+        values = [v for k, v in self.env.items() if is_credential(k, v)]
+        values.extend(self.headers.values())
+        values.extend(c for c in map(header_credential, self.headers.values()) if c)
+        if isinstance(self.auth, BearerAuth):
+            values.append(self.auth.token)
+        elif isinstance(self.auth, OAuthSettings) and self.auth.client_secret:
+            values.append(self.auth.client_secret)
+        values.extend(url_secrets(self.url))
+        return values
+
+    def where(self) -> str:
+        """How the backend is reached, for people: the command, or the URL with its secrets masked."""
+        return mask_url(self.url) if self.url else " ".join([self.command or "", *self.args])
+
+
+class PlannerConfig(_Model):
+    provider: Literal["auto", "openai", "sampling", "offline"] = "auto"
+    model: str = DEFAULT_MODEL
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    shortlist: int = Field(default=24, ge=1)
+
+
+class Config(_Model):
+    backends: list[BackendConfig] = Field(default_factory=list)
+    planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    debug_port: int | None = Field(default=None, ge=0, le=65535)
+    debug_host: str = "127.0.0.1"
+    log_level: LogLevel = "INFO"
+    trace_file: str | None = None
+    max_query_chars: int = Field(default=20_000, ge=1)
+    max_context_chars: int = Field(default=20_000, ge=100)
+    max_result_chars: int = Field(default=1_000_000, ge=1000)
+    expose: list[Exposed] = Field(
+        default_factory=lambda: list(EXPOSED),
+        min_length=1,
+        description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends) "
+        "and search (search_tools, call_tool).",
+    )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Config:
+        seen: set[str] = set()
+        for backend in self.backends:
+            if backend.id in seen:
+                raise ValueError(f"backend id {backend.id!r} is used twice; ids must be unique")
+            seen.add(backend.id)
+        return self
+
+    def secrets(self) -> list[str]:
+        """What every sink masks (logs, traces, the console, results): the API key, every value that came
+        from `${VAR}`, and each backend's credentials (`BackendConfig.secret_values`).
+        `NODE_ENV=production` is not a secret: masking it would blank the word out of every log line."""
+        values = [self.planner.api_key or "", *self._expanded]
+        for backend in self.backends:
+            values.extend(backend.secret_values())
+        return sorted({v for v in values if v})
+
+    _expanded: frozenset[str] = PrivateAttr(default_factory=frozenset)

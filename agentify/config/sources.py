@@ -1,0 +1,188 @@
+"""Loading and merging of every configuration source.
+
+Precedence, highest first: command-line flags; environment; the `initializationOptions`
+of the MCP `initialize` request; the config file; defaults. `${VAR}` (or `${VAR:-default}`)
+in any string of the file is replaced from the environment.
+
+Raises `ConfigError` (never a pydantic or JSON traceback) with the path of the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentify.config.dialects import from_init_options, normalise_backends
+from agentify.config.keys import check_keys
+from agentify.config.models import Config
+from agentify.errors import ConfigError
+from agentify.security.credentials import names_a_place
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Environment variables and the config key each one sets.
+ENV_KEYS: dict[str, tuple[str, ...]] = {
+    "OPENAI_API_KEY": ("planner", "apiKey"),
+    "OPENAI_BASE_URL": ("planner", "baseUrl"),
+    "AGENTIFY_MODEL": ("planner", "model"),
+    "AGENTIFY_PLANNER": ("planner", "provider"),
+    "AGENTIFY_LOG_LEVEL": ("logLevel",),
+    "AGENTIFY_DEBUG_PORT": ("debugPort",),
+}
+
+
+@dataclass
+class ConfigSources:
+    """The layers that `resolve` merges; `initialize` can add one later, so they are kept."""
+
+    file: dict[str, Any] = field(default_factory=dict)
+    file_path: Path | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)
+    expanded: set[str] = field(default_factory=set)
+    """Every value `${VAR}` was replaced with: each is a secret wherever it ends up."""
+
+    def resolve(self, init_options: Mapping[str, Any] | None = None) -> Config:
+        merged: dict[str, Any] = {}
+        for layer in (self.file, from_init_options(init_options or {}), self.env, self.flags):
+            _deep_merge(merged, layer)
+        merged, unknown = check_keys(Config, merged)
+        if unknown:
+            raise ConfigError(_where(self.file_path) + "; ".join(unknown))
+        try:
+            config = Config.model_validate(merged)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, self.file_path, self._origin)) from None
+        base = self.file_path.parent if self.file_path else Path.cwd()
+        for backend in config.backends:
+            backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
+        if config.trace_file:
+            config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
+        config._expanded = frozenset(self.expanded)
+        return config
+
+    def _origin(self, location: tuple[str | int, ...]) -> str | None:
+        """Where a failing value came from, when not from the file: the flag or the variable."""
+        if _lookup(self.flags, location):
+            return "the command line"
+        for variable, key in ENV_KEYS.items():
+            if location[: len(key)] == key and _lookup(self.env, key):
+                return variable
+        return None
+
+
+def _lookup(layer: Mapping[str, Any], location: tuple[str | int, ...]) -> bool:
+    value: Any = layer
+    for part in location:
+        if not isinstance(value, Mapping) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
+def load_sources(
+    config_path: str | None, flags: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> ConfigSources:
+    """Reads the file and the environment; `flags` are the command line's (None values ignored)."""
+    environ = os.environ if environ is None else environ
+    path_text = config_path or environ.get("AGENTIFY_CONFIG")
+    path = Path(path_text) if path_text else Path("agentify.json")
+    file_layer: dict[str, Any] = {}
+    expanded: set[str] = set()
+    if path.exists() or path_text:
+        file_layer = normalise_backends(_expand(_read_json(path), environ, "config", expanded), f"config file {path}")
+    return ConfigSources(
+        file=file_layer,
+        expanded=expanded,
+        file_path=path.resolve() if file_layer or path.exists() else None,
+        env=_from_environment(environ),
+        flags={k: v for k, v in flags.items() if v is not None},
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist: pass --config with an existing file") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a JSON object, not {type(data).__name__}")
+    return data
+
+
+def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[str]) -> Any:
+    """Replaces `${VAR}` in every string; each value taken from the environment is added to `expanded`."""
+    if isinstance(value, str):
+
+        def substitute(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in environ:
+                if not names_a_place(name):
+                    expanded.add(environ[name])
+                return environ[name]
+            if default is not None:
+                return default
+            raise ConfigError(
+                f"{where} uses ${{{name}}} but the environment variable {name} is not set: "
+                f"set it, or write ${{{name}:-default}} to give a default"
+            )
+
+        return _VAR.sub(substitute, value)
+    if isinstance(value, dict):
+        return {k: _expand(v, environ, f"{where}.{k}", expanded) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, environ, f"{where}.{i}", expanded) for i, v in enumerate(value)]
+    return value
+
+
+def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    for variable, key in ENV_KEYS.items():
+        if environ.get(variable):
+            _deep_merge(layer, _nested(key, environ[variable]))
+    return layer
+
+
+def _nested(key: tuple[str, ...], value: Any) -> dict[str, Any]:
+    for part in reversed(key[1:]):
+        value = {part: value}
+    return {key[0]: value}
+
+
+def _deep_merge(target: dict[str, Any], layer: Mapping[str, Any]) -> None:
+    """Objects merge key by key; everything else (lists included) is replaced by the higher layer."""
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _deep_merge(target[key], value)
+        else:
+            target[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+def _where(path: Path | None) -> str:
+    return f"invalid configuration (from {path} and the environment): " if path else "invalid configuration: "
+
+
+def _describe(exc: ValidationError, path: Path | None, origin: Callable[[tuple[str | int, ...]], str | None]) -> str:
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False):
+        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        source = origin(error["loc"]) if error["loc"] else None
+        problems.append(f"{location} (from {source}): {message}" if source else f"{location}: {message}")
+    return _where(path) + "; ".join(problems)
