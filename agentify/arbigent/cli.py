@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 from loguru import logger
 
-from agentify.arbigent.catalog import Catalog, build_catalog
+from agentify.arbigent.catalog import ProjectTools, build_catalog
 from agentify.arbigent.errors import StartupError
 from agentify.arbigent.locks import private_lock_dir
 from agentify.arbigent.options import API_KEY_ENV
@@ -108,7 +108,7 @@ def configure_logging(level: str, redactor: Redactor) -> None:
     logger.add(sink, level=level.upper(), format=_LOG_FORMAT, colorize=False, backtrace=False, diagnose=False)
 
 
-def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig, Catalog]:
+def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig, ProjectTools]:
     """Every check that must pass before serving.
 
     Raises:
@@ -206,7 +206,7 @@ def _warn_about(settings: RunSettings, working_directory: Path) -> None:
             )
 
 
-async def _serve(config: RunnerConfig, catalog: Catalog, redactor: Redactor) -> None:
+async def _serve(config: RunnerConfig, catalog: ProjectTools, redactor: Redactor) -> None:
     """Serves over stdin/stdout until EOF, SIGTERM or SIGINT.
 
     A signal sets `kill_now`, so a run in progress skips its grace period: whoever sent the signal

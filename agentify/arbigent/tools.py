@@ -6,7 +6,7 @@ from typing import Any
 
 import mcp_types as types
 
-from agentify.arbigent.catalog import IDS_TOOL, LIST_TOOL, TASK_TOOL, Catalog
+from agentify.arbigent.catalog import IDS_TOOL, LIST_TOOL, TASK_TOOL, ProjectTools
 from agentify.arbigent.errors import ToolCallError
 from agentify.arbigent.runs import Selection, Task
 
@@ -94,7 +94,7 @@ TASK_INPUT: dict[str, Any] = {
 }
 
 
-def tools_for(catalog: Catalog) -> list[types.Tool]:
+def tools_for(catalog: ProjectTools) -> list[types.Tool]:
     tools = [
         types.Tool(
             name=tool.name,
@@ -148,7 +148,7 @@ def tools_for(catalog: Catalog) -> list[types.Tool]:
     return tools
 
 
-def selection_for(catalog: Catalog, name: str, arguments: dict[str, Any]) -> Selection:
+def selection_for(catalog: ProjectTools, name: str, arguments: dict[str, Any]) -> Selection:
     """The selection a tool call asks for.
 
     Raises:
@@ -179,7 +179,7 @@ def selection_for(catalog: Catalog, name: str, arguments: dict[str, Any]) -> Sel
     return Selection(tag=tool.tag)
 
 
-def refuse_unknown_keys(catalog: Catalog, name: str, arguments: dict[str, Any]) -> None:
+def refuse_unknown_keys(catalog: ProjectTools, name: str, arguments: dict[str, Any]) -> None:
     """Every tool declares `additionalProperties: false`, so a key its schema does not name is refused,
     not ignored: a misspelt `maxStpe` must not silently run with the default.
 
@@ -214,7 +214,7 @@ def _task(arguments: dict[str, Any]) -> Task:
     return Task(goal, values["maxStep"], values["maxRetry"])
 
 
-def listing(catalog: Catalog) -> types.CallToolResult:
+def listing(catalog: ProjectTools) -> types.CallToolResult:
     project = catalog.project
     scenarios = [
         {

@@ -25,7 +25,7 @@ from mcp.shared.message import SessionMessage
 
 from agentify.backends.connection import AuthRequired, Link
 from agentify.backends.oauth import TokenFile, provider_for
-from agentify.config import BackendConfig, BearerAuth
+from agentify.config import BackendConfig, BearerSettings
 from agentify.security.credentials import mask_url
 
 CONNECT_SECONDS = 10.0  # connect, write and pool timeouts of the HTTP client
@@ -44,7 +44,7 @@ class RemoteConnection:
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._spec.headers)
-        if isinstance(self._spec.auth, BearerAuth):
+        if isinstance(self._spec.auth, BearerSettings):
             headers["Authorization"] = f"Bearer {self._spec.auth.token}"
         return headers
 
