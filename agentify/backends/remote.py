@@ -23,6 +23,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
+from agentify._common.errors import first, first_where
 from agentify.backends.connection import AuthRequired, Link
 from agentify.backends.oauth import TokenFile, provider_for
 from agentify.config import BackendConfig, BearerSettings
@@ -116,27 +117,28 @@ class RemoteConnection:
 
     def explain(self, exc: BaseException) -> str:
         where = mask_url(self.url)
-        for error in _leaves(exc):
-            if isinstance(error, httpx2.ConnectError):
-                return f"cannot connect to {where} (is the server running?)"
-            if isinstance(error, httpx2.HTTPStatusError):
-                return f"{where} answered HTTP {error.response.status_code}"
-            if isinstance(error, httpx2.TimeoutException):
-                return f"{where} did not answer in time"
-            if isinstance(error, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
-                return (
-                    f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
-                )
-            if isinstance(error, httpx2.TransportError):
-                return f"the connection to {where} failed ({type(error).__name__})"
-        first = next(iter(_leaves(exc)), exc)
-        return f"unexpected failure talking to {where}: {type(first).__name__}"
+        found = first_where(exc, lambda e: isinstance(_known(e), _EXPLAINED))
+        error = _known(found) if found is not None else None
+        if isinstance(error, httpx2.ConnectError):
+            return f"cannot connect to {where} (is the server running?)"
+        if isinstance(error, httpx2.HTTPStatusError):
+            return f"{where} answered HTTP {error.response.status_code}"
+        if isinstance(error, httpx2.TimeoutException):
+            return f"{where} did not answer in time"
+        if isinstance(error, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
+            return f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
+        if isinstance(error, httpx2.TransportError):
+            return f"the connection to {where} failed ({type(error).__name__})"
+        leaf = first(exc, BaseException) or exc
+        return f"unexpected failure talking to {where}: {type(leaf).__name__}"
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc, *([exc.__cause__] if exc.__cause__ is not None else [])]
+_EXPLAINED = (httpx2.HTTPStatusError, httpx2.TransportError, OAuthFlowError, OAuthTokenError, OAuthRegistrationError)
+
+
+def _known(error: BaseException) -> BaseException | None:
+    """`error` or its cause, whichever is one of the failures `explain` names (the SDK wraps some)."""
+    return next((e for e in (error, error.__cause__) if isinstance(e, _EXPLAINED)), None)
 
 
 @asynccontextmanager

@@ -25,6 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
+from agentify._common.errors import first
 from agentify.backends.calls import call_tool, refused, unavailable
 from agentify.backends.connection import AuthRequired, Connection, Link, WrongTransport
 from agentify.backends.handles import ToolHandle
@@ -300,12 +301,12 @@ class Supervisor:
 
     def _ended_by(self, exc: Exception) -> str | None:
         """What an exception out of a session means: a state to enter (None) or a failure to report."""
-        if _contains(exc, WrongTransport):
+        if first(exc, WrongTransport) is not None:
             self._log.info("the server does not speak streamable HTTP; trying the SSE transport")
             self._clean_end = True
             self._demand.set()
             return None
-        if _contains(exc, AuthRequired):
+        if first(exc, AuthRequired) is not None:
             if not self.spec.oauth:
                 return refused(self.spec).message
             if not self._refresh_tried and self.connection.retry_auth():
@@ -401,9 +402,3 @@ class Supervisor:
         self._changed = anyio.Event()
         if self._on_state is not None:
             self._on_state(self.status())
-
-
-def _contains(exc: BaseException, kind: type[BaseException]) -> bool:
-    if isinstance(exc, BaseExceptionGroup):
-        return any(_contains(inner, kind) for inner in exc.exceptions)
-    return isinstance(exc, kind)

@@ -111,9 +111,9 @@ def _api_routes(gateway: Gateway, views: Views) -> APIRouter:
     ) -> dict[str, Any]:
         try:
             outcome = await gateway.runner.run(task, execute=True, progress=None)
-            result = outcome_result(outcome, gateway.credentials)
+            result = outcome_result(outcome, gateway.redactor)
         except AgentifyError as exc:  # TaskRunner.run turns every failure, bugs included, into one
-            result = error_result(exc, gateway.logs.redactor)
+            result = error_result(exc, gateway.redactor)
         return views.task_result(result.model_dump(by_alias=True, mode="json", exclude_none=True))
 
     return router

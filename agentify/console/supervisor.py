@@ -64,7 +64,7 @@ class ConsoleSupervisor:
         """One token per gateway start (kept when the console moves); masked in every log and trace."""
         if self._token is None:
             self._token = console_token(self._environ)
-            self._gateway.logs.redactor.add([self._token])
+            self._gateway.redactor.add([self._token])
         return self._token
 
     def apply(self, config: Config) -> None:

@@ -32,7 +32,7 @@ class Views:
         self._console_url = console_url
 
     def redact(self, data: _T) -> _T:
-        return cast(_T, self._gateway.logs.redactor.data(data))
+        return cast(_T, self._gateway.redactor.data(data))
 
     def status(self) -> dict[str, Any]:
         gateway = self._gateway

@@ -31,11 +31,24 @@ from agentify.security.redact import Redactor
 SHUTDOWN_SECONDS = 10.0
 
 
+@dataclass(frozen=True)
+class Boot:
+    """What the composition root prepared before any service opens: the config, and the log sink
+    with the redactor it masks with (configured first, so start-up errors are logged masked)."""
+
+    sources: ConfigSources
+    config: Config
+    logs: LogSetup
+    redactor: Redactor
+
+
 @dataclass
 class Gateway:
     sources: ConfigSources
     config: Config
     logs: LogSetup
+    redactor: Redactor
+    """The one secret set of every sink (stderr, console, traces, results; results skip the shape patterns)."""
     bus: EventBus
     traces: TraceStore
     manager: BackendManager
@@ -53,11 +66,6 @@ class Gateway:
     config_listeners: list[Callable[[Config], None]] = field(default_factory=list)
     """Called with the new config when the client's `initializationOptions` changed it (the console
     follows a `DEBUG_PORT` that came with them)."""
-
-    @property
-    def credentials(self) -> Redactor:
-        """What results are masked with: the one secret set of every sink (results skip the shape patterns)."""
-        return self.logs.redactor
 
     def set_client_roots(self, roots: list[types.Root] | None) -> None:
         if roots == self.client_roots:
@@ -92,7 +100,7 @@ class Gateway:
         except ConfigError as exc:
             logger.error("initializationOptions ignored: {}", exc)
             return
-        self.logs.redactor.add(config.secrets())
+        self.redactor.add(config.secrets())
         if config.log_level != self.config.log_level:
             self.logs.set_level(config.log_level)
         if config.planner != self.config.planner:
@@ -115,10 +123,11 @@ def _on_backend_state(bus: EventBus) -> Any:
 
 
 @asynccontextmanager
-async def open_gateway(sources: ConfigSources, config: Config, logs: LogSetup) -> AsyncIterator[Gateway]:
+async def open_gateway(boot: Boot) -> AsyncIterator[Gateway]:
+    sources, config, logs, redactor = boot.sources, boot.config, boot.logs, boot.redactor
     bus = EventBus()
     logs.listeners.append(lambda record: bus.publish("log", record))
-    traces = TraceStore(bus, logs.redactor, file=config.trace_file)
+    traces = TraceStore(bus, redactor, file=config.trace_file)
     known_roots: list[types.Root] = []  # what forwardRoots backends are told: the client's roots, once known
     manager = BackendManager(
         config.backends, on_state=_on_backend_state(bus), cache_dir=cache_dir(), roots=lambda: known_roots
@@ -127,7 +136,7 @@ async def open_gateway(sources: ConfigSources, config: Config, logs: LogSetup) -
     runner = TaskRunner(
         manager, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars
     )
-    gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner)
+    gateway = Gateway(sources, config, logs, redactor, bus, traces, manager, planners, runner)
 
     def forward_roots(roots: list[types.Root] | None) -> None:
         if roots is not None and roots != known_roots:

@@ -153,7 +153,7 @@ async def _call_tool(
     exposed = [t.name for t in exposed_tools(gateway.config)]
     if params.name not in exposed:
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(exposed)}")
-        return error_result(unknown, gateway.logs.redactor)
+        return error_result(unknown, gateway.redactor)
     exchange = Exchange(ctx, params)
     steps = 0
 
@@ -168,10 +168,10 @@ async def _call_tool(
             return _backends_result(gateway, sampling_available=exchange.sampler() is not None)
         if params.name == "search_tools":
             request, found = await gateway.runner.search(arguments)
-            return search_result(request.query, found, gateway.logs.redactor)
+            return search_result(request.query, found, gateway.redactor)
         if params.name == "call_tool":
             outcome = await gateway.runner.call(arguments, progress=progress, confirmer=exchange.confirmer())
-            return outcome_result(outcome, gateway.credentials)
+            return outcome_result(outcome, gateway.redactor)
         execute = params.name == "orchestrate_task"
         outcome = await gateway.runner.run(
             arguments,
@@ -185,8 +185,8 @@ async def _call_tool(
     except AskingClient as asking:  # 2026-07-28: the client answers and calls again
         return exchange.input_required(asking.trace_id)
     except AgentifyError as exc:  # TaskRunner turns every failure, bugs included, into one
-        return error_result(exc, gateway.logs.redactor)
-    return outcome_result(outcome, gateway.credentials) if execute else plan_result(outcome, gateway.credentials)
+        return error_result(exc, gateway.redactor)
+    return outcome_result(outcome, gateway.redactor) if execute else plan_result(outcome, gateway.redactor)
 
 
 async def _default_cwd(gateway: Gateway, exchange: Exchange, arguments: dict[str, Any]) -> str | None:
@@ -254,8 +254,8 @@ def _backends_result(gateway: Gateway, sampling_available: bool) -> types.CallTo
             for s in statuses
         ],
     }
-    text = gateway.logs.redactor.text("\n".join(lines))
+    text = gateway.redactor.text("\n".join(lines))
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
-        structured_content=gateway.logs.redactor.data(structured),
+        structured_content=gateway.redactor.data(structured),
     )
