@@ -98,7 +98,7 @@ class BackendManager:
         enabled = [s for s in self._supervisors.values() if s.spec.enabled]
         handles = {s.spec.id: s.handles() for s in enabled}
         return ToolCatalog(
-            key=tuple((s.spec.id, s.spec.description, s.tools_version) for s in enabled),
+            key=tuple((s.spec.id, s.spec.description, s.tools.version) for s in enabled),
             handles=tuple(handle for s in enabled for handle in handles[s.spec.id]),
             missing=tuple(
                 (s.spec.id, s.spec.description, f"{s.state.value}: {s.last_error or 'no tools listed'}")

@@ -24,7 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from agentify._common.errors import first, first_where
-from agentify.backends.connection import AuthRequired, Link
+from agentify.backends.connection import Link
+from agentify.backends.failures import AuthRequired, SessionFailure, Unexpected, Unreachable
 from agentify.backends.oauth import TokenFile, provider_for
 from agentify.config import BackendConfig, BearerSettings
 from agentify.security.credentials import mask_url
@@ -115,29 +116,31 @@ class RemoteConnection:
         self.may_fall_back = False
         return True
 
-    def explain(self, exc: BaseException) -> str:
+    def failure(self, exc: BaseException) -> SessionFailure:
         where = mask_url(self.url)
         found = first_where(exc, lambda e: isinstance(_known(e), _EXPLAINED))
         error = _known(found) if found is not None else None
         if isinstance(error, httpx2.ConnectError):
-            return f"cannot connect to {where} (is the server running?)"
+            return Unreachable(f"cannot connect to {where} (is the server running?)")
         if isinstance(error, httpx2.HTTPStatusError):
-            return f"{where} answered HTTP {error.response.status_code}"
+            return Unreachable(f"{where} answered HTTP {error.response.status_code}")
         if isinstance(error, httpx2.TimeoutException):
-            return f"{where} did not answer in time"
+            return Unreachable(f"{where} did not answer in time")
         if isinstance(error, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
-            return f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
+            return Unreachable(
+                f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
+            )
         if isinstance(error, httpx2.TransportError):
-            return f"the connection to {where} failed ({type(error).__name__})"
+            return Unreachable(f"the connection to {where} failed ({type(error).__name__})")
         leaf = first(exc, BaseException) or exc
-        return f"unexpected failure talking to {where}: {type(leaf).__name__}"
+        return Unexpected(f"unexpected failure talking to {where}: {type(leaf).__name__}")
 
 
 _EXPLAINED = (httpx2.HTTPStatusError, httpx2.TransportError, OAuthFlowError, OAuthTokenError, OAuthRegistrationError)
 
 
 def _known(error: BaseException) -> BaseException | None:
-    """`error` or its cause, whichever is one of the failures `explain` names (the SDK wraps some)."""
+    """`error` or its cause, whichever is one of the errors `failure` names (the SDK wraps some)."""
     return next((e for e in (error, error.__cause__) if isinstance(e, _EXPLAINED)), None)
 
 

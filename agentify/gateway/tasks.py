@@ -260,13 +260,8 @@ class TaskRunner:
             else:  # chosen in an earlier round: the tools may have changed since
                 span.attributes["provider"] = f"{given.planner} (planned in an earlier round)"
                 plan = given
-            tool = catalog.find(plan.backend, plan.tool)
-            if tool is None:
-                raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
-            if given is not None and (problem := tool.validation_error(given.arguments)) is not None:
-                raise InvalidPlan(f"{given.backend}.{given.tool} changed its schema since it was planned: {problem}")
             if plan.handle is None:  # planned in an earlier round: resolved against today's catalog
-                plan = dataclasses.replace(plan, handle=tool.handle)
+                plan = _resolved(plan, catalog)
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
             raise
@@ -315,6 +310,21 @@ class TaskRunner:
             result=_preview(result),
         )
         return capped
+
+
+def _resolved(plan: Plan, catalog: Catalog) -> Plan:
+    """A plan without its tool handle (chosen in an earlier round of the call, or by a planner that did
+    not set it), resolved against today's catalog, its arguments checked again.
+
+    Raises:
+        InvalidPlan: the tool is gone, or its schema no longer accepts the arguments.
+    """
+    tool = catalog.find(plan.backend, plan.tool)
+    if tool is None:
+        raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
+    if (problem := tool.validation_error(plan.arguments)) is not None:
+        raise InvalidPlan(f"{plan.backend}.{plan.tool} changed its schema since it was planned: {problem}")
+    return dataclasses.replace(plan, handle=tool.handle)
 
 
 def _handle(plan: Plan) -> ToolHandle:

@@ -80,6 +80,7 @@ class Catalog:
 
     def __init__(self, tools: Iterable[CatalogTool], missing: Iterable[MissingBackend] = ()) -> None:
         self.tools: dict[str, CatalogTool] = {t.name: t for t in tools}
+        self._by_origin = {(t.backend, t.tool.name): t for t in self.tools.values()}
         self.missing = tuple(missing)
 
     @classmethod
@@ -116,7 +117,8 @@ class Catalog:
         return self.tools.get(name)
 
     def find(self, backend: str, tool: str) -> CatalogTool | None:
-        return next((t for t in self.tools.values() if t.backend == backend and t.tool.name == tool), None)
+        """The tool by its backend id and the backend's own name for it (a plan from an earlier round)."""
+        return self._by_origin.get((backend, tool))
 
 
 def _base_name(backend: str, tool: str) -> str:
