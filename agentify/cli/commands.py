@@ -27,9 +27,9 @@ async def run_task(boot: Boot, args: argparse.Namespace) -> int:
 
     task = {"query": args.query, "context": {"currentWorkingDirectory": args.cwd}}
     redactor = boot.redactor
-    async with open_gateway(boot) as gateway:
+    async with open_gateway(boot) as services:
         try:
-            outcome = await gateway.runner.run(task, execute=not args.dry_run)
+            outcome = await services.runner.run(task, execute=not args.dry_run)
             result = plan_result(outcome, redactor) if args.dry_run else outcome_result(outcome, redactor)
         except AgentifyError as exc:
             result = error_result(exc, redactor)
@@ -59,10 +59,10 @@ async def doctor(boot: Boot) -> int:
 
     print(f"agentify {__version__}")
     print(f"config: {boot.sources.file_path or '(no config file: defaults and environment only)'}")
-    async with open_gateway(boot) as gateway:
-        await gateway.manager.wait_all_settled()
-        choice = gateway.planners.describe()
-        statuses = gateway.manager.statuses()
+    async with open_gateway(boot) as services:
+        await services.backends.wait_all_settled()
+        shown = services.status()
+    choice, statuses = shown.planner, shown.backends
     print(f"planner: {choice.reason}")
     width = max([len(s.id) for s in statuses] + [7])
     print(f"\n{'BACKEND':<{width}}  {'STATE':<10}  {'TOOLS':>5}  DETAIL")
@@ -143,11 +143,11 @@ def evaluate(boot: Boot, args: argparse.Namespace) -> int:
     async def evaluate() -> int:
         nonlocal report
         try:
-            async with open_gateway(boot) as gateway:
+            async with open_gateway(boot) as services:
                 if args.mode == "search":
-                    report = await evaluate_gateway_search(gateway, cases, extra, args.limit)
+                    report = await evaluate_gateway_search(services, cases, extra, args.limit)
                 else:
-                    report = await evaluate_gateway(gateway, cases, extra)
+                    report = await evaluate_gateway(services, cases, extra)
         except* EvalFileError as group:  # raised inside the gateway's task group, so wrapped
             raise UsageError(str(group.exceptions[0])) from None
         return EXIT_OK

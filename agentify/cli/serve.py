@@ -5,24 +5,24 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 
 from agentify._common.exit import ExitWatchdog
 from agentify.cli.errors import EXIT_OK
 from agentify.cli.running import run_async
-from agentify.gateway.services import SHUTDOWN_SECONDS, Boot, Gateway, open_gateway
+from agentify.gateway.services import SHUTDOWN_SECONDS, Boot, Services, open_gateway
+from agentify.mcp_server.server import OpenServices
 from agentify.mcp_server.serving import serve_http, serve_stdio
 
 
-def _services(boot: Boot) -> Any:
+def _services(boot: Boot) -> OpenServices:
     @asynccontextmanager
-    async def open_services() -> AsyncIterator[Gateway]:
+    async def open_services() -> AsyncIterator[Services]:
         from agentify.console import attached_console
 
-        async with open_gateway(boot) as gateway, attached_console(gateway):
-            yield gateway
+        async with open_gateway(boot) as services, attached_console(services):
+            yield services
 
     return open_services
 

@@ -24,13 +24,13 @@ from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidP
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.result_caps import block_size, cap_result
+from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.traces import Trace, TraceStore
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
-from agentify.planner.select import PlannerSelector
 
 Progress = Callable[[str], Awaitable[None]]
 
@@ -58,7 +58,7 @@ class TaskRunner:
     def __init__(
         self,
         manager: BackendManager,
-        planners: PlannerSelector,
+        planners: PlannerSlot,
         traces: TraceStore,
         max_query_chars: int,
         max_result_chars: int,
@@ -137,7 +137,9 @@ class TaskRunner:
             span = self.traces.span(trace, "search")
             try:
                 request = validate_input(SearchInput, raw_input, '{"query": "what to do", "limit": 5}')
-                found = search_tools(self.planners.indexes.get(await self.catalog()), request.query, request.limit)
+                found = search_tools(
+                    self.planners.current.indexes.get(await self.catalog()), request.query, request.limit
+                )
             except AgentifyError as exc:
                 self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
                 raise
@@ -254,7 +256,7 @@ class TaskRunner:
         try:
             catalog = await self.catalog()
             if given is None:
-                planner = self.planners.choose(sampler=sampler)
+                planner = self.planners.current.choose(sampler=sampler)
                 span.attributes["provider"] = planner.name
                 plan = await planner.plan(task, catalog)
             else:  # chosen in an earlier round: the tools may have changed since
