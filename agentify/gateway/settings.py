@@ -17,7 +17,6 @@ from typing import Any, Protocol
 
 from loguru import logger
 
-from agentify._common.logging import LogSetup
 from agentify.config import BackendConfig, Config, ConfigSources, PlannerConfig
 from agentify.errors import ConfigError
 from agentify.planner.select import PlannerSelector
@@ -25,7 +24,15 @@ from agentify.security.redact import Redactor
 
 
 class Reconciler(Protocol):
+    """The backend manager, as far as a new config concerns it."""
+
     def reconcile(self, specs: list[BackendConfig]) -> None: ...
+
+
+class Levelled(Protocol):
+    """The log set-up, as far as a new config concerns it."""
+
+    def set_level(self, level: str) -> None: ...
 
 
 class PlannerSlot:
@@ -56,7 +63,7 @@ class LiveConfig:
         config: Config,
         *,
         redactor: Redactor,
-        logs: LogSetup,
+        logs: Levelled,
         planners: PlannerSlot,
         backends: Reconciler,
     ) -> None:
