@@ -12,7 +12,7 @@ import json
 import secrets
 from typing import Any
 
-from agentify._common.errors import ConfigError
+from agentify.errors import ConfigError
 
 Scope = dict[str, Any]
 ASGIApp = Any
