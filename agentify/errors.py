@@ -13,7 +13,8 @@
     ├── Denied                         denied
     └── InternalError                  internal_error (a bug in agentify itself: see its log by trace id)
 
-    ConfigError                        (start-up only: exit code 2, never reaches a client)
+    ConfigError                        (start-up only: exit code 2, never reaches a client; defined in
+                                        agentify._common.errors, shared with the arbigent runner)
 
 Lower layers (OpenAI, MCP, subprocesses) are translated into this tree where they are
 called, with `raise ... from exc`; the MCP result is built from it in `results.py` only.
@@ -22,6 +23,25 @@ called, with `raise ... from exc`; the MCP result is built from it in `results.p
 from __future__ import annotations
 
 from typing import ClassVar
+
+from agentify._common.errors import ConfigError
+
+__all__ = [
+    "ERROR_CODES",
+    "AgentifyError",
+    "BackendError",
+    "BackendUnavailable",
+    "ConfigError",
+    "Denied",
+    "InternalError",
+    "InvalidInput",
+    "InvalidPlan",
+    "NoPlan",
+    "PlannerError",
+    "PlannerUnavailable",
+    "TaskCancelled",
+    "TaskTimeout",
+]
 
 
 class AgentifyError(Exception):
@@ -95,7 +115,3 @@ ERROR_CODES: tuple[str, ...] = tuple(
         InternalError,
     )
 )
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; the message names the field and the fix."""

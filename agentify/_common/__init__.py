@@ -1,2 +1,3 @@
-"""What the gateway and the arbigent runner share: process groups, user directories, logging
-set-up, JSON schemas from pydantic models. Imports nothing of either app."""
+"""The base layer that the gateway and the arbigent runner share: process groups, signals, POSIX-only
+file flags and locks, user directories, tool naming, logging set-up, JSON schemas from pydantic
+models, start-up errors. It imports no other part of agentify (ruff enforces it)."""

@@ -1,22 +1,38 @@
-"""Where agentify keeps files of its own: the XDG base directories, overridable for tests and users."""
+"""Where agentify keeps files of its own: the platform's user directories, overridable for tests and users.
+
+`AGENTIFY_CACHE_DIR` and `AGENTIFY_CONFIG_DIR` (absolute paths) win. Otherwise platformdirs decides:
+on Linux `$XDG_CACHE_HOME/agentify` (a relative value is ignored, as the XDG base directory spec
+asks), else `~/.cache/agentify`, and the same for config; macOS and Windows get their own places.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import warnings
 from pathlib import Path
 from typing import Literal
 
+from platformdirs import PlatformDirs
 
-def user_dir(kind: Literal["cache", "config"], environ: Mapping[str, str] | None = None) -> Path:
-    """`AGENTIFY_<KIND>_DIR`, else `$XDG_<KIND>_HOME/agentify`, else `~/.<kind>/agentify`.
+APP = "agentify"
 
-    Relative values are ignored, as the XDG base directory spec asks."""
-    environ = os.environ if environ is None else environ
-    explicit = environ.get(f"AGENTIFY_{kind.upper()}_DIR")
+
+def user_dir(kind: Literal["cache", "config"]) -> Path:
+    """`AGENTIFY_<KIND>_DIR`, else the platform's user cache or config directory for agentify."""
+    explicit = os.environ.get(f"AGENTIFY_{kind.upper()}_DIR")
     if explicit and os.path.isabs(explicit):
         return Path(explicit)
-    xdg = environ.get(f"XDG_{kind.upper()}_HOME")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "agentify"
-    return Path.home() / f".{kind}" / "agentify"
+    dirs = PlatformDirs(APP, appauthor=False)
+    return dirs.user_cache_path if kind == "cache" else dirs.user_config_path
+
+
+def runtime_dir() -> Path:
+    """The user's runtime directory for agentify: `$XDG_RUNTIME_DIR/agentify` when that is a private
+    directory of this user, else the platform's fallback, which platformdirs checks the same way.
+
+    Raises:
+        OSError: the fallback is not safe to use (a symbolic link, or another user's directory).
+    """
+    with warnings.catch_warnings():  # platformdirs warns when it falls back; a fallback is fine here
+        warnings.simplefilter("ignore")
+        return PlatformDirs(APP, appauthor=False).user_runtime_path

@@ -1,10 +1,16 @@
-"""Leaving a server process whose stdin reader cannot be interrupted: a timer ends it with exit 0."""
+"""Leaving a server process whose stdin reader cannot be interrupted.
+
+The SDK reads stdin in a worker thread that only returns at EOF, so neither the gateway nor the
+arbigent runner can leave by returning after a signal: both end with `leave_now`, the gateway
+from a timer (`ExitWatchdog`), the runner once its runs are stopped.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 import threading
+from typing import NoReturn
 
 from loguru import logger
 
@@ -31,11 +37,16 @@ class ExitWatchdog:
         _exit_after(0.0 if self.signalled.is_set() else EXIT_WATCHDOG_SECONDS)
 
 
+def leave_now(status: int) -> NoReturn:
+    """Ends the process at once with `status`, after flushing stderr (the log), without joining threads."""
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def _exit_after(seconds: float) -> None:
     def hard_exit() -> None:
         logger.info("agentify stopped")
-        sys.stderr.flush()
-        os._exit(0)
+        leave_now(0)
 
     timer = threading.Timer(seconds, hard_exit)
     timer.daemon = True

@@ -12,36 +12,48 @@ import sys
 import traceback
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from loguru import logger
 
-from agentify.security.redact import Redactor
-
 LINE_LIMIT = 20_000
 """Characters of one log line (tracebacks included) kept after masking; the rest is cut with a note."""
-_TEXT_FORMAT = "{time:HH:mm:ss.SSS} | {level: <7} | {name} | {message}{extra[extra_text]}"
+TEXT_FORMAT = "{time:HH:mm:ss.SSS} | {level: <7} | {name} | {message}{extra[extra_text]}"
+
+
+class Masker(Protocol):
+    """What the sink masks with (`agentify.security.redact.Redactor`): secrets out, then cut."""
+
+    def bounded(self, value: str, limit: int) -> str: ...
+
+    def data(self, value: Any, *, patterns: bool = True, limit: int | None = None) -> Any: ...
 
 
 class LogSetup:
     """Owns the stderr sink; records also go to `listeners` (the console), redacted."""
 
-    def __init__(self, redactor: Redactor, stream: TextIO | None = None, json_lines: bool = False) -> None:
-        self.redactor = redactor
+    def __init__(
+        self, masker: Masker, stream: TextIO | None = None, json_lines: bool = False, text_format: str = TEXT_FORMAT
+    ) -> None:
+        self._masker = masker
         self._stream = stream or sys.stderr
         self._json = json_lines
+        self._format = text_format
         self._sink_id: int | None = None
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
     def configure(self, level: str) -> None:
         logger.remove()
         logger.configure(patcher=_extra_text)
-        self._sink_id = logger.add(self._write, level=level.upper(), format=_TEXT_FORMAT, colorize=False)
+        self.set_level(level)
 
     def set_level(self, level: str) -> None:
         if self._sink_id is not None:
             logger.remove(self._sink_id)
-        self._sink_id = logger.add(self._write, level=level.upper(), format=_TEXT_FORMAT, colorize=False)
+        # No variable values in tracebacks (`diagnose`): they may hold secrets the masker does not know.
+        self._sink_id = logger.add(
+            self._write, level=level.upper(), format=self._format, colorize=False, backtrace=False, diagnose=False
+        )
 
     def reveal(self, name: str, text: str) -> None:
         """Writes one INFO line to stderr around the redacting sink: for the one line that must show a
@@ -58,7 +70,7 @@ class LogSetup:
         if self._json:
             line = json.dumps(self.as_event(record), ensure_ascii=False) + "\n"
         else:
-            line = self.redactor.bounded(str(message), LINE_LIMIT)
+            line = self._masker.bounded(str(message), LINE_LIMIT)
             if not line.endswith("\n"):
                 line += "\n"
         try:
@@ -81,8 +93,8 @@ class LogSetup:
             "time": record["time"].timestamp(),
             "level": record["level"].name,
             "logger": record["name"],
-            "message": self.redactor.bounded(text, LINE_LIMIT),
-            "extra": self.redactor.data({k: str(v) for k, v in extra.items()}),
+            "message": self._masker.bounded(text, LINE_LIMIT),
+            "extra": self._masker.data({k: str(v) for k, v in extra.items()}),
         }
 
 

@@ -9,11 +9,10 @@ result does not depend on the order of the tags. A tag named `all` (which would 
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from agentify._common.naming import MAX_TOOL_NAME, digest_name, safe_name
 from agentify.arbigent.project import Project
 
 ALL_TOOL = "run-arbigent-test-all"
@@ -22,8 +21,6 @@ LIST_TOOL = "list-arbigent-scenarios"
 IDS_TOOL = "run-arbigent-scenarios"
 TASK_TOOL = "run-arbigent-task"
 
-MAX_TOOL_NAME = 64
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _HASH_LENGTHS = (8, 16, 40)
 
 
@@ -38,7 +35,9 @@ class RunTool:
 
 
 @dataclass(frozen=True)
-class Catalog:
+class ProjectTools:
+    """What one project offers as tools: a run tool for all scenarios and one per selectable tag."""
+
     project: Project
     run_tools: tuple[RunTool, ...]
     unselectable_tags: tuple[str, ...]
@@ -48,7 +47,7 @@ class Catalog:
         return next((tool for tool in self.run_tools if tool.name == name), None)
 
 
-def build_catalog(project: Project) -> Catalog:
+def build_catalog(project: Project) -> ProjectTools:
     tags = project.tags()
     selectable = [tag for tag in tags if "," not in tag]
     names: dict[str | None, str] = {None: ALL_TOOL}
@@ -57,14 +56,14 @@ def build_catalog(project: Project) -> Catalog:
     for tag in [None, *selectable]:
         selects = tuple(project.select_all() if tag is None else project.select_tags([tag]))
         tools.append(RunTool(name=names[tag], tag=tag, selects=selects, description=describe(project, tag, selects)))
-    return Catalog(project, tuple(tools), tuple(tag for tag in tags if "," in tag))
+    return ProjectTools(project, tuple(tools), tuple(tag for tag in tags if "," in tag))
 
 
 def tag_tool_names(tags: Iterable[str]) -> dict[str, str]:
     """Maps each distinct tag to a unique tool name (see the module docstring for the rules)."""
     groups: dict[str, list[str]] = {}
     for tag in dict.fromkeys(tags):
-        groups.setdefault(TAG_TOOL_PREFIX + _UNSAFE.sub("_", tag), []).append(tag)
+        groups.setdefault(TAG_TOOL_PREFIX + safe_name(tag), []).append(tag)
     for length in _HASH_LENGTHS:
         names: dict[str, str] = {}
         for base, members in groups.items():
@@ -79,8 +78,7 @@ def tag_tool_names(tags: Iterable[str]) -> dict[str, str]:
 
 
 def _suffixed(base: str, tag: str, length: int) -> str:
-    digest = hashlib.sha1(tag.encode("utf-8")).hexdigest()[:length]
-    return f"{base[: MAX_TOOL_NAME - length - 1]}-{digest}"
+    return digest_name(base, tag, length=length, sep="-", algorithm="sha1")
 
 
 def describe(project: Project, tag: str | None, selects: tuple[str, ...]) -> str:

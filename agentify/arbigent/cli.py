@@ -10,14 +10,17 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import sys
 from pathlib import Path
 
 import anyio
 from loguru import logger
 
-from agentify.arbigent.catalog import Catalog, build_catalog
+from agentify._common.errors import ConfigError
+from agentify._common.exit import leave_now
+from agentify._common.logging import LogSetup
+from agentify._common.signals import exit_status, stop_signals
+from agentify.arbigent.catalog import ProjectTools, build_catalog
 from agentify.arbigent.errors import StartupError
 from agentify.arbigent.locks import private_lock_dir
 from agentify.arbigent.options import API_KEY_ENV
@@ -44,10 +47,10 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:  # argparse has printed usage and the error (or --help) already
         return exc.code if isinstance(exc.code, int) else 2
     redactor = Redactor(os.environ.get(name, "") for name in API_KEY_ENV.values())
-    configure_logging(args.log_level, redactor)
+    LogSetup(redactor, text_format=_LOG_FORMAT).configure(args.log_level)
     try:
         config, catalog = startup(args, redactor)
-    except StartupError as exc:
+    except (StartupError, ConfigError) as exc:
         sys.stderr.write(f"agentify arbigent: error: {exc}\n")
         return 1
     anyio.run(_serve, config, catalog, redactor)
@@ -97,22 +100,11 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def configure_logging(level: str, redactor: Redactor) -> None:
-    """One stderr sink that redacts every formatted record (tracebacks included) on the way out."""
-
-    def sink(message: object) -> None:
-        sys.stderr.write(redactor.text(str(message)))
-        sys.stderr.flush()
-
-    logger.remove()
-    logger.add(sink, level=level.upper(), format=_LOG_FORMAT, colorize=False, backtrace=False, diagnose=False)
-
-
-def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig, Catalog]:
+def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig, ProjectTools]:
     """Every check that must pass before serving.
 
     Raises:
-        StartupError: with the message to print.
+        StartupError, ConfigError: with the message to print.
     """
     # Absolute but not resolved: a symlinked project file is followed at every read, so re-pointing it counts.
     project_file = Path(os.path.abspath(Path(args.project).expanduser()))
@@ -206,7 +198,7 @@ def _warn_about(settings: RunSettings, working_directory: Path) -> None:
             )
 
 
-async def _serve(config: RunnerConfig, catalog: Catalog, redactor: Redactor) -> None:
+async def _serve(config: RunnerConfig, catalog: ProjectTools, redactor: Redactor) -> None:
     """Serves over stdin/stdout until EOF, SIGTERM or SIGINT.
 
     A signal sets `kill_now`, so a run in progress skips its grace period: whoever sent the signal
@@ -227,14 +219,13 @@ async def _serve(config: RunnerConfig, catalog: Catalog, redactor: Redactor) -> 
         if received:
             # Every run has been stopped by now. Leaving stdio_server would wait for its stdin
             # reader thread, which is blocked in a read that no cancellation interrupts.
-            sys.stderr.flush()
-            os._exit(128 + received[0])
+            leave_now(exit_status(received[0]))
 
 
 async def _stop_on_signal(scope: anyio.CancelScope, kill_now: anyio.Event, received: list[int]) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with stop_signals() as signals:
         async for signum in signals:
-            logger.info("received {}; stopping runs and shutting down", signal.Signals(signum).name)
+            logger.info("received {}; stopping runs and shutting down", signum.name)
             received.append(signum)
             kill_now.set()
             scope.cancel()

@@ -2,8 +2,9 @@
 
 Arbigent overwrites `arbigent-result/result.yml` on every run, so overlapping runs in one directory
 would report each other's results. Runner processes of one user agree through a lock file per
-directory, kept in a private directory: `$XDG_RUNTIME_DIR/agentify`, else the user's cache dir
-(`$AGENTIFY_CACHE_DIR`, `$XDG_CACHE_HOME/agentify` or `~/.cache/agentify`), in `arbigent-locks/`
+directory, kept in a private directory: the user's runtime dir (`$XDG_RUNTIME_DIR/agentify`, else the
+platform's fallback), else the user's cache dir (`$AGENTIFY_CACHE_DIR`, `$XDG_CACHE_HOME/agentify` or
+`~/.cache/agentify`), in `arbigent-locks/`
 with mode 0700, whose parent belongs to the user and is writable by nobody else. Nobody else can
 create, replace or hold a file there, and the lock file is opened
 relative to the directory's own descriptor with `O_NOFOLLOW`, so a symbolic link is never followed.
@@ -12,17 +13,18 @@ relative to the directory's own descriptor with `O_NOFOLLOW`, so a symbolic link
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import os
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
 
 import anyio
 
-from agentify._common.dirs import user_dir
+from agentify._common import files
+from agentify._common.dirs import runtime_dir, user_dir
+from agentify._common.locking import try_lock
 from agentify.arbigent.errors import StartupError, ToolCallError
 
 LOCK_DIR_NAME = "arbigent-locks"
@@ -50,9 +52,8 @@ def private_lock_dir() -> Path:
 
 def _candidates() -> list[Path]:
     found = []
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isabs(runtime):
-        found.append(Path(runtime) / "agentify")
+    with suppress(OSError):
+        found.append(runtime_dir())
     found.append(user_dir("cache"))
     return found
 
@@ -108,7 +109,7 @@ class WorkdirLocks:
                     held.callback(lock.release)
                     fd = self._open_lock_file(directory)
                     held.callback(os.close, fd)
-                    while not _try_flock(fd):
+                    while not try_lock(fd):
                         await on_queued()
                         on_queued = _nothing
                         await anyio.sleep(_LOCK_POLL_SECONDS)
@@ -131,14 +132,14 @@ class WorkdirLocks:
         self._lock_dir = lock_dir
         name = lock_file_name(directory)
         try:
-            dir_fd = os.open(lock_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            dir_fd = os.open(lock_dir, os.O_RDONLY | files.DIRECTORY | files.NOFOLLOW | files.CLOEXEC)
         except OSError as exc:
             raise ToolCallError(f"cannot open the lock directory {lock_dir}: {exc.strerror or exc}") from None
         try:
             info = os.fstat(dir_fd)
             if info.st_uid != os.getuid() or info.st_mode & 0o077:
                 raise ToolCallError(f"the lock directory {lock_dir} is not private to this user (mode 0700)")
-            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            flags = os.O_RDWR | os.O_CREAT | files.NOFOLLOW | files.CLOEXEC | files.NONBLOCK
             fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
         except OSError as exc:
             why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
@@ -164,13 +165,5 @@ def _try_acquire(lock: anyio.Lock) -> bool:
     try:
         lock.acquire_nowait()
     except anyio.WouldBlock:
-        return False
-    return True
-
-
-def _try_flock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
         return False
     return True

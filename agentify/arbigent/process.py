@@ -3,7 +3,7 @@
 The child gets stdin closed, its own session (so its process group holds everything it spawns) and
 the working directory it is given. stdout and stderr are split into lines (`agentify._common.proc`) and
 decoded into bounded captures while the child runs, so it never blocks on a full pipe. A timeout or
-a cancellation stops the whole group (`agentify.proc.stop_group`): SIGTERM, the grace period
+a cancellation stops the whole group (`agentify._common.proc.stop_group`): SIGTERM, the grace period
 (Arbigent's shutdown hook writes result.yml then), SIGKILL. Every wait is bounded.
 """
 
@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 from loguru import logger
 
-from agentify._common.proc import group_alive, iter_lines, stop_group, wait_for_exit
+from agentify._common.proc import iter_lines, open_group_process, running, stop_group, wait_for_exit
 from agentify.arbigent.results import OutputCapture
 
 LineHandler = Callable[[str], None]
@@ -57,15 +57,7 @@ async def run_process(
     Raises:
         OSError: the executable could not be started.
     """
-    process = await anyio.open_process(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-    )
+    process = await open_group_process(argv, stdin=subprocess.DEVNULL, cwd=cwd, env=env)
     log = logger.bind(pid=process.pid)
     log.debug("arbigent started as pid {}", process.pid)
     timed_out = False
@@ -93,7 +85,7 @@ async def run_process(
 
 async def _stop(process: anyio.abc.Process, grace: float, kill_now: anyio.Event) -> None:
     log = logger.bind(pid=process.pid)
-    if process.returncode is None or group_alive(process.pid):
+    if running(process):
         log.info("stopping arbigent (process group {}): SIGTERM, {} s grace, then SIGKILL", process.pid, grace)
     if not await stop_group(process, grace, kill_now):
         log.error("process group {} is still alive after SIGKILL", process.pid)

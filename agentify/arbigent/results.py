@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentify.arbigent.artifacts import Attachment, ScenarioResult, StoredRun
+from agentify.arbigent.schemas import RunOutput, ScenarioOutcome, Screenshot
 
 _LINE = re.compile(r"^\d\d:\d\d:\d\d ([DIWE]): ?(.*)$")
 _SELECTED = re.compile(r"\[Execution Plan\] Selected scenarios for execution: \[(.*)\]\s*$")
@@ -170,20 +171,21 @@ class RunReport:
         return self.status is not RunStatus.PASSED
 
     def structured(self) -> dict[str, Any]:
-        return {
-            "status": self.status.value,
-            "exitCode": self.exit_code,
-            "scenarios": [{"id": r.id, "success": r.success} for r in self.scenarios],
-            "resultFile": self.result_file,
-            "reportFile": self.report_file,
-            "durationMs": self.duration_ms,
-            "runId": self.run.run_id if self.run else None,
-            "screenshots": [
-                {"scenarioId": a.scenario_id, "uri": a.uri, "attached": a.data is not None} for a in self.attachments
+        """The `structuredContent` of the run, shaped by the tools' output schema (`schemas.RunOutput`)."""
+        return RunOutput(
+            status=self.status.value,
+            exit_code=self.exit_code,
+            scenarios=[ScenarioOutcome(id=r.id, success=r.success) for r in self.scenarios],
+            result_file=self.result_file,
+            report_file=self.report_file,
+            duration_ms=self.duration_ms,
+            run_id=self.run.run_id if self.run else None,
+            screenshots=[
+                Screenshot(scenario_id=a.scenario_id, uri=a.uri, attached=a.data is not None) for a in self.attachments
             ],
-            "stdoutTail": self.stdout.tail(TAIL_CHARS),
-            "stderrTail": self.stderr.tail(TAIL_CHARS),
-        }
+            stdout_tail=self.stdout.tail(TAIL_CHARS),
+            stderr_tail=self.stderr.tail(TAIL_CHARS),
+        ).wire()
 
     def verdict(self) -> str:
         seconds = f"{self.duration_ms / 1000:.1f} s"

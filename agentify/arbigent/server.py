@@ -32,7 +32,7 @@ from mcp.shared.message import SessionMessage
 
 from agentify import __version__
 from agentify.arbigent.artifacts import ArtifactError, ArtifactStore, mime_type
-from agentify.arbigent.catalog import LIST_TOOL, Catalog, build_catalog
+from agentify.arbigent.catalog import LIST_TOOL, ProjectTools, build_catalog
 from agentify.arbigent.errors import ProjectError, ToolCallError
 from agentify.arbigent.project import parse_project
 from agentify.arbigent.results import RunReport
@@ -49,7 +49,9 @@ RESOURCE_NOT_FOUND = -32002
 class ArbigentServer:
     """Serves one project's tools over one MCP connection."""
 
-    def __init__(self, *, catalog: Catalog, runs: Runs, redactor: Redactor, poll_seconds: float = POLL_SECONDS) -> None:
+    def __init__(
+        self, *, catalog: ProjectTools, runs: Runs, redactor: Redactor, poll_seconds: float = POLL_SECONDS
+    ) -> None:
         self._catalog = catalog
         self._runs = runs
         self._redactor = redactor
@@ -171,7 +173,7 @@ class ArbigentServer:
                 continue
             await self._replace(build_catalog(project))
 
-    async def _replace(self, catalog: Catalog) -> None:
+    async def _replace(self, catalog: ProjectTools) -> None:
         changed = tools_for(catalog) != tools_for(self._catalog)
         self._catalog = catalog
         path = catalog.project.path

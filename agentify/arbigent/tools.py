@@ -6,59 +6,19 @@ from typing import Any
 
 import mcp_types as types
 
-from agentify.arbigent.catalog import IDS_TOOL, LIST_TOOL, TASK_TOOL, Catalog
+from agentify.arbigent.catalog import IDS_TOOL, LIST_TOOL, TASK_TOOL, ProjectTools
 from agentify.arbigent.errors import ToolCallError
 from agentify.arbigent.runs import Selection, Task
+from agentify.arbigent.schemas import (
+    MAX_GOAL_CHARS,
+    MAX_RETRY,
+    MAX_STEP,
+    NO_ARGUMENTS,
+    RUN_OUTPUT,
+    TASK_INPUT,
+    scenario_ids_schema,
+)
 
-MAX_GOAL_CHARS = 4000
-MAX_STEP, MAX_RETRY = 1000, 100
-
-_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
-RUN_OUTPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "status": {"type": "string", "enum": ["passed", "failed", "empty", "timeout"]},
-        "exitCode": {"type": ["integer", "null"]},
-        "scenarios": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"id": {"type": "string"}, "success": {"type": "boolean"}},
-                "required": ["id", "success"],
-            },
-        },
-        "resultFile": {"type": ["string", "null"]},
-        "reportFile": {"type": ["string", "null"]},
-        "durationMs": {"type": "integer"},
-        "runId": {"type": ["string", "null"]},
-        "screenshots": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "scenarioId": {"type": "string"},
-                    "uri": {"type": "string"},
-                    "attached": {"type": "boolean"},
-                },
-                "required": ["scenarioId", "uri", "attached"],
-            },
-        },
-        "stdoutTail": {"type": "string"},
-        "stderrTail": {"type": "string"},
-    },
-    "required": [
-        "status",
-        "exitCode",
-        "scenarios",
-        "resultFile",
-        "reportFile",
-        "durationMs",
-        "runId",
-        "screenshots",
-        "stdoutTail",
-        "stderrTail",
-    ],
-}
 _RUNS_TESTS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
 TASK_DESCRIPTION = (
     "Check or try one thing in the app right now, with no test scenario written for it: Arbigent's AI agent "
@@ -67,46 +27,20 @@ TASK_DESCRIPTION = (
     'sure ..." that no run-arbigent-test tool covers. Returns whether the agent achieved the goal, its output, '
     "and when it did not, the last screenshot as an image; the run's files are resources."
 )
-TASK_INPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "goal": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_GOAL_CHARS,
-            "description": "What the AI agent should do or check in the app, in plain words.",
-        },
-        "maxStep": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_STEP,
-            "description": "Most steps the agent may take (default: the config's max-step, else 10).",
-        },
-        "maxRetry": {
-            "type": "integer",
-            "minimum": 0,
-            "maximum": MAX_RETRY,
-            "description": "Retries when the goal is not achieved (default: the config's max-retry, else 3).",
-        },
-    },
-    "required": ["goal"],
-    "additionalProperties": False,
-}
 
 
-def tools_for(catalog: Catalog) -> list[types.Tool]:
+def tools_for(catalog: ProjectTools) -> list[types.Tool]:
     tools = [
         types.Tool(
             name=tool.name,
             description=tool.description,
-            input_schema=_NO_ARGUMENTS,
+            input_schema=NO_ARGUMENTS,
             output_schema=RUN_OUTPUT,
             annotations=_RUNS_TESTS,
         )
         for tool in catalog.run_tools
     ]
     ids = catalog.project.ids
-    items: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string"}
     tools.append(
         types.Tool(
             name=IDS_TOOL,
@@ -115,12 +49,7 @@ def tools_for(catalog: Catalog) -> list[types.Tool]:
                 f"dependency chain. Scenario ids: {', '.join(ids) or 'none'}. Returns the same result as the "
                 "run-arbigent-test tools."
             ),
-            input_schema={
-                "type": "object",
-                "properties": {"scenarioIds": {"type": "array", "items": items, "minItems": 1}},
-                "required": ["scenarioIds"],
-                "additionalProperties": False,
-            },
+            input_schema=scenario_ids_schema(ids),
             output_schema=RUN_OUTPUT,
             annotations=_RUNS_TESTS,
         )
@@ -141,14 +70,14 @@ def tools_for(catalog: Catalog) -> list[types.Tool]:
                 "List the Arbigent scenarios of the project (ids, goals, tags, dependencies) and what each "
                 "run-arbigent-test tool would run. Runs nothing."
             ),
-            input_schema=_NO_ARGUMENTS,
+            input_schema=NO_ARGUMENTS,
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         )
     )
     return tools
 
 
-def selection_for(catalog: Catalog, name: str, arguments: dict[str, Any]) -> Selection:
+def selection_for(catalog: ProjectTools, name: str, arguments: dict[str, Any]) -> Selection:
     """The selection a tool call asks for.
 
     Raises:
@@ -179,7 +108,7 @@ def selection_for(catalog: Catalog, name: str, arguments: dict[str, Any]) -> Sel
     return Selection(tag=tool.tag)
 
 
-def refuse_unknown_keys(catalog: Catalog, name: str, arguments: dict[str, Any]) -> None:
+def refuse_unknown_keys(catalog: ProjectTools, name: str, arguments: dict[str, Any]) -> None:
     """Every tool declares `additionalProperties: false`, so a key its schema does not name is refused,
     not ignored: a misspelt `maxStpe` must not silently run with the default.
 
@@ -214,7 +143,7 @@ def _task(arguments: dict[str, Any]) -> Task:
     return Task(goal, values["maxStep"], values["maxRetry"])
 
 
-def listing(catalog: Catalog) -> types.CallToolResult:
+def listing(catalog: ProjectTools) -> types.CallToolResult:
     project = catalog.project
     scenarios = [
         {

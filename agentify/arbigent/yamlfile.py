@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from agentify._common import files
+
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Project, config and settings files: far above any real one (a project of 1,000 scenarios is ~200 kB)."""
 ALIAS_ALLOWANCE = 1_000_000
@@ -59,7 +61,7 @@ def read_text_file(path: Path, *, what: str, limit: int = MAX_FILE_BYTES) -> str
         YamlFileError: as `read_yaml_file`.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | files.NONBLOCK | files.CLOEXEC)
     except FileNotFoundError:
         raise YamlFileError(f"{what} not found: {path}") from None
     except OSError as exc:

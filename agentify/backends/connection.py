@@ -17,13 +17,9 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from agentify.backends.failures import AuthRequired, SessionFailure, WrongTransport
 
-class AuthRequired(Exception):
-    """The server refused the credentials (HTTP 401) and they could not be refreshed."""
-
-
-class WrongTransport(Exception):
-    """A streamable-HTTP attempt was refused in a way the MCP spec says means: try the old SSE transport."""
+__all__ = ["AuthRequired", "Connection", "Link", "WrongTransport"]
 
 
 @dataclass(kw_only=True)
@@ -61,6 +57,7 @@ class Connection(Protocol):
         """Changes when stored credentials change (after `agentify auth`); constant if there are none."""
         ...
 
-    def explain(self, exc: BaseException) -> str:
-        """What a failure raised while opening or serving this connection means, in words."""
+    def failure(self, exc: BaseException) -> SessionFailure:
+        """What an error raised while opening or serving this connection means: `Unreachable` for the
+        transport's expected errors (refused, not found, timed out), `Unexpected` for the rest."""
         ...

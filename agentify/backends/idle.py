@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import anyio
 
 
 class IdleClock:
-    """Fed by calls (`begin`/`end`) and by callers about to call (`touch`); read by the owner task."""
+    """Fed by calls (`begin`/`end`) and by callers about to call (`touch`); read by the owner task.
 
-    def __init__(self) -> None:
+    `learning`: the backend was started only to learn its tools (a lazy backend with no manifest), so
+    its idle time is zero until somebody calls it; from then on it is `idle_stop_seconds`.
+    """
+
+    def __init__(self, idle_stop_seconds: float | None = None, *, learning: bool = False) -> None:
+        self._idle_stop_seconds = idle_stop_seconds
+        self.learning = learning
         self._busy = 0
         self._last_used = time.monotonic()
         self._activity = anyio.Event()
         self._rethink = anyio.Event()
 
+    @property
+    def limit(self) -> float | None:
+        """Seconds without calls after which the session stops (None: never)."""
+        return 0.0 if self.learning else self._idle_stop_seconds
+
     def touch(self) -> None:
-        """Someone is about to call: the idle time starts again."""
+        """Someone is about to call: the idle time starts again, and the backend stays up until idle."""
+        self.learning = False
         self._last_used = time.monotonic()
         self._activity.set()
 
@@ -31,14 +42,14 @@ class IdleClock:
         self.touch()
 
     def wake(self) -> None:
-        """Re-reads the limit now (it changed, or the backend is stopping)."""
+        """Re-reads the limit now (the backend is stopping)."""
         self._activity.set()
         self._rethink.set()
 
-    async def expired(self, limit: Callable[[], float | None]) -> None:
-        """Returns once no call has run for `limit()` seconds; never while `limit()` is None."""
+    async def expired(self) -> None:
+        """Returns once no call has run for `limit` seconds; never while `limit` is None."""
         while True:
-            seconds = limit()
+            seconds = self.limit
             self._activity = anyio.Event()
             if seconds is None:
                 # Calls never give a limit to a backend that has none (only a learning start's 0 changes), so

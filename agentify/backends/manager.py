@@ -6,13 +6,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
+import mcp_types as types
 from anyio.abc import TaskGroup
 
 from agentify.backends.connection import Connection
 from agentify.backends.handles import ToolCatalog
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.remote import RemoteConnection
-from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
@@ -22,33 +22,17 @@ from agentify.config import BackendConfig
 CATALOG_WAIT_MAX = 30.0  # a catalog waits at most this long for backends that are still starting
 
 
-def supervise(
-    spec: BackendConfig, manifests: ManifestStore, on_state: StateListener | None, roots: RootsGetter | None
-) -> Supervisor:
-    stderr = StderrLog(spec.id)
-    connection: Connection
-    if spec.remote:
-        connection = RemoteConnection(spec)
-    else:
-        connection = StdioConnection(spec, stderr)
-    return Supervisor(spec, connection, stderr, manifests, on_state=on_state, roots=roots)
-
-
 class BackendManager:
     """Starts every eager backend concurrently in the background and owns the supervisors' tasks."""
 
     def __init__(
-        self,
-        specs: Iterable[BackendConfig],
-        on_state: StateListener | None = None,
-        *,
-        roots: RootsGetter | None = None,
-        cache_dir: Path | None = None,
+        self, specs: Iterable[BackendConfig], on_state: StateListener | None = None, *, cache_dir: Path | None = None
     ) -> None:
         self._on_state = on_state
-        self._roots = roots
+        self._roots: list[types.Root] = []
+        """What backends with `forwardRoots` are told: the client's roots once known (none until then)."""
         self._manifests = ManifestStore(cache_dir)
-        self._supervisors: dict[str, Supervisor] = {s.id: supervise(s, self._manifests, on_state, roots) for s in specs}
+        self._supervisors: dict[str, Supervisor] = {s.id: self._supervise(s) for s in specs}
         self._tg: TaskGroup | None = None
         self.closed = anyio.Event()
         self._stopping = anyio.Event()
@@ -76,7 +60,7 @@ class BackendManager:
                 del self._supervisors[backend_id]
         for backend_id, spec in wanted.items():
             if backend_id not in self._supervisors:
-                supervisor = supervise(spec, self._manifests, self._on_state, self._roots)
+                supervisor = self._supervise(spec)
                 self._supervisors[backend_id] = supervisor
                 self._tg.start_soon(supervisor.run)
 
@@ -98,7 +82,7 @@ class BackendManager:
         enabled = [s for s in self._supervisors.values() if s.spec.enabled]
         handles = {s.spec.id: s.handles() for s in enabled}
         return ToolCatalog(
-            key=tuple((s.spec.id, s.spec.description, s.tools_version) for s in enabled),
+            key=tuple((s.spec.id, s.spec.description, s.tools.version) for s in enabled),
             handles=tuple(handle for s in enabled for handle in handles[s.spec.id]),
             missing=tuple(
                 (s.spec.id, s.spec.description, f"{s.state.value}: {s.last_error or 'no tools listed'}")
@@ -113,13 +97,25 @@ class BackendManager:
         if supervisors:
             await _wait_settled(supervisors, max(s.start_limit for s in supervisors) + SETTLE_SLACK)
 
-    def roots_changed(self) -> None:
-        """Sends notifications/roots/list_changed to every running backend that forwards roots."""
+    def forward_roots(self, roots: list[types.Root]) -> None:
+        """The roots backends with `forwardRoots` answer `roots/list` with from now on; a running one is told
+        they changed (notifications/roots/list_changed)."""
+        if roots == self._roots:
+            return
+        self._roots = list(roots)
         if self._tg is None:
             return
         for supervisor in self._supervisors.values():
             if supervisor.spec.forward_roots:
                 self._tg.start_soon(supervisor.send_roots_changed)
+
+    def _supervise(self, spec: BackendConfig) -> Supervisor:
+        stderr = StderrLog(spec.id)
+        connection: Connection = RemoteConnection(spec) if spec.remote else StdioConnection(spec, stderr)
+        return Supervisor(spec, connection, stderr, self._manifests, on_state=self._on_state, roots=self._known_roots)
+
+    def _known_roots(self) -> list[types.Root]:
+        return self._roots
 
     def close(self) -> None:
         """Asks every owner to close its session; `run` returns once they have."""

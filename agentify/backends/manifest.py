@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 import mcp_types as types
@@ -24,9 +23,9 @@ from agentify.config import BackendConfig
 FORMAT = 1
 
 
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """AGENTIFY_CACHE_DIR, else $XDG_CACHE_HOME/agentify, else ~/.cache/agentify."""
-    return user_dir("cache", environ)
+def cache_dir() -> Path:
+    """AGENTIFY_CACHE_DIR, else the user's cache dir for agentify ($XDG_CACHE_HOME/agentify, ~/.cache/agentify)."""
+    return user_dir("cache")
 
 
 def manifest_key(spec: BackendConfig) -> str:

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,9 @@ from agentify.config import BackendConfig, OAuthSettings
 PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"  # while serving nobody receives a redirect
 
 
-def config_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """AGENTIFY_CONFIG_DIR, else $XDG_CONFIG_HOME/agentify, else ~/.config/agentify."""
-    return user_dir("config", environ)
+def config_dir() -> Path:
+    """AGENTIFY_CONFIG_DIR, else the user's config dir for agentify ($XDG_CONFIG_HOME/agentify, ~/.config/agentify)."""
+    return user_dir("config")
 
 
 class TokenFile:

@@ -23,9 +23,11 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from agentify.backends.connection import AuthRequired, Link
+from agentify._common.errors import first, first_where
+from agentify.backends.connection import Link
+from agentify.backends.failures import AuthRequired, SessionFailure, Unexpected, Unreachable
 from agentify.backends.oauth import TokenFile, provider_for
-from agentify.config import BackendConfig, BearerAuth
+from agentify.config import BackendConfig, BearerSettings
 from agentify.security.credentials import mask_url
 
 CONNECT_SECONDS = 10.0  # connect, write and pool timeouts of the HTTP client
@@ -44,7 +46,7 @@ class RemoteConnection:
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._spec.headers)
-        if isinstance(self._spec.auth, BearerAuth):
+        if isinstance(self._spec.auth, BearerSettings):
             headers["Authorization"] = f"Bearer {self._spec.auth.token}"
         return headers
 
@@ -114,29 +116,32 @@ class RemoteConnection:
         self.may_fall_back = False
         return True
 
-    def explain(self, exc: BaseException) -> str:
+    def failure(self, exc: BaseException) -> SessionFailure:
         where = mask_url(self.url)
-        for error in _leaves(exc):
-            if isinstance(error, httpx2.ConnectError):
-                return f"cannot connect to {where} (is the server running?)"
-            if isinstance(error, httpx2.HTTPStatusError):
-                return f"{where} answered HTTP {error.response.status_code}"
-            if isinstance(error, httpx2.TimeoutException):
-                return f"{where} did not answer in time"
-            if isinstance(error, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
-                return (
-                    f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
-                )
-            if isinstance(error, httpx2.TransportError):
-                return f"the connection to {where} failed ({type(error).__name__})"
-        first = next(iter(_leaves(exc)), exc)
-        return f"unexpected failure talking to {where}: {type(first).__name__}"
+        found = first_where(exc, lambda e: isinstance(_known(e), _EXPLAINED))
+        error = _known(found) if found is not None else None
+        if isinstance(error, httpx2.ConnectError):
+            return Unreachable(f"cannot connect to {where} (is the server running?)")
+        if isinstance(error, httpx2.HTTPStatusError):
+            return Unreachable(f"{where} answered HTTP {error.response.status_code}")
+        if isinstance(error, httpx2.TimeoutException):
+            return Unreachable(f"{where} did not answer in time")
+        if isinstance(error, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
+            return Unreachable(
+                f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
+            )
+        if isinstance(error, httpx2.TransportError):
+            return Unreachable(f"the connection to {where} failed ({type(error).__name__})")
+        leaf = first(exc, BaseException) or exc
+        return Unexpected(f"unexpected failure talking to {where}: {type(leaf).__name__}")
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc, *([exc.__cause__] if exc.__cause__ is not None else [])]
+_EXPLAINED = (httpx2.HTTPStatusError, httpx2.TransportError, OAuthFlowError, OAuthTokenError, OAuthRegistrationError)
+
+
+def _known(error: BaseException) -> BaseException | None:
+    """`error` or its cause, whichever is one of the errors `failure` names (the SDK wraps some)."""
+    return next((e for e in (error, error.__cause__) if isinstance(e, _EXPLAINED)), None)
 
 
 @asynccontextmanager

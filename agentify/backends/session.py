@@ -11,7 +11,8 @@ from mcp.client.session import ClientSession, MessageHandlerFnT
 from mcp.shared.exceptions import MCPError
 
 from agentify import __version__
-from agentify.backends.connection import AuthRequired, Connection, Link, WrongTransport
+from agentify.backends.connection import Connection, Link
+from agentify.backends.failures import AuthRequired, StartRejected, StartTimeout, WrongTransport
 
 RootsGetter = Callable[[], Sequence[types.Root]]
 
@@ -49,10 +50,12 @@ async def list_tools(session: ClientSession) -> list[types.Tool]:
 
 async def start(
     session: ClientSession, link: Link, connection: Connection, limit: float, stderr_hint: Callable[[], str]
-) -> list[types.Tool] | str:
-    """`initialize` and `tools/list` within `limit` seconds: the tools, or why the start failed.
+) -> list[types.Tool]:
+    """`initialize` and `tools/list` within `limit` seconds: the tools.
 
     Raises:
+        StartTimeout: not within `limit`.
+        StartRejected: the server answered with an error, or exited.
         AuthRequired: the server refused the request with 401.
         WrongTransport: it refused streamable HTTP in the way that means "use SSE", and the connection switched.
     """
@@ -61,10 +64,10 @@ async def start(
             await session.initialize()
             return await list_tools(session)
     except TimeoutError:
-        return (
+        raise StartTimeout(
             f"did not finish initialize and tools/list within {limit:g} s "
             f"(raise startupTimeoutSeconds if it needs longer). {stderr_hint()}"
-        )
+        ) from None
     except MCPError as exc:
         if link.refused_status == 401:
             raise AuthRequired from exc
@@ -73,5 +76,5 @@ async def start(
         if link.exit_code is not None:
             code = await link.exit_code()
             reason = f"exited with code {code}" if code is not None else f"failed: {exc.error.message}"
-            return f"{reason} during start-up. {stderr_hint()}"
-        return f"failed during start-up: {link.lost_reason or exc.error.message}"
+            raise StartRejected(f"{reason} during start-up. {stderr_hint()}") from exc
+        raise StartRejected(f"failed during start-up: {link.lost_reason or exc.error.message}") from exc

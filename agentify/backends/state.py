@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import anyio
 
 
 class BackendState(enum.StrEnum):
@@ -23,12 +26,64 @@ TRANSITIONS: dict[BackendState, set[BackendState]] = {
     BackendState.IDLE: {BackendState.STARTING, BackendState.RESTARTING, BackendState.STOPPED},
     BackendState.STARTING: _RUNNING,
     BackendState.RESTARTING: _RUNNING,
-    BackendState.READY: {BackendState.FAILED, BackendState.NEEDS_AUTH, BackendState.IDLE, BackendState.STOPPED},
+    # READY -> STARTING: the server refused a token mid-session, and the session starts again with a fresh one.
+    BackendState.READY: {
+        BackendState.FAILED,
+        BackendState.NEEDS_AUTH,
+        BackendState.IDLE,
+        BackendState.STOPPED,
+        BackendState.STARTING,
+    },
     BackendState.FAILED: {BackendState.RESTARTING, BackendState.STOPPED},
     BackendState.NEEDS_AUTH: {BackendState.RESTARTING, BackendState.STOPPED},
 }
 SETTLED = (BackendState.READY, BackendState.FAILED, BackendState.NEEDS_AUTH, BackendState.IDLE)
 STARTING = (BackendState.STARTING, BackendState.RESTARTING)
+ENDED_BADLY = (BackendState.FAILED, BackendState.NEEDS_AUTH)
+"""The states after which the next start is a restart (counted, with backoff)."""
+
+
+class IllegalTransition(RuntimeError):
+    """A state change that `TRANSITIONS` does not allow: a bug in the supervisor, never a backend's doing."""
+
+
+class Lifecycle:
+    """One backend's state. It changes only through `enter`, which refuses what `TRANSITIONS` does not
+    allow; tasks wait for a change with `wait_while`, and `on_change` hears of every one."""
+
+    def __init__(self, state: BackendState, on_change: Callable[[], None]) -> None:
+        self._state = state
+        self._on_change = on_change
+        self._changed = anyio.Event()
+
+    @property
+    def state(self) -> BackendState:
+        return self._state
+
+    def enter(self, state: BackendState) -> None:
+        """Raises IllegalTransition; entering the current state changes nothing."""
+        if state is self._state:
+            return
+        if state not in TRANSITIONS[self._state]:
+            raise IllegalTransition(f"a backend cannot go from {self._state.value} to {state.value}")
+        self._state = state
+        self.changed()
+
+    def changed(self) -> None:
+        """Something shown about the backend changed (its state, its tools): wake the waiters, tell the listener."""
+        self.wake()
+        self._on_change()
+
+    def wake(self) -> None:
+        """Makes every waiter look again (the backend is stopping)."""
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_while(self, busy: Callable[[], bool], seconds: float) -> None:
+        """Waits, at most `seconds`, until `busy()` is false; re-checked on every change and wake."""
+        with anyio.move_on_after(seconds):
+            while busy():
+                await self._changed.wait()
 
 
 @dataclass(frozen=True, kw_only=True)

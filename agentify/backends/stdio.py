@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from agentify.backends.connection import Link
+from agentify.backends.failures import SessionFailure, Unexpected, Unreachable
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio_process import spawn_backend
 from agentify.config import BackendConfig
@@ -48,7 +49,7 @@ class StdioConnection:
     def auth_stamp(self) -> float:
         return 0.0
 
-    def explain(self, exc: BaseException) -> str:
-        if isinstance(exc, OSError):
-            return f"cannot start {self._command!r}: {exc.strerror or exc} (cwd {self._spec.cwd})"
-        return f"unexpected failure: {type(exc).__name__}: {exc}"
+    def failure(self, exc: BaseException) -> SessionFailure:
+        if isinstance(exc, OSError):  # raised by the spawn itself, before any task group
+            return Unreachable(f"cannot start {self._command!r}: {exc.strerror or exc} (cwd {self._spec.cwd})")
+        return Unexpected(f"unexpected failure: {type(exc).__name__}: {exc}")

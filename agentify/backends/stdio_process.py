@@ -24,7 +24,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-from agentify._common.proc import iter_lines, stop_group, wait_for_exit
+from agentify._common.proc import iter_lines, open_group_process, stop_group, wait_for_exit
 
 EXIT_GRACE_SECONDS = 2.0
 KILL_GRACE_SECONDS = 2.0
@@ -68,15 +68,7 @@ async def spawn_backend(
     Raises:
         OSError: the command cannot be started (not found, not executable, bad cwd).
     """
-    process = await anyio.open_process(
-        [command, *args],
-        env=child_environment(env),
-        cwd=cwd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    process = await open_group_process([command, *args], stdin=subprocess.PIPE, cwd=cwd, env=child_environment(env))
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
     stdout_closed = anyio.Event()

@@ -7,29 +7,32 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentify import __version__
-from agentify._common.logging import LogSetup
+from agentify._common.errors import first
 from agentify.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from agentify.cli.running import one_shot, run_async
-from agentify.config import Config, ConfigSources
+from agentify.config import Config
 from agentify.errors import AgentifyError
 from agentify.security.redact import Redactor
 
+if TYPE_CHECKING:
+    from agentify.gateway.services import Boot
 
-async def run_task(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:
+
+async def run_task(boot: Boot, args: argparse.Namespace) -> int:
     from agentify.gateway.services import open_gateway
     from agentify.mcp_server.results import error_result, outcome_result, plan_result
 
     task = {"query": args.query, "context": {"currentWorkingDirectory": args.cwd}}
-    async with open_gateway(sources, config, logs) as gateway:
+    redactor = boot.redactor
+    async with open_gateway(boot) as services:
         try:
-            outcome = await gateway.runner.run(task, execute=not args.dry_run)
-            credentials = gateway.credentials
-            result = plan_result(outcome, credentials) if args.dry_run else outcome_result(outcome, credentials)
+            outcome = await services.runner.run(task, execute=not args.dry_run)
+            result = plan_result(outcome, redactor) if args.dry_run else outcome_result(outcome, redactor)
         except AgentifyError as exc:
-            result = error_result(exc, logs.redactor)
+            result = error_result(exc, redactor)
     if args.json:
         print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), indent=2))
     else:
@@ -51,27 +54,27 @@ def _shown(block: Any) -> str:
     return f"[{block.type}: {where}]" if where else f"[{block.type}: {kind}{size}]"
 
 
-async def doctor(sources: ConfigSources, config: Config, logs: LogSetup) -> int:
+async def doctor(boot: Boot) -> int:
     from agentify.gateway.services import open_gateway
 
     print(f"agentify {__version__}")
-    print(f"config: {sources.file_path or '(no config file: defaults and environment only)'}")
-    async with open_gateway(sources, config, logs) as gateway:
-        await gateway.manager.wait_all_settled()
-        choice = gateway.planners.describe()
-        statuses = gateway.manager.statuses()
+    print(f"config: {boot.sources.file_path or '(no config file: defaults and environment only)'}")
+    async with open_gateway(boot) as services:
+        await services.backends.wait_all_settled()
+        shown = services.status()
+    choice, statuses = shown.planner, shown.backends
     print(f"planner: {choice.reason}")
     width = max([len(s.id) for s in statuses] + [7])
     print(f"\n{'BACKEND':<{width}}  {'STATE':<10}  {'TOOLS':>5}  DETAIL")
     broken = choice.name is None
-    for status, spec in zip(statuses, config.backends, strict=True):
+    for status, spec in zip(statuses, boot.config.backends, strict=True):
         state = status.state.value if spec.enabled else "disabled"
         if spec.enabled and status.last_error:
             broken = True
         detail = status.last_error or ", ".join(status.tools)
         if status.url:
             detail = f"{status.url}: {detail}" if detail else status.url
-        print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {logs.redactor.text(detail)}")
+        print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {boot.redactor.text(detail)}")
     if not statuses:
         print("(no backends configured: see backends.example.json)")
         broken = True
@@ -114,17 +117,14 @@ def auth(config: Config, backend_id: str, redactor: Redactor) -> int:
 
 
 def _login_problem(exc: BaseException, expected: type[Exception]) -> str:
-    leaves = [exc]
-    while any(isinstance(e, BaseExceptionGroup) for e in leaves):
-        leaves = [i for e in leaves for i in (e.exceptions if isinstance(e, BaseExceptionGroup) else [e])]
-    known = next((e for e in leaves if isinstance(e, expected)), None)
+    known = first(exc, expected)
     if known is not None:
         return str(known)
-    first = leaves[0]
-    return f"the authorization failed: {type(first).__name__}: {first}. Check the url and try again."
+    leaf = first(exc, BaseException) or exc
+    return f"the authorization failed: {type(leaf).__name__}: {leaf}. Check the url and try again."
 
 
-def evaluate(sources: ConfigSources, config: Config, logs: LogSetup, args: argparse.Namespace) -> int:
+def evaluate(boot: Boot, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agentify.eval.routing import EvalFileError, Report, evaluate_gateway, load_backends, load_cases
@@ -143,11 +143,11 @@ def evaluate(sources: ConfigSources, config: Config, logs: LogSetup, args: argpa
     async def evaluate() -> int:
         nonlocal report
         try:
-            async with open_gateway(sources, config, logs) as gateway:
+            async with open_gateway(boot) as services:
                 if args.mode == "search":
-                    report = await evaluate_gateway_search(gateway, cases, extra, args.limit)
+                    report = await evaluate_gateway_search(services, cases, extra, args.limit)
                 else:
-                    report = await evaluate_gateway(gateway, cases, extra)
+                    report = await evaluate_gateway(services, cases, extra)
         except* EvalFileError as group:  # raised inside the gateway's task group, so wrapped
             raise UsageError(str(group.exceptions[0])) from None
         return EXIT_OK

@@ -13,12 +13,12 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from loguru import logger
 
-from agentify._common.errors import StartFailed
-from agentify.errors import AgentifyError, ConfigError
+from agentify._common.errors import ConfigError, StartFailed, as_group, first
+from agentify.errors import AgentifyError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -35,28 +35,18 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def user_error(exc: BaseException) -> AgentifyError | ConfigError | UsageError | StartFailed | None:
+UserError = AgentifyError | ConfigError | UsageError | StartFailed
+
+
+def user_error(exc: BaseException) -> UserError | None:
     """The error a user can act on inside `exc`, however deeply task groups have wrapped it."""
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = user_error(inner)
-            if found is not None:
-                return found
-        return None
-    return exc if isinstance(exc, AgentifyError | ConfigError | UsageError | StartFailed) else None
+    return cast(UserError | None, first(exc, (AgentifyError, ConfigError, UsageError, StartFailed)))
 
 
 def interrupted_only(exc: BaseException) -> bool:
     """True when `exc` is Ctrl-C, alone or wrapped in task groups."""
-    if isinstance(exc, BaseExceptionGroup):
-        return all(interrupted_only(inner) for inner in exc.exceptions)
-    return isinstance(exc, KeyboardInterrupt)
-
-
-def _stdout_closed(exc: BaseException) -> bool:
-    if isinstance(exc, BaseExceptionGroup):
-        return any(_stdout_closed(inner) for inner in exc.exceptions)
-    return isinstance(exc, BrokenPipeError)
+    interrupted, rest = as_group(exc).split(KeyboardInterrupt)
+    return interrupted is not None and rest is None
 
 
 def report(exc: BaseException, prog: str, redact: Callable[[str], str]) -> int:
@@ -66,7 +56,7 @@ def report(exc: BaseException, prog: str, redact: Callable[[str], str]) -> int:
     if interrupted_only(exc):
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if _stdout_closed(exc):  # `agentify doctor | head`: the reader has gone, there is nobody to tell
+    if first(exc, BrokenPipeError) is not None:  # `agentify doctor | head`: the reader has gone, nobody to tell
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # or the exit's flush fails again
         return EXIT_FAILED
     found = user_error(exc)
@@ -78,9 +68,7 @@ def report(exc: BaseException, prog: str, redact: Callable[[str], str]) -> int:
         return EXIT_FAILED if isinstance(found, StartFailed) else EXIT_USAGE
     # A bug: say so in one line; the traceback goes to the log, shown with --log-level DEBUG.
     logger.opt(exception=exc).debug("unexpected error")
-    leaf = exc
-    while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
-        leaf = leaf.exceptions[0]
+    leaf = first(exc, BaseException) or exc
     message = f"{prog}: internal error ({type(leaf).__name__}: {leaf}); "
     print(redact(message + "run again with --log-level DEBUG for the traceback and report it"), file=sys.stderr)
     return EXIT_FAILED

@@ -42,6 +42,7 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     from agentify.cli.running import one_shot
     from agentify.cli.serve import serve_http_command, serve_stdio_command
     from agentify.config import load_sources
+    from agentify.gateway.services import Boot
 
     command = args.command or "serve"
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
@@ -58,6 +59,7 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     sources = load_sources(args.config, flags)
     config = sources.resolve()
     redactor.add(config.secrets())
+    boot = Boot(sources, config, logs, redactor)
     # run and eval print their own output: their log is quiet unless asked for. doctor's table
     # already reports every backend's problem, so only errors are logged beside it.
     quiet = args.log_level or env_level or ("ERROR" if command == "doctor" else "WARNING")
@@ -69,14 +71,14 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         from agentify.security.http_auth import choose_token
 
         token = choose_token(args.host, os.environ.get("AGENTIFY_HTTP_TOKEN"), args.no_auth)  # ConfigError: exit 2
-        return serve_http_command(sources, config, logs, args.host, args.port, token)
+        return serve_http_command(boot, args.host, args.port, token)
     if command == "serve":
-        return serve_stdio_command(sources, config, logs)
+        return serve_stdio_command(boot)
     if command == "run":
         args.cwd = os.path.abspath(args.cwd or os.getcwd())
-        return one_shot("run", lambda: commands.run_task(sources, config, logs, args))
+        return one_shot("run", lambda: commands.run_task(boot, args))
     if command == "eval":
-        return commands.evaluate(sources, config, logs, args)
+        return commands.evaluate(boot, args)
     if command == "auth":
         return commands.auth(config, args.backend, redactor)
-    return one_shot("doctor", lambda: commands.doctor(sources, config, logs))
+    return one_shot("doctor", lambda: commands.doctor(boot))

@@ -3,7 +3,6 @@ shut down before the process exits."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -11,6 +10,7 @@ import anyio
 import anyio.abc
 from loguru import logger
 
+from agentify._common.signals import stop_signals
 from agentify.cli.errors import EXIT_INTERRUPTED, EXIT_OK
 
 
@@ -28,10 +28,10 @@ def run_async(main: Callable[[], Awaitable[int]], on_signal: Callable[[], None] 
     result = EXIT_OK
 
     async def watch_signals(scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        with stop_signals() as signals:
             task_status.started()  # before main() spawns anything: no backend can miss the shutdown
             async for signum in signals:
-                name = signal.Signals(signum).name
+                name = signum.name
                 if scope.cancel_called:  # a second Ctrl-C while backends close: the close is bounded
                     logger.info("signal {} received: already shutting down", name)
                     continue

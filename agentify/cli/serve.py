@@ -5,43 +5,39 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 
 from agentify._common.exit import ExitWatchdog
-from agentify._common.logging import LogSetup
 from agentify.cli.errors import EXIT_OK
 from agentify.cli.running import run_async
-from agentify.config import Config, ConfigSources
-from agentify.gateway.services import SHUTDOWN_SECONDS, Gateway, open_gateway
+from agentify.gateway.services import SHUTDOWN_SECONDS, Boot, Services, open_gateway
+from agentify.mcp_server.server import OpenServices
 from agentify.mcp_server.serving import serve_http, serve_stdio
 
 
-def _services(sources: ConfigSources, config: Config, logs: LogSetup) -> Any:
+def _services(boot: Boot) -> OpenServices:
     @asynccontextmanager
-    async def open_services() -> AsyncIterator[Gateway]:
+    async def open_services() -> AsyncIterator[Services]:
         from agentify.console import attached_console
 
-        async with open_gateway(sources, config, logs) as gateway, attached_console(gateway):
-            yield gateway
+        async with open_gateway(boot) as services, attached_console(services):
+            yield services
 
     return open_services
 
 
-def serve_stdio_command(sources: ConfigSources, config: Config, logs: LogSetup) -> int:
+def serve_stdio_command(boot: Boot) -> int:
     exit_after = ExitWatchdog(SHUTDOWN_SECONDS)
 
     async def main() -> int:
-        await serve_stdio(_services(sources, config, logs), config, on_closed=exit_after.closed)
+        await serve_stdio(_services(boot), boot.config, on_closed=exit_after.closed)
         return EXIT_OK
 
     return run_async(main, on_signal=exit_after.signal)
 
 
-def serve_http_command(
-    sources: ConfigSources, config: Config, logs: LogSetup, host: str, port: int, token: str | None
-) -> int:
+def serve_http_command(boot: Boot, host: str, port: int, token: str | None) -> int:
     """uvicorn handles SIGTERM and SIGINT itself and shuts the app (and so every backend) down."""
-    anyio.run(serve_http, _services(sources, config, logs), config, logs, host, port, token)
+    anyio.run(serve_http, _services(boot), boot, host, port, token)
     return EXIT_OK

@@ -34,7 +34,7 @@ class ToolFilter(_Model):
         return tool not in self.deny and (self.allow is None or tool in self.allow)
 
 
-class BearerAuth(_Model):
+class BearerSettings(_Model):
     type: Literal["bearer"]
     token: str = Field(min_length=1, repr=False)
 
@@ -55,7 +55,7 @@ class BackendConfig(_Model):
     url: str | None = Field(default=None, min_length=1)
     transport: Transport | None = None
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
-    auth: BearerAuth | OAuthSettings | None = Field(default=None, discriminator="type")
+    auth: BearerSettings | OAuthSettings | None = Field(default=None, discriminator="type")
     start: Literal["eager", "lazy"] = "eager"
     idle_stop_seconds: float | None = Field(default=None, gt=0)
     forward_roots: bool = False
@@ -107,7 +107,7 @@ class BackendConfig(_Model):
         values = [v for k, v in self.env.items() if is_credential(k, v)]
         values.extend(self.headers.values())
         values.extend(c for c in map(header_credential, self.headers.values()) if c)
-        if isinstance(self.auth, BearerAuth):
+        if isinstance(self.auth, BearerSettings):
             values.append(self.auth.token)
         elif isinstance(self.auth, OAuthSettings) and self.auth.client_secret:
             values.append(self.auth.client_secret)

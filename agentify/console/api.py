@@ -26,13 +26,13 @@ from agentify.errors import AgentifyError
 from agentify.mcp_server.results import error_result, outcome_result
 
 if TYPE_CHECKING:
-    from agentify.gateway.services import Gateway
+    from agentify.console.views import ConsoleServices
 
 _TASK_EXAMPLE = {"query": "read README.md", "context": {"currentWorkingDirectory": "/path/to/project"}}
 
 
-def create_app(gateway: Gateway, access: Access) -> FastAPI:
-    views = Views(gateway, access.base_url)
+def create_app(services: ConsoleServices, access: Access) -> FastAPI:
+    views = Views(services, access.base_url)
     app = FastAPI(
         title="agentify debug console",
         version=__version__,
@@ -44,8 +44,8 @@ def create_app(gateway: Gateway, access: Access) -> FastAPI:
     )
     app.add_middleware(BodyLimit)  # inner: only a request that passed the guard is read
     app.add_middleware(ConsoleGuard, access=access)
-    app.include_router(_api_routes(gateway, views), prefix="/api")
-    app.add_api_websocket_route("/ws", event_stream(gateway, views))
+    app.include_router(_api_routes(services, views), prefix="/api")
+    app.add_api_websocket_route("/ws", event_stream(services, views))
     ui = ui_directory()
     if ui is None:
         logger.warning("the console page (debug_ui/) is not installed; only the JSON API is served")
@@ -68,7 +68,7 @@ def ui_directory() -> Path | None:
     return None
 
 
-def _api_routes(gateway: Gateway, views: Views) -> APIRouter:
+def _api_routes(services: ConsoleServices, views: Views) -> APIRouter:
     # The guard checks the token; this only describes it, so /docs offers "Authorize".
     router = APIRouter(tags=["console"], dependencies=[Depends(HTTPBearer(auto_error=False))])
 
@@ -110,10 +110,10 @@ def _api_routes(gateway: Gateway, views: Views) -> APIRouter:
         task: Annotated[Any, Body(description="the input of orchestrate_task", examples=[_TASK_EXAMPLE])],
     ) -> dict[str, Any]:
         try:
-            outcome = await gateway.runner.run(task, execute=True, progress=None)
-            result = outcome_result(outcome, gateway.credentials)
+            outcome = await services.runner.run(task, execute=True, progress=None)
+            result = outcome_result(outcome, services.redactor)
         except AgentifyError as exc:  # TaskRunner.run turns every failure, bugs included, into one
-            result = error_result(exc, gateway.logs.redactor)
+            result = error_result(exc, services.redactor)
         return views.task_result(result.model_dump(by_alias=True, mode="json", exclude_none=True))
 
     return router

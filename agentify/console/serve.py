@@ -23,13 +23,13 @@ from agentify.console.security import Access
 from agentify.security.connections import MAX_CONNECTIONS, ConnectionGate
 
 if TYPE_CHECKING:
-    from agentify.gateway.services import Gateway
+    from agentify.console.views import ConsoleServices
 
 GRACEFUL_SECONDS = 2  # open requests and WebSockets get this long when the console stops
 WS_MAX_MESSAGE = 64 * 1024  # the page only sends tiny messages
 
 
-async def serve_console(gateway: Gateway, host: str, port: int, token: str, stop: anyio.Event) -> None:
+async def serve_console(services: ConsoleServices, host: str, port: int, token: str, stop: anyio.Event) -> None:
     """Serves the console until `stop` is set (or the caller is cancelled)."""
     try:
         sock = _bind(host, port)
@@ -53,7 +53,7 @@ async def serve_console(gateway: Gateway, host: str, port: int, token: str, stop
         _route_uvicorn_logs()
         server = _EmbeddedServer(
             uvicorn.Config(
-                create_app(gateway, access),
+                create_app(services, access),
                 log_config=None,
                 access_log=False,  # request lines would carry ?token=
                 lifespan="off",
@@ -65,7 +65,7 @@ async def serve_console(gateway: Gateway, host: str, port: int, token: str, stop
                 server_header=False,
             )
         )
-        _announce(gateway, access)
+        _announce(services, access)
         async with anyio.create_task_group() as tg:
             tg.start_soon(_exit_on, stop, server)
             try:
@@ -104,12 +104,12 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _announce(gateway: Gateway, access: Access) -> None:
+def _announce(services: ConsoleServices, access: Access) -> None:
     """The one line that shows the token: written to stderr around the redacting log sink.
     The console's own log view gets the same line without the token."""
-    gateway.logs.reveal("agentify.console", f"debug console: {access.url_with_token}")
+    services.logs.reveal("agentify.console", f"debug console: {access.url_with_token}")
     message = f"debug console: {access.base_url} (open the URL with the token from agentify's stderr)"
-    gateway.bus.publish(
+    services.bus.publish(
         "log",
         {
             "time": datetime.now().timestamp(),

@@ -26,7 +26,7 @@ from agentify.console.views import Views
 from agentify.gateway.events import Event
 
 if TYPE_CHECKING:
-    from agentify.gateway.services import Gateway
+    from agentify.console.views import ConsoleServices
 
 SEND_SECONDS = 5.0
 CLOSE_SECONDS = 1.0
@@ -37,12 +37,12 @@ FELL_BEHIND = "fell behind the gateway's events; reconnect"
 STALLED = "stopped reading; reconnect"
 
 
-def event_stream(gateway: Gateway, views: Views) -> Callable[[WebSocket], Awaitable[None]]:
+def event_stream(services: ConsoleServices, views: Views) -> Callable[[WebSocket], Awaitable[None]]:
     async def stream(websocket: WebSocket) -> None:
         # The page offers the token as a second subprotocol: never echo that one back.
         offered = websocket.scope.get("subprotocols", [])
         await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
-        events = gateway.bus.subscribe()
+        events = services.bus.subscribe()
         # No await since subscribing: the stream holds exactly the events after this snapshot.
         snapshot = {"kind": "snapshot", "time": time.time(), "data": _snapshot(views)}
         reason: str | None = None

@@ -22,7 +22,7 @@ from loguru import logger
 from agentify.config import Config
 
 if TYPE_CHECKING:
-    from agentify.gateway.services import Gateway
+    from agentify.console.views import ConsoleServices
 
 STOP_SECONDS = 5.0
 TOKEN_ENV = "AGENTIFY_DEBUG_TOKEN"
@@ -51,8 +51,10 @@ class _Console:
 
 
 class ConsoleSupervisor:
-    def __init__(self, gateway: Gateway, task_group: TaskGroup, environ: Mapping[str, str] | None = None) -> None:
-        self._gateway = gateway
+    def __init__(
+        self, services: ConsoleServices, task_group: TaskGroup, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self._services = services
         self._tg = task_group
         self._environ = os.environ if environ is None else environ
         self._token: str | None = None
@@ -64,7 +66,7 @@ class ConsoleSupervisor:
         """One token per gateway start (kept when the console moves); masked in every log and trace."""
         if self._token is None:
             self._token = console_token(self._environ)
-            self._gateway.logs.redactor.add([self._token])
+            self._services.redactor.add([self._token])
         return self._token
 
     def apply(self, config: Config) -> None:
@@ -102,7 +104,7 @@ class ConsoleSupervisor:
                     "debug console not started: the module {} is missing; install agentify[console]", exc.name
                 )
                 return
-            await serve_console(self._gateway, console.host, console.port, self.token, console.stop)
+            await serve_console(self._services, console.host, console.port, self.token, console.stop)
         except Exception:  # top-level handler of the console's task: the gateway must keep serving
             logger.exception("the debug console stopped after an unexpected error; the gateway keeps serving")
         finally:
@@ -111,13 +113,13 @@ class ConsoleSupervisor:
 
 
 @asynccontextmanager
-async def attached_console(gateway: Gateway) -> AsyncIterator[None]:
-    """Serves the console of `gateway` while inside (when a debug port is set, now or by a later
-    config change); leaving stops it, bounded, before the gateway closes its backends."""
+async def attached_console(services: ConsoleServices) -> AsyncIterator[None]:
+    """Serves the console of the gateway's `services` while inside (when a debug port is set, now or by a
+    later config change); leaving stops it, bounded, before the gateway closes its backends."""
     async with anyio.create_task_group() as tg:
-        supervisor = ConsoleSupervisor(gateway, tg)
-        gateway.config_listeners.append(supervisor.apply)
-        supervisor.apply(gateway.config)
+        supervisor = ConsoleSupervisor(services, tg)
+        services.settings.listeners.append(supervisor.apply)
+        supervisor.apply(services.settings.current)
         try:
             yield
         finally:

@@ -12,14 +12,38 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from agentify import __version__
+from agentify.gateway.services import TaskServices
 from agentify.security.credentials import mask_url
 from agentify.security.redact import MASK
 
 if TYPE_CHECKING:
-    from agentify.gateway.services import Gateway
+    from agentify._common.logging import LogSetup
+    from agentify.gateway.events import EventBus
+    from agentify.gateway.traces import TraceStore
+    from agentify.security.redact import Redactor
+
+
+class ConsoleServices(TaskServices, Protocol):
+    """What the console uses of the gateway's services (`gateway.services.Services`)."""
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+    @property
+    def logs(self) -> LogSetup: ...
+
+    @property
+    def bus(self) -> EventBus: ...
+
+    @property
+    def traces(self) -> TraceStore: ...
+
+    @property
+    def started(self) -> float: ...
+
 
 _T = TypeVar("_T")
 RESULT_CHARS = 100_000  # what POST /api/tasks sends back at most; the page shows it in one <pre>
@@ -27,40 +51,41 @@ LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ER
 
 
 class Views:
-    def __init__(self, gateway: Gateway, console_url: str) -> None:
-        self._gateway = gateway
+    def __init__(self, services: ConsoleServices, console_url: str) -> None:
+        self._services = services
         self._console_url = console_url
 
     def redact(self, data: _T) -> _T:
-        return cast(_T, self._gateway.logs.redactor.data(data))
+        return cast(_T, self._services.redactor.data(data))
 
     def status(self) -> dict[str, Any]:
-        gateway = self._gateway
-        choice = gateway.planners.describe()
+        services = self._services
+        status = services.status()
         states: dict[str, int] = {}
-        for status in gateway.manager.statuses():
-            states[status.state.value] = states.get(status.state.value, 0) + 1
+        for backend in status.backends:
+            states[backend.state.value] = states.get(backend.state.value, 0) + 1
+        config_file = services.settings.file_path
         return self.redact(
             {
                 "version": __version__,
                 "pid": os.getpid(),
                 "cwd": os.getcwd(),
-                "configFile": str(gateway.sources.file_path) if gateway.sources.file_path else None,
-                "startedAt": gateway.started,
-                "uptimeSeconds": round(time.time() - gateway.started, 1),
-                "planner": {"name": choice.name, "reason": choice.reason},
-                "tasks": gateway.traces.counts(),
+                "configFile": str(config_file) if config_file else None,
+                "startedAt": services.started,
+                "uptimeSeconds": round(time.time() - services.started, 1),
+                "planner": {"name": status.planner.name, "reason": status.planner.reason},
+                "tasks": services.traces.counts(),
                 "backends": states,
                 "console": {"url": self._console_url},
             }
         )
 
     def backends(self) -> list[dict[str, Any]]:
-        return self.redact([status.as_dict() for status in self._gateway.manager.statuses()])
+        return self.redact([status.as_dict() for status in self._services.status().backends])
 
     def config(self) -> dict[str, Any]:
         """The effective config (every source merged), with the API key and every env value masked."""
-        data = self._gateway.config.model_dump(mode="json", by_alias=True)
+        data = self._services.settings.current.model_dump(mode="json", by_alias=True)
         if data["planner"].get("apiKey"):
             data["planner"]["apiKey"] = MASK
         for backend in data["backends"]:
@@ -78,7 +103,7 @@ class Views:
         floor = LEVELS[level]
         records = [
             event.data
-            for event in self._gateway.bus.recent["log"]
+            for event in self._services.bus.recent["log"]
             if LEVELS.get(event.data.get("level", ""), 0) >= floor
             and (trace_id is None or event.data.get("extra", {}).get("trace") == trace_id)
         ]
@@ -86,10 +111,10 @@ class Views:
 
     def traces(self, limit: int = 50) -> list[dict[str, Any]]:
         """The newest `limit` traces, newest first."""
-        return self.redact([trace.as_dict() for trace in self._gateway.traces.recent(limit)])
+        return self.redact([trace.as_dict() for trace in self._services.traces.recent(limit)])
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
-        trace = self._gateway.traces.get(trace_id)
+        trace = self._services.traces.get(trace_id)
         if trace is None:
             return None
         return self.redact(trace.as_dict()) | {"logs": self.logs(trace_id=trace_id, limit=500)}

@@ -24,12 +24,13 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp_types as types
 from pydantic import ValidationError
 
 from agentify.errors import AgentifyError, NoPlan, PlannerUnavailable
+from agentify.gateway.services import TaskServices
 from agentify.planner import Plan, Planner, TaskInput
 from agentify.planner.catalog import Catalog
 from agentify.planner.openai import estimate_prompt_tokens
@@ -37,7 +38,7 @@ from agentify.planner.retrieval import ToolIndex
 from agentify.planner.shortlist import shortlist
 
 if TYPE_CHECKING:
-    from agentify.gateway.services import Gateway
+    from agentify.gateway.settings import PlannerSlot
 
 Backends = Sequence[tuple[str, str, list[types.Tool]]]
 PREVIEW = 240
@@ -284,7 +285,14 @@ async def evaluate(
     )
 
 
-async def gateway_catalog(gateway: Gateway, extra: Backends) -> Catalog:
+class EvalServices(TaskServices, Protocol):
+    """What `agentify eval` uses of the gateway's services (`gateway.services.Services`)."""
+
+    @property
+    def planners(self) -> PlannerSlot: ...
+
+
+async def gateway_catalog(gateway: EvalServices, extra: Backends) -> Catalog:
     """The gateway's catalog (its backends started) plus `extra` recorded backends.
 
     Raises:
@@ -300,7 +308,7 @@ async def gateway_catalog(gateway: Gateway, extra: Backends) -> Catalog:
     return Catalog.build([*configured, *extra], catalog.missing)
 
 
-async def evaluate_gateway(gateway: Gateway, cases: Sequence[Case], extra: Backends = ()) -> Report:
+async def evaluate_gateway(gateway: EvalServices, cases: Sequence[Case], extra: Backends = ()) -> Report:
     """`evaluate` on the gateway's backends (started by it), plus `extra` recorded backends.
 
     Raises:
@@ -308,13 +316,14 @@ async def evaluate_gateway(gateway: Gateway, cases: Sequence[Case], extra: Backe
         EvalFileError: an extra backend has the id of a configured one.
     """
     catalog = await gateway_catalog(gateway, extra)
-    planner = gateway.planners.choose()
-    index = gateway.planners.indexes.get(catalog)
-    k = gateway.config.planner.shortlist
-    report = await evaluate(planner, index, cases, k, description=gateway.planners.describe().reason)
+    planners, config, status = gateway.planners.current, gateway.settings.current, gateway.status()
+    planner = planners.choose()
+    index = planners.indexes.get(catalog)
+    k = config.planner.shortlist
+    report = await evaluate(planner, index, cases, k, description=status.planner.reason)
     unavailable = [
         f"{s.id} is {s.state.value}" + (f": {s.last_error}" if s.last_error else "")
-        for s, spec in zip(gateway.manager.statuses(), gateway.config.backends, strict=True)
+        for s, spec in zip(status.backends, config.backends, strict=True)
         if spec.enabled and s.id not in report.backends
     ]
     return replace(report, unavailable=unavailable)

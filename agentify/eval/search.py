@@ -13,16 +13,13 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentify.eval.routing import Backends, Case, gateway_catalog
+from agentify.eval.routing import Backends, Case, EvalServices, gateway_catalog
 from agentify.mcp_server.results import search_result
 from agentify.planner.retrieval import ToolIndex
 from agentify.planner.search import search_tools
 from agentify.security.redact import Redactor
-
-if TYPE_CHECKING:
-    from agentify.gateway.services import Gateway
 
 DEPTH = 50  # how far down the ranking a miss is looked for, to report where the tool was
 
@@ -122,7 +119,9 @@ def evaluate_search(index: ToolIndex, cases: Sequence[Case], k: int) -> SearchRe
     )
 
 
-async def evaluate_gateway_search(gateway: Gateway, cases: Sequence[Case], extra: Backends, k: int) -> SearchReport:
+async def evaluate_gateway_search(
+    gateway: EvalServices, cases: Sequence[Case], extra: Backends, k: int
+) -> SearchReport:
     """`evaluate_search` on the gateway's backends plus `extra` recorded ones. Raises EvalFileError on an id clash."""
     catalog = await gateway_catalog(gateway, extra)
-    return evaluate_search(gateway.planners.indexes.get(catalog), cases, k)
+    return evaluate_search(gateway.planners.current.indexes.get(catalog), cases, k)

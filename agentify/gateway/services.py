@@ -1,4 +1,10 @@
-"""The composition root's long-lived state: one `Gateway` owns every resource of a run.
+"""The composition of a run: `open_gateway` opens every long-lived service and yields them as one frozen
+`Services`.
+
+Nothing in it is replaced while serving. What must change lives in one small owner each: the config
+and the planner it implies (`settings.LiveConfig`, `settings.PlannerSlot`), what the backends are told
+of the client's roots (`BackendManager.forward_roots`). The adapters (the MCP server, the console,
+`agentify eval`) each declare the narrow protocol they use; `Services` satisfies all of them.
 
 `open_gateway` starts the backends in the background and yields at once; leaving it closes every
 backend session (shielded, bounded), also when the caller is cancelled. What serves the gateway
@@ -8,142 +14,115 @@ backend session (shielded, bounded), also when the caller is cancelled. What ser
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Protocol
 
 import anyio
 import mcp_types as types
-from loguru import logger
 
 from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.manifest import cache_dir
 from agentify.config import Config, ConfigSources
-from agentify.errors import ConfigError
 from agentify.gateway.events import EventBus
+from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
-from agentify.planner.select import PlannerSelector
+from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
 
 SHUTDOWN_SECONDS = 10.0
 
 
-@dataclass
-class Gateway:
+@dataclass(frozen=True)
+class Boot:
+    """What the composition root prepared before any service opens: the config, and the log sink
+    with the redactor it masks with (configured first, so start-up errors are logged masked)."""
+
     sources: ConfigSources
     config: Config
     logs: LogSetup
-    bus: EventBus
-    traces: TraceStore
-    manager: BackendManager
-    planners: PlannerSelector
-    runner: TaskRunner
-    started: float = field(default_factory=time.time)
-    init_options_applied: bool = False
-    retired_planners: list[PlannerSelector] = field(default_factory=list)
-    client_roots: list[types.Root] | None = None
-    """The IDE client's roots (workspace folders), once asked; None until then or after the client
-    said they changed (`notifications/roots/list_changed`). The first `file://` root is the working
-    directory of a task whose context names none."""
-    roots_listeners: list[Callable[[list[types.Root] | None], None]] = field(default_factory=list)
-    """Called with the new roots whenever `client_roots` changes (to forward them to backends)."""
-    config_listeners: list[Callable[[Config], None]] = field(default_factory=list)
-    """Called with the new config when the client's `initializationOptions` changed it (the console
-    follows a `DEBUG_PORT` that came with them)."""
+    redactor: Redactor
+
+
+@dataclass(frozen=True)
+class GatewayStatus:
+    """What `list_backends`, `doctor`, the console and eval show: the planner and every backend."""
+
+    planner: PlannerChoice
+    backends: list[BackendStatus]
+
+
+class TaskServices(Protocol):
+    """What every adapter (the MCP server, the console, eval) uses of `Services`; each extends it with
+    the few more it needs, so none of them reaches into the whole composition."""
 
     @property
-    def credentials(self) -> Redactor:
-        """What results are masked with: the one secret set of every sink (results skip the shape patterns)."""
-        return self.logs.redactor
+    def settings(self) -> LiveConfig: ...
 
-    def set_client_roots(self, roots: list[types.Root] | None) -> None:
-        if roots == self.client_roots:
-            return
-        self.client_roots = roots
-        logger.info("client roots: {}", ", ".join(str(r.uri) for r in roots) if roots else "none known")
-        for listener in self.roots_listeners:
-            listener(roots)
+    @property
+    def runner(self) -> TaskRunner: ...
 
-    def apply_init_options(self, options: Mapping[str, Any], *, trusted: bool = True) -> None:
-        """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal.
-
-        Only the first client's options apply. An untrusted client (any HTTP client: it did not start
-        agentify) may set the log level only: never backends, commands, URLs, headers, env or keys."""
-        if not trusted:
-            ignored = sorted(set(options) - {"logLevel"})
-            if ignored:
-                logger.warning("initializationOptions over HTTP may only set logLevel; ignored: {}", ", ".join(ignored))
-            level = options.get("logLevel")
-            if isinstance(level, str):
-                try:
-                    self.logs.set_level(self.sources.resolve({"logLevel": level}).log_level)
-                except ConfigError as exc:
-                    logger.error("initializationOptions.logLevel ignored: {}", exc)
-            return
-        if self.init_options_applied:
-            logger.info("initializationOptions of a later client ignored: the first client's apply")
-            return
-        self.init_options_applied = True
-        try:
-            config = self.sources.resolve(options)
-        except ConfigError as exc:
-            logger.error("initializationOptions ignored: {}", exc)
-            return
-        self.logs.redactor.add(config.secrets())
-        if config.log_level != self.config.log_level:
-            self.logs.set_level(config.log_level)
-        if config.planner != self.config.planner:
-            self.retired_planners.append(self.planners)  # closed at shutdown: a task may still use it
-            self.planners = PlannerSelector(config.planner)
-            self.runner.planners = self.planners
-        if config.backends != self.config.backends:
-            self.manager.reconcile(config.backends)
-        self.config = config
-        for listener in self.config_listeners:
-            listener(config)
-        logger.info("initializationOptions applied: {} backends", len(config.backends))
+    def status(self, sampling_available: bool = False) -> GatewayStatus: ...
 
 
-def _on_backend_state(bus: EventBus) -> Any:
-    def publish(status: BackendStatus) -> None:
-        bus.publish("backend", status.as_dict())
+@dataclass(frozen=True, kw_only=True)
+class Services:
+    settings: LiveConfig
+    redactor: Redactor
+    """The one secret set of every sink (stderr, console, traces, results; results skip the shape patterns)."""
+    logs: LogSetup
+    bus: EventBus
+    traces: TraceStore
+    backends: BackendManager
+    planners: PlannerSlot
+    runner: TaskRunner
+    started: float
 
-    return publish
+    def status(self, sampling_available: bool = False) -> GatewayStatus:
+        """`sampling_available`: whether the client asking offers MCP sampling (it may change the planner)."""
+        return GatewayStatus(self.planners.current.describe(sampling_available), self.backends.statuses())
+
+    def forward_roots(self, roots: list[types.Root]) -> None:
+        """The client's roots as they became known: what backends with `forwardRoots` are told."""
+        self.backends.forward_roots(roots)
 
 
 @asynccontextmanager
-async def open_gateway(sources: ConfigSources, config: Config, logs: LogSetup) -> AsyncIterator[Gateway]:
+async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
+    config, redactor = boot.config, boot.redactor
     bus = EventBus()
-    logs.listeners.append(lambda record: bus.publish("log", record))
-    traces = TraceStore(bus, logs.redactor, file=config.trace_file)
-    known_roots: list[types.Root] = []  # what forwardRoots backends are told: the client's roots, once known
-    manager = BackendManager(
-        config.backends, on_state=_on_backend_state(bus), cache_dir=cache_dir(), roots=lambda: known_roots
+    boot.logs.listeners.append(lambda record: bus.publish("log", record))
+    traces = TraceStore(bus, redactor, file=config.trace_file)
+    backends = BackendManager(
+        config.backends, on_state=lambda status: bus.publish("backend", status.as_dict()), cache_dir=cache_dir()
     )
-    planners = PlannerSelector(config.planner)
+    planners = PlannerSlot(PlannerSelector(config.planner))
     runner = TaskRunner(
-        manager, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars
+        backends, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars
     )
-    gateway = Gateway(sources, config, logs, bus, traces, manager, planners, runner)
-
-    def forward_roots(roots: list[types.Root] | None) -> None:
-        if roots is not None and roots != known_roots:
-            known_roots[:] = roots
-            manager.roots_changed()
-
-    gateway.roots_listeners.append(forward_roots)
+    settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
+    services = Services(
+        settings=settings,
+        redactor=redactor,
+        logs=boot.logs,
+        bus=bus,
+        traces=traces,
+        backends=backends,
+        planners=planners,
+        runner=runner,
+        started=time.time(),
+    )
     async with anyio.create_task_group() as tg:
-        await tg.start(manager.run)
+        await tg.start(backends.run)
         try:
-            yield gateway
+            yield services
         finally:
             with anyio.CancelScope(shield=True):
-                manager.close()
+                backends.close()
                 with anyio.move_on_after(SHUTDOWN_SECONDS):
-                    await manager.closed.wait()
-                for planners in (*gateway.retired_planners, gateway.planners):
-                    await planners.aclose()
+                    await backends.closed.wait()
+                await planners.aclose()
             tg.cancel_scope.cancel()

@@ -24,13 +24,13 @@ from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidP
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.result_caps import block_size, cap_result
+from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.traces import Trace, TraceStore
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
-from agentify.planner.select import PlannerSelector
 
 Progress = Callable[[str], Awaitable[None]]
 
@@ -58,7 +58,7 @@ class TaskRunner:
     def __init__(
         self,
         manager: BackendManager,
-        planners: PlannerSelector,
+        planners: PlannerSlot,
         traces: TraceStore,
         max_query_chars: int,
         max_result_chars: int,
@@ -137,7 +137,9 @@ class TaskRunner:
             span = self.traces.span(trace, "search")
             try:
                 request = validate_input(SearchInput, raw_input, '{"query": "what to do", "limit": 5}')
-                found = search_tools(self.planners.indexes.get(await self.catalog()), request.query, request.limit)
+                found = search_tools(
+                    self.planners.current.indexes.get(await self.catalog()), request.query, request.limit
+                )
             except AgentifyError as exc:
                 self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
                 raise
@@ -254,19 +256,14 @@ class TaskRunner:
         try:
             catalog = await self.catalog()
             if given is None:
-                planner = self.planners.choose(sampler=sampler)
+                planner = self.planners.current.choose(sampler=sampler)
                 span.attributes["provider"] = planner.name
                 plan = await planner.plan(task, catalog)
             else:  # chosen in an earlier round: the tools may have changed since
                 span.attributes["provider"] = f"{given.planner} (planned in an earlier round)"
                 plan = given
-            tool = catalog.find(plan.backend, plan.tool)
-            if tool is None:
-                raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
-            if given is not None and (problem := tool.validation_error(given.arguments)) is not None:
-                raise InvalidPlan(f"{given.backend}.{given.tool} changed its schema since it was planned: {problem}")
             if plan.handle is None:  # planned in an earlier round: resolved against today's catalog
-                plan = dataclasses.replace(plan, handle=tool.handle)
+                plan = _resolved(plan, catalog)
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
             raise
@@ -315,6 +312,21 @@ class TaskRunner:
             result=_preview(result),
         )
         return capped
+
+
+def _resolved(plan: Plan, catalog: Catalog) -> Plan:
+    """A plan without its tool handle (chosen in an earlier round of the call, or by a planner that did
+    not set it), resolved against today's catalog, its arguments checked again.
+
+    Raises:
+        InvalidPlan: the tool is gone, or its schema no longer accepts the arguments.
+    """
+    tool = catalog.find(plan.backend, plan.tool)
+    if tool is None:
+        raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
+    if (problem := tool.validation_error(plan.arguments)) is not None:
+        raise InvalidPlan(f"{plan.backend}.{plan.tool} changed its schema since it was planned: {problem}")
+    return dataclasses.replace(plan, handle=tool.handle)
 
 
 def _handle(plan: Plan) -> ToolHandle:

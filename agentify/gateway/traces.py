@@ -20,6 +20,7 @@ from typing import Any
 
 from loguru import logger
 
+from agentify._common import files
 from agentify.gateway.events import EventBus
 from agentify.security.redact import Redactor
 
@@ -151,7 +152,7 @@ class TraceStore:
 
 def _append_private(path: Path, line: str) -> None:
     """Appends to `path`, creating it readable by its owner only (and tightening a file made before)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.CLOEXEC, 0o600)
     try:
         if os.fstat(fd).st_mode & 0o077:
             os.fchmod(fd, 0o600)

@@ -1,7 +1,8 @@
 """The gateway's MCP server: tool definitions and thin handlers over the task runner.
 
 Nothing here plans, spawns or formats beyond turning MCP requests into `TaskRunner`
-calls and outcomes into results (`results.py`).
+calls and outcomes into results (`results.py`). It sees the gateway's services through
+`McpServices`, the part of them it uses, and keeps the client's roots per MCP session.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import mcp_types as types
 from loguru import logger
@@ -23,10 +25,12 @@ from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.policy import AskingClient
-from agentify.gateway.services import Gateway
-from agentify.mcp_server.client_requests import Exchange, first_root_path, state_boundary
+from agentify.gateway.services import GatewayStatus, TaskServices
+from agentify.mcp_server.client_requests import Exchange, state_boundary
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
+from agentify.mcp_server.roots import ClientRoots
 from agentify.planner import TaskInput
+from agentify.security.redact import Redactor
 
 _TASK_SCHEMA = tool_schema(TaskInput)
 
@@ -80,7 +84,24 @@ def exposed_tools(config: Config) -> list[types.Tool]:
     ]
 
 
-OpenServices = Callable[[], AbstractAsyncContextManager[Gateway]]
+class McpServices(TaskServices, Protocol):
+    """What the MCP server uses of the gateway's services (`gateway.services.Services`)."""
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+    def forward_roots(self, roots: list[types.Root]) -> None: ...
+
+
+@dataclass(frozen=True)
+class McpContext:
+    """The server's lifespan context: the services, and the roots of the client session it serves."""
+
+    services: McpServices
+    roots: ClientRoots
+
+
+OpenServices = Callable[[], AbstractAsyncContextManager[McpServices]]
 """Opens the gateway's services for as long as the server runs (the composition root's choice)."""
 
 
@@ -89,15 +110,15 @@ def build_server(
     on_closed: Callable[[], None] | None = None,
     *,
     trust_init_options: bool = True,
-) -> Server[Gateway]:
+) -> Server[McpContext]:
     """`trust_init_options`: over stdio the client started agentify, so its `initializationOptions` are
     its own config; over HTTP any client can connect, and they may change nothing but the log level."""
 
     @asynccontextmanager
-    async def lifespan(_: Server[Gateway]) -> AsyncIterator[Gateway]:
+    async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
-            async with open_services() as gateway:
-                yield gateway
+            async with open_services() as services:
+                yield McpContext(services, ClientRoots(services.forward_roots))
         finally:
             if on_closed is not None:
                 on_closed()
@@ -105,7 +126,7 @@ def build_server(
     with warnings.catch_warnings():
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        server: Server[Gateway] = _server(lifespan)
+        server: Server[McpContext] = _server(lifespan)
     # No OpenTelemetry exporter is configured by agentify: drop the SDK's per-message span middleware.
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
@@ -113,7 +134,7 @@ def build_server(
     return server
 
 
-def _server(lifespan: Any) -> Server[Gateway]:
+def _server(lifespan: Any) -> Server[McpContext]:
     return Server(
         "agentify",
         version=__version__,
@@ -133,27 +154,27 @@ def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
         if ctx.method == "initialize" and ctx.params:
             options = ctx.params.get("initializationOptions")
             if isinstance(options, dict) and options:
-                ctx.lifespan_context.apply_init_options(options, trusted=trusted)
+                ctx.lifespan_context.services.settings.apply_init_options(options, trusted=trusted)
         return await call_next(ctx)
 
     return read
 
 
 async def _list_tools(
-    ctx: ServerRequestContext[Gateway], params: types.PaginatedRequestParams | None
+    ctx: ServerRequestContext[McpContext], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=exposed_tools(ctx.lifespan_context.config))
+    return types.ListToolsResult(tools=exposed_tools(ctx.lifespan_context.services.settings.current))
 
 
 async def _call_tool(
-    ctx: ServerRequestContext[Gateway], params: types.CallToolRequestParams
+    ctx: ServerRequestContext[McpContext], params: types.CallToolRequestParams
 ) -> types.CallToolResult | types.InputRequiredResult:
-    gateway = ctx.lifespan_context
+    services = ctx.lifespan_context.services
     arguments = params.arguments or {}
-    exposed = [t.name for t in exposed_tools(gateway.config)]
+    exposed = [t.name for t in exposed_tools(services.settings.current)]
     if params.name not in exposed:
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(exposed)}")
-        return error_result(unknown, gateway.logs.redactor)
+        return error_result(unknown, services.redactor)
     exchange = Exchange(ctx, params)
     steps = 0
 
@@ -165,53 +186,53 @@ async def _call_tool(
     try:
         if params.name == "list_backends":
             validate_input(NoInput, arguments, "{}")
-            return _backends_result(gateway, sampling_available=exchange.sampler() is not None)
+            return _backends_result(
+                services.status(sampling_available=exchange.sampler() is not None), services.redactor
+            )
         if params.name == "search_tools":
-            request, found = await gateway.runner.search(arguments)
-            return search_result(request.query, found, gateway.logs.redactor)
+            request, found = await services.runner.search(arguments)
+            return search_result(request.query, found, services.redactor)
         if params.name == "call_tool":
-            outcome = await gateway.runner.call(arguments, progress=progress, confirmer=exchange.confirmer())
-            return outcome_result(outcome, gateway.credentials)
+            outcome = await services.runner.call(arguments, progress=progress, confirmer=exchange.confirmer())
+            return outcome_result(outcome, services.redactor)
         execute = params.name == "orchestrate_task"
-        outcome = await gateway.runner.run(
+        outcome = await services.runner.run(
             arguments,
             execute=execute,
             progress=progress,
             sampler=exchange.sampler(),
             confirmer=exchange.confirmer(),
             given=exchange.plan if execute else None,
-            default_cwd=await _default_cwd(gateway, exchange, arguments),
+            default_cwd=await _default_cwd(ctx.lifespan_context.roots, exchange, arguments),
         )
     except AskingClient as asking:  # 2026-07-28: the client answers and calls again
         return exchange.input_required(asking.trace_id)
     except AgentifyError as exc:  # TaskRunner turns every failure, bugs included, into one
-        return error_result(exc, gateway.logs.redactor)
-    return outcome_result(outcome, gateway.credentials) if execute else plan_result(outcome, gateway.credentials)
+        return error_result(exc, services.redactor)
+    return outcome_result(outcome, services.redactor) if execute else plan_result(outcome, services.redactor)
 
 
-async def _default_cwd(gateway: Gateway, exchange: Exchange, arguments: dict[str, Any]) -> str | None:
+async def _default_cwd(roots: ClientRoots, exchange: Exchange, arguments: dict[str, Any]) -> str | None:
     """The client's first root, for a task whose context names no working directory.
 
-    Asked once and kept on the gateway (`client_roots`) until the client says they changed.
+    Asked once and kept until the client says they changed.
     Raises AskingClient (2026-07-28: the roots come with the next round)."""
     context = arguments.get("context")
     if isinstance(context, dict) and context.get("currentWorkingDirectory"):
         return None
-    if gateway.client_roots is None and exchange.offers_roots():
+    if roots.known is None and exchange.offers_roots():
         try:
-            gateway.set_client_roots(await exchange.list_roots())
+            roots.learn(await exchange.list_roots())
         except MCPError as exc:
             logger.info("the client offers roots but did not list them ({}); tasks run without them", exc)
-            gateway.set_client_roots([])
-    return first_root_path(gateway.client_roots)
+            roots.learn([])
+    return roots.working_directory()
 
 
-async def _roots_changed(ctx: ServerRequestContext[Gateway], params: types.NotificationParams | None) -> None:
+async def _roots_changed(ctx: ServerRequestContext[McpContext], params: types.NotificationParams | None) -> None:
     """`notifications/roots/list_changed`: ask again now where the client can be asked, else on the next task."""
-    gateway = ctx.lifespan_context
-    # Unknown until asked again, so a task that starts meanwhile asks for itself rather than using the old
-    # roots; listeners hear only of the new roots.
-    gateway.client_roots = None
+    roots = ctx.lifespan_context.roots
+    roots.forget()
     if not ctx.session.can_send_request:
         return
     try:
@@ -221,12 +242,11 @@ async def _roots_changed(ctx: ServerRequestContext[Gateway], params: types.Notif
     except MCPError as exc:
         logger.info("the client's roots changed but it did not list them ({}); asking on the next task", exc)
         return
-    gateway.set_client_roots(list(result.roots))
+    roots.learn(list(result.roots))
 
 
-def _backends_result(gateway: Gateway, sampling_available: bool) -> types.CallToolResult:
-    choice = gateway.planners.describe(sampling_available=sampling_available)
-    statuses = gateway.manager.statuses()
+def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallToolResult:
+    choice, statuses = shown.planner, shown.backends
     lines = [f"planner: {choice.reason}"]
     for status in statuses:
         line = f"- {status.id}: {status.state.value}" + (f" ({status.url})" if status.url else "")
@@ -254,8 +274,8 @@ def _backends_result(gateway: Gateway, sampling_available: bool) -> types.CallTo
             for s in statuses
         ],
     }
-    text = gateway.logs.redactor.text("\n".join(lines))
+    text = redactor.text("\n".join(lines))
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
-        structured_content=gateway.logs.redactor.data(structured),
+        structured_content=redactor.data(structured),
     )

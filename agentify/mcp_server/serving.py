@@ -18,8 +18,8 @@ from loguru import logger
 
 from agentify import __version__
 from agentify._common.errors import StartFailed
-from agentify._common.logging import LogSetup
 from agentify.config import Config
+from agentify.gateway.services import Boot
 from agentify.mcp_server.stdio_guard import answering_parse_errors
 from agentify.security.http_auth import BearerAuth, is_loopback
 
@@ -42,9 +42,7 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
         await server.run(read, write_stream, server.create_initialization_options(NotificationOptions()))
 
 
-async def serve_http(
-    open_services: OpenServices, config: Config, logs: LogSetup, host: str, port: int, token: str | None
-) -> None:
+async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
     from agentify.mcp_server.server import build_server
@@ -56,16 +54,18 @@ async def serve_http(
     server = build_server(open_services, trust_init_options=False)
     app: Any = server.streamable_http_app(host=host, streamable_http_path="/mcp")
     url = f"http://{host}:{port}/mcp"
-    logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(config.backends))
+    logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
     if token is None:
         logger.warning("serving MCP on {} without authentication (--no-auth): any local process can use it", url)
     else:
         app = BearerAuth(app, token)
-        logs.redactor.add([token])
+        boot.redactor.add([token])
         if os.environ.get("AGENTIFY_HTTP_TOKEN"):
             logger.info("clients must send 'Authorization: Bearer <the value of AGENTIFY_HTTP_TOKEN>'")
         else:
-            logs.reveal("agentify", f"clients must send 'Authorization: Bearer {token}' (AGENTIFY_HTTP_TOKEN fixes it)")
+            boot.logs.reveal(
+                "agentify", f"clients must send 'Authorization: Bearer {token}' (AGENTIFY_HTTP_TOKEN fixes it)"
+            )
         if not is_loopback(host):
             logger.warning("serving MCP on {}: reachable from other machines; only clients with the token get in", host)
     # Connections that never send a request time out and cannot crowd out clients with the token.

@@ -7,8 +7,6 @@ so two different tools can never share a name.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,11 +17,10 @@ import mcp_types as types
 from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 
+from agentify._common.naming import MAX_TOOL_NAME, digest_name, safe_name
+
 if TYPE_CHECKING:
     from agentify.backends.handles import ToolHandle
-
-MAX_NAME = 64
-_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 @dataclass(frozen=True)
@@ -83,6 +80,7 @@ class Catalog:
 
     def __init__(self, tools: Iterable[CatalogTool], missing: Iterable[MissingBackend] = ()) -> None:
         self.tools: dict[str, CatalogTool] = {t.name: t for t in tools}
+        self._by_origin = {(t.backend, t.tool.name): t for t in self.tools.values()}
         self.missing = tuple(missing)
 
     @classmethod
@@ -119,17 +117,17 @@ class Catalog:
         return self.tools.get(name)
 
     def find(self, backend: str, tool: str) -> CatalogTool | None:
-        return next((t for t in self.tools.values() if t.backend == backend and t.tool.name == tool), None)
+        """The tool by its backend id and the backend's own name for it (a plan from an earlier round)."""
+        return self._by_origin.get((backend, tool))
 
 
 def _base_name(backend: str, tool: str) -> str:
     raw = f"{backend}__{tool}"
-    name = _UNSAFE.sub("_", raw)
-    if name != raw and _UNSAFE.sub("_", tool) != tool:
+    name = safe_name(raw)
+    if name != raw and safe_name(tool) != tool:
         return _hashed(name, backend, tool)
-    return name if len(name) <= MAX_NAME else _hashed(name, backend, tool)
+    return name if len(name) <= MAX_TOOL_NAME else _hashed(name, backend, tool)
 
 
 def _hashed(name: str, backend: str, tool: str) -> str:
-    digest = hashlib.sha256(f"{backend}\0{tool}".encode()).hexdigest()[:8]
-    return f"{name[: MAX_NAME - len(digest) - 1]}_{digest}"
+    return digest_name(name, f"{backend}\0{tool}")

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from agentify.arbigent.artifacts import MAX_IMAGE_BYTES, ArtifactError, ArtifactStore, attachments, read_result_file
 from agentify.arbigent.results import (
@@ -17,6 +18,7 @@ from agentify.arbigent.results import (
     fresh_file,
     merge_results,
 )
+from agentify.arbigent.schemas import RUN_OUTPUT
 
 STDOUT = """\
 12:00:01 I: [Execution Plan] Selected scenarios for execution: [checkout, settings-dark-mode]
@@ -203,12 +205,25 @@ def test_structured_content_has_the_documented_shape() -> None:
         "resultFile": "/w/r.yml",
         "reportFile": "/w/r.html",
         "durationMs": 1234,
-        "runId": None,
         "screenshots": [],
         "stdoutTail": "x" * 300 + "the end\n",
         "stderrTail": "",
-    }
+    }  # no run was stored, so there is no runId: an unknown value is left out, never null
     assert not passed.is_error
+
+
+def test_structured_content_fits_the_output_schema_which_has_no_type_arrays() -> None:
+    killed = report(RunStatus.TIMEOUT, exit_code=None)  # no exit code, no result files, no stored run
+    Draft202012Validator(RUN_OUTPUT).validate(killed.structured())
+    assert set(killed.structured()) == set(RUN_OUTPUT["required"])
+
+    def type_arrays(node: object) -> list[object]:
+        if isinstance(node, dict):
+            found = [node["type"]] if isinstance(node.get("type"), list) else []
+            return found + [t for value in node.values() for t in type_arrays(value)]
+        return [t for value in node for t in type_arrays(value)] if isinstance(node, list) else []
+
+    assert type_arrays(RUN_OUTPUT) == []
 
 
 def test_the_text_starts_with_a_verdict_naming_the_failed_scenario() -> None:

@@ -1,4 +1,4 @@
-"""forwardRoots: a backend that forwards roots is answered from the manager's roots getter and told of changes.
+"""forwardRoots: a backend that forwards roots is answered with the roots the manager was given, and told of changes.
 
 Driven in-process through `BackendManager` (the gateway wires the IDE's roots into it), against
 server-everything over stdio, whose get-roots-list tool shows the roots it received."""
@@ -23,12 +23,12 @@ def text(result: types.CallToolResult) -> str:
 
 
 async def test_roots_reach_a_forwarding_backend_and_changes_are_announced(tmp_path: Path) -> None:
-    roots = [types.Root(uri="file:///work/first", name="first")]
     specs = [
         BackendConfig(id="fwd", command="node", args=[str(EVERYTHING), "stdio"], forward_roots=True),
         BackendConfig(id="plain", command="node", args=[str(EVERYTHING), "stdio"]),
     ]
-    manager = BackendManager(specs, roots=lambda: roots, cache_dir=tmp_path)
+    manager = BackendManager(specs, cache_dir=tmp_path)
+    manager.forward_roots([types.Root(uri="file:///work/first", name="first")])
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
         try:
@@ -37,8 +37,7 @@ async def test_roots_reach_a_forwarding_backend_and_changes_are_announced(tmp_pa
             handle = catalog.find("fwd", "get-roots-list")
             assert handle is not None
             assert "file:///work/first" in text(await handle.call({}))
-            roots[:] = [types.Root(uri="file:///work/second", name="second")]
-            manager.roots_changed()
+            manager.forward_roots([types.Root(uri="file:///work/second", name="second")])
             with anyio.fail_after(15):
                 while "file:///work/second" not in text(await handle.call({})):  # noqa: ASYNC110 - state of another process
                     await anyio.sleep(0.05)

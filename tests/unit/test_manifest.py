@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import mcp_types as types
+import pytest
 
 from agentify.backends.manifest import ManifestStore, cache_dir, manifest_key
 from agentify.config import BackendConfig
@@ -10,10 +11,17 @@ from agentify.config import BackendConfig
 TOOL = types.Tool(name="echo", description="Echo", input_schema={"type": "object"})
 
 
-def test_cache_dir_prefers_agentify_then_xdg_then_home() -> None:
-    assert cache_dir({"AGENTIFY_CACHE_DIR": "/a", "XDG_CACHE_HOME": "/x"}) == Path("/a")
-    assert cache_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/agentify")
-    assert cache_dir({}) == Path.home() / ".cache" / "agentify"
+def test_cache_dir_prefers_agentify_then_xdg_then_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTIFY_CACHE_DIR", "/a")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/x")
+    assert cache_dir() == Path("/a")
+    monkeypatch.setenv("AGENTIFY_CACHE_DIR", "relative/a")  # only an absolute path counts
+    assert cache_dir() == Path("/x/agentify")
+    monkeypatch.delenv("AGENTIFY_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/x")  # ignored, as the XDG spec asks
+    assert cache_dir() == Path.home() / ".cache" / "agentify"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache_dir() == Path.home() / ".cache" / "agentify"
 
 
 def test_key_depends_on_how_it_starts_but_not_on_env_values_or_id() -> None:

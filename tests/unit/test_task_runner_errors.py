@@ -11,6 +11,7 @@ from agentify.backends import BackendManager
 from agentify.config import PlannerConfig
 from agentify.errors import InternalError
 from agentify.gateway.events import EventBus
+from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerSelector
@@ -36,7 +37,8 @@ async def test_a_bug_in_agentify_is_an_internal_error_naming_its_trace() -> None
     manager = BackendManager([])
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
-        runner = TaskRunner(manager, Selector(PlannerConfig(provider="offline")), traces, 1000, 10_000)
+        planners = PlannerSlot(Selector(PlannerConfig(provider="offline")))
+        runner = TaskRunner(manager, planners, traces, 1000, 10_000)
         with pytest.raises(InternalError) as info:
             await runner.run({"query": "read README.md"}, execute=False)
         manager.close()

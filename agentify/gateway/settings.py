@@ -1,0 +1,123 @@
+"""The two pieces of the gateway's state that change while it serves, each kept in one owner.
+
+`LiveConfig` is the effective configuration. It is loaded at start and changed at most once: by
+the first client's `initializationOptions` (over stdio), which rank below the environment and the
+flags. What a new config implies is applied here, in this order: its secrets are masked, the log
+level set, the planner replaced, the backends reconciled; then `listeners` (the console) hear of it.
+
+`PlannerSlot` holds the planner selector that the config implies. A new planner config puts a new
+selector in the slot; the replaced ones are closed only at shutdown, since a task may still use one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from loguru import logger
+
+from agentify.config import BackendConfig, Config, ConfigSources, PlannerConfig
+from agentify.errors import ConfigError
+from agentify.planner.select import PlannerSelector
+from agentify.security.redact import Redactor
+
+
+class Reconciler(Protocol):
+    """The backend manager, as far as a new config concerns it."""
+
+    def reconcile(self, specs: list[BackendConfig]) -> None: ...
+
+
+class Levelled(Protocol):
+    """The log set-up, as far as a new config concerns it."""
+
+    def set_level(self, level: str) -> None: ...
+
+
+class PlannerSlot:
+    def __init__(self, selector: PlannerSelector) -> None:
+        self._current = selector
+        self._retired: list[PlannerSelector] = []
+
+    @property
+    def current(self) -> PlannerSelector:
+        """The selector for the next task: read it per task, never keep it."""
+        return self._current
+
+    def configure(self, config: PlannerConfig) -> None:
+        """Puts a selector for `config` in the slot, unless the current one already is."""
+        if config != self._current.config:
+            self._retired.append(self._current)
+            self._current = PlannerSelector(config)
+
+    async def aclose(self) -> None:
+        for selector in (*self._retired, self._current):
+            await selector.aclose()
+
+
+class LiveConfig:
+    def __init__(
+        self,
+        sources: ConfigSources,
+        config: Config,
+        *,
+        redactor: Redactor,
+        logs: Levelled,
+        planners: PlannerSlot,
+        backends: Reconciler,
+    ) -> None:
+        self._sources = sources
+        self._current = config
+        self._redactor = redactor
+        self._logs = logs
+        self._planners = planners
+        self._backends = backends
+        self._applied = False
+        self.listeners: list[Callable[[Config], None]] = []
+        """Called with the new config once the client's `initializationOptions` changed it (the console
+        follows a `DEBUG_PORT` that came with them)."""
+
+    @property
+    def current(self) -> Config:
+        return self._current
+
+    @property
+    def file_path(self) -> Path | None:
+        return self._sources.file_path
+
+    def apply_init_options(self, options: Mapping[str, Any], *, trusted: bool = True) -> None:
+        """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal.
+
+        Only the first client's options apply. An untrusted client (any HTTP client: it did not start
+        agentify) may set the log level only: never backends, commands, URLs, headers, env or keys."""
+        if not trusted:
+            ignored = sorted(set(options) - {"logLevel"})
+            if ignored:
+                logger.warning("initializationOptions over HTTP may only set logLevel; ignored: {}", ", ".join(ignored))
+            level = options.get("logLevel")
+            if isinstance(level, str):
+                try:
+                    self._logs.set_level(self._sources.resolve({"logLevel": level}).log_level)
+                except ConfigError as exc:
+                    logger.error("initializationOptions.logLevel ignored: {}", exc)
+            return
+        if self._applied:
+            logger.info("initializationOptions of a later client ignored: the first client's apply")
+            return
+        self._applied = True
+        try:
+            config = self._sources.resolve(options)
+        except ConfigError as exc:
+            logger.error("initializationOptions ignored: {}", exc)
+            return
+        self._redactor.add(config.secrets())
+        if config.log_level != self._current.log_level:
+            self._logs.set_level(config.log_level)
+        self._planners.configure(config.planner)
+        if config.backends != self._current.backends:
+            self._backends.reconcile(config.backends)
+        self._current = config
+        for listener in self.listeners:
+            listener(config)
+        logger.info("initializationOptions applied: {} backends", len(config.backends))
