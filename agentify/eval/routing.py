@@ -309,7 +309,7 @@ async def evaluate_gateway(gateway: Gateway, cases: Sequence[Case], extra: Backe
     """
     catalog = await gateway_catalog(gateway, extra)
     planner = gateway.planners.choose()
-    index = gateway.planners.indexes.get(catalog)
+    index = gateway.planners.index(catalog)
     k = gateway.config.planner.shortlist
     report = await evaluate(planner, index, cases, k, description=gateway.planners.describe().reason)
     unavailable = [

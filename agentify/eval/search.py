@@ -125,4 +125,4 @@ def evaluate_search(index: ToolIndex, cases: Sequence[Case], k: int) -> SearchRe
 async def evaluate_gateway_search(gateway: Gateway, cases: Sequence[Case], extra: Backends, k: int) -> SearchReport:
     """`evaluate_search` on the gateway's backends plus `extra` recorded ones. Raises EvalFileError on an id clash."""
     catalog = await gateway_catalog(gateway, extra)
-    return evaluate_search(gateway.planners.indexes.get(catalog), cases, k)
+    return evaluate_search(gateway.planners.index(catalog), cases, k)

@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 import re
-from collections import Counter, OrderedDict, defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -141,40 +141,52 @@ class Ranked:
 
 
 class ToolIndex:
-    """BM25F over one catalog. Build it through `IndexCache.get` so it is shared while tools stay the same."""
+    """BM25F over one catalog. Build it through `IndexCache.get` so it is shared while tools stay the same.
+
+    Everything a task's ranking needs is computed here, once per catalog: the postings (for each
+    word, the tools that hold it and its BM25 weight there), so ranking a task costs in proportion
+    to the tools that share a word with it, not to the catalog's size; and the words of each tool's
+    own name, which the offline planner and `search_tools` weigh by what the task says."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._docs: list[tuple[CatalogTool, dict[str, float], float]] = []
-        for tool in catalog.tools.values():
-            terms = _document(tool)
-            self._docs.append((tool, terms, sum(terms.values())))
-        count = len(self._docs) or 1
-        self._mean_length = sum(length for _, _, length in self._docs) / count or 1.0
-        frequency: Counter[str] = Counter()
-        for _, terms, _ in self._docs:
-            frequency.update(terms.keys())
-        self._idf = {t: math.log(1 + (count - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+        self._tools = list(catalog.tools.values())
+        docs = [_document(tool) for tool in self._tools]
+        self._docs = {tool.name: doc for tool, doc in zip(self._tools, docs, strict=True)}
+        count = len(docs) or 1
+        lengths = [sum(doc.values()) for doc in docs]
+        mean_length = sum(lengths) / count or 1.0
+        postings: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)
+        for i, doc in enumerate(docs):
+            norm = K1 * (1 - B + B * lengths[i] / mean_length)
+            for term, tf in doc.items():
+                postings[term].append((i, tf * (K1 + 1) / (tf + norm)))
+        self._postings = {
+            term: [(i, _idf(count, len(found)) * weight) for i, weight in found] for term, found in postings.items()
+        }
+        self.name_words: dict[str, frozenset[str]] = {
+            tool.name: frozenset(words(tool.tool.name)) - frozenset(words(tool.backend)) for tool in self._tools
+        }
+        """The words of each tool's own name, its backend's id left out, by catalog name."""
+        self.deprecated = frozenset(t.name for t in self._tools if "deprecated" in (t.tool.description or "").lower())
         self._backend_words = {
-            backend: set(words(backend)) for backend in dict.fromkeys(t.backend for t in catalog.tools.values())
+            backend: set(words(backend)) for backend in dict.fromkeys(t.backend for t in self._tools)
         }
 
     def rank(self, terms: Mapping[str, float]) -> list[Ranked]:
         """Every tool for the weighted `terms` (see `query_terms`), best first; ties keep the catalog's order."""
-        scored = []
-        for tool, doc, length in self._docs:
-            score = 0.0
-            norm = K1 * (1 - B + B * length / self._mean_length)
-            for term, weight in terms.items():
-                tf = doc.get(term)
-                if tf:
-                    score += weight * self._idf[term] * tf * (K1 + 1) / (tf + norm)
-            scored.append(Ranked(tool, score))
-        return sorted(scored, key=lambda r: -r.score)
+        scores: dict[int, float] = {}
+        for term, weight in terms.items():
+            for i, score in self._postings.get(term, ()):
+                scores[i] = scores.get(i, 0.0) + weight * score
+        best = sorted(scores, key=lambda i: (-scores[i], i))
+        return [Ranked(self._tools[i], scores[i]) for i in best] + [
+            Ranked(tool, 0.0) for i, tool in enumerate(self._tools) if i not in scores
+        ]
 
     def matched(self, tool: CatalogTool, text: str) -> tuple[list[str], list[str]]:
         """(the words of `text` that `tool`'s document holds, themselves or by a synonym; all its words)."""
-        doc = next(d for t, d, _ in self._docs if t.name == tool.name)
+        doc = self._docs[tool.name]
         said = dict(_pairs(text))
         found = [w for w, s in said.items() if s in doc or any(syn in doc for syn in SYNONYMS.get(s, ()))]
         return found, list(said)
@@ -183,6 +195,10 @@ class ToolIndex:
         """Backends whose id `text` names as words ("run the arbigent tests" names `arbigent`)."""
         present = set(words(text))
         return {b for b, ws in self._backend_words.items() if ws and ws <= present}
+
+
+def _idf(count: int, found: int) -> float:
+    return math.log(1 + (count - found + 0.5) / (found + 0.5))
 
 
 def _document(tool: CatalogTool) -> dict[str, float]:

@@ -25,12 +25,14 @@ answer is `BackendUnavailable` naming it, rather than a tool that happens to mat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
 from agentify.planner import Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
 from agentify.planner.offline.extract import Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, fill, takes_goal
-from agentify.planner.retrieval import SYNONYMS, IndexCache, Ranked, query_terms, words
+from agentify.planner.retrieval import SYNONYMS, IndexCache, Ranked, ToolIndex, query_terms, words
 
 MARGIN = 1.25
 NAME_FLOOR = 0.25
@@ -47,13 +49,26 @@ GOAL_FILLER = frozenset(
 )
 
 
-def _names_a_tool(goal: Mentions, catalog: Catalog) -> bool:
-    """Whether a "check that X works" request names what an existing tool already runs ("check that login
-    works": the login tests), so it goes to that tool rather than becoming an ad-hoc goal."""
-    rest = set(words(goal.query)) - GOAL_FILLER
-    return bool(rest) and any(
-        rest <= set(words(tool.tool.name)) for tool in catalog.tools.values() if not takes_goal(tool)
-    )
+@dataclass(frozen=True)
+class _Goals:
+    """What "check that X works" needs from a catalog, derived once per index: whether a tool takes a goal
+    in plain words, and the name words of the other tools, which such a request may name."""
+
+    index: ToolIndex
+    taken: bool
+    names: tuple[frozenset[str], ...]
+
+    @classmethod
+    def of(cls, index: ToolIndex) -> _Goals:
+        tools = index.catalog.tools.values()
+        names = tuple(frozenset(words(t.tool.name)) for t in tools if not takes_goal(t))
+        return cls(index, len(names) < len(tools), names)
+
+    def named(self, goal: Mentions) -> bool:
+        """Whether the request names what an existing tool already runs ("check that login works": the login
+        tests), so it goes to that tool rather than becoming an ad-hoc goal."""
+        rest = set(words(goal.query)) - GOAL_FILLER
+        return bool(rest) and any(rest <= name for name in self.names)
 
 
 class OfflinePlanner:
@@ -61,18 +76,19 @@ class OfflinePlanner:
 
     def __init__(self, indexes: IndexCache | None = None) -> None:
         self._indexes = indexes or IndexCache()
+        self._goals: _Goals | None = None
 
     async def plan(self, task: TaskInput, catalog: Catalog) -> Plan:
         if not catalog.tools:
             raise NoPlan("no backend tools are available to plan with: check `list_backends` for failed backends")
         mentions = analyse(task)
-        if any(takes_goal(tool) for tool in catalog.tools.values()):
-            goal = goal_request(mentions)
-            if goal is not None and not _names_a_tool(goal, catalog):
-                mentions = goal
-        missing = _missing_fit(catalog.missing, mentions.user_text)
         index = self._indexes.get(catalog)
-        ranked = rank(index.rank(mentions.terms()), mentions)
+        if self._goals is None or self._goals.index is not index:
+            self._goals = _Goals.of(index)
+        if self._goals.taken and (goal := goal_request(mentions)) is not None and not self._goals.named(goal):
+            mentions = goal
+        missing = _missing_fit(catalog.missing, mentions.user_text)
+        ranked = rank(index, mentions)
         if not ranked or ranked[0].score <= 0:
             _raise_missing(missing)
             raise PlannerUnavailable(
@@ -111,18 +127,21 @@ class OfflinePlanner:
         )
 
 
-def rank(ranked: list[Ranked], mentions: Mentions) -> list[Ranked]:
-    """The index's ranking weighted by the name words the user said and by deprecation, best first."""
+def rank(index: ToolIndex, mentions: Mentions) -> list[Ranked]:
+    """The index's ranking of the task weighted by the name words the user said and by deprecation, best first."""
     said = set(query_terms(mentions.user_text))
+    ranked = index.rank(mentions.terms())
     adjusted = []
     for r in ranked:
-        name = [w for w in dict.fromkeys(words(r.tool.tool.name)) if w not in words(r.tool.backend)]
-        covered = sum(1 for w in name if w in said) / len(name) if name else 1.0
+        if r.score <= 0:  # the rest score nothing either, and stay in the catalog's order
+            break
+        name = index.name_words[r.tool.name]
+        covered = len(name & said) / len(name) if name else 1.0
         factor = NAME_FLOOR + (1 - NAME_FLOOR) * covered
-        if "deprecated" in (r.tool.tool.description or "").lower():
+        if r.tool.name in index.deprecated:
             factor *= DEPRECATED_FACTOR
         adjusted.append(Ranked(r.tool, r.score * factor))
-    return sorted(adjusted, key=lambda r: -r.score)
+    return sorted(adjusted, key=lambda r: -r.score) + ranked[len(adjusted) :]
 
 
 def _choose(ranked: list[Ranked], mentions: Mentions) -> tuple[CatalogTool, str]:
