@@ -18,7 +18,7 @@ EXAMPLES = REPO / "examples"
 
 
 def example_catalog(*, generated: bool = False) -> Catalog:
-    """The 46 tools of filesystem, browser and arbigent; with `generated`, 606 synthetic ones more."""
+    """The 47 tools of filesystem, browser and arbigent; with `generated`, 606 synthetic ones more."""
     backends = load_backends(EXAMPLE_TOOLS) + (load_backends(GENERATED_TOOLS) if generated else [])
     return Catalog.build(backends)
 

@@ -31,7 +31,7 @@ async def test_run_the_login_tests_is_the_login_tag_tool_without_arguments() -> 
     assert (result.backend, result.tool, result.arguments, result.planner) == (
         "arbigent", "run-arbigent-test-login", {}, "offline"
     )  # fmt: skip
-    assert result.usage.provider == "offline" and result.usage.tools_offered == 46
+    assert result.usage.provider == "offline" and result.usage.tools_offered == 47
 
 
 async def test_scenarios_named_in_the_task_are_run_by_id() -> None:
@@ -104,7 +104,7 @@ async def test_an_empty_catalog_is_no_plan() -> None:
 async def test_the_labelled_example_set_is_mostly_right_and_never_wrong_but_for_one_known_case() -> None:
     """The README's figures (also in docs/planning.md), on the recorded tools; no wrong call may creep in."""
     cases = load_cases(REPO / "examples" / "eval" / "routing.jsonl", str(REPO))
-    for catalog, right in ((example_catalog(), 38), (example_catalog(generated=True), 38)):
+    for catalog, right in ((example_catalog(), 39), (example_catalog(generated=True), 39)):
         report = await evaluate(OfflinePlanner(), ToolIndex(catalog), cases, 24)
         wrong = [r.case.task.query for r in report.results if r.verdict == "wrong"]
         assert wrong == ["move draft.md into the arbigent folder"]  # the folder is taken as the new name
