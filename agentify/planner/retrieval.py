@@ -1,8 +1,9 @@
 """Retrieval over the tool catalog: a BM25F-style index, pure Python, no model download.
 
 Each tool is a document of weighted fields: the words of its name (snake, camel and kebab
-case split), its description, its parameter names and their descriptions, and its backend's
-id and description. Words are lower-cased, lightly stemmed (plurals, -ing, -ed, final e) and
+case split), its description, its parameter names, their descriptions and the values they
+choose among (`level`: "error", so "the console errors" meets it), and its backend's id and
+description. Words are lower-cased, lightly stemmed (plurals, -ing, -ed, final e) and
 stop words dropped, so "list the files" meets `list_directory`'s "files and directories".
 
 The same index ranks tools for the model's shortlist (`shortlist.py`) and for the offline
@@ -20,7 +21,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agentify.planner.catalog import Catalog, CatalogTool
+from agentify.planner.catalog import Catalog, CatalogTool, enum_values
 
 # Field weights: a word of the tool's name says more than one of a parameter's description.
 NAME_WEIGHT = 3.0
@@ -33,8 +34,10 @@ SYNONYM_WEIGHT = 0.5
 CACHE_SIZE = 4
 
 STOP_WORDS = frozenset(
-    """a an the of in on at to for from by with and or but as is are be been it its this that these those
-    me my i you your we our us please can could would will should do does did what whats which who how
+    """a an the of in on at to for from by with and or but as is are am was were be been being has have had
+    it its this that these those
+    me my i you your we our us please can could would will should do does did what whats which who whom whose
+    how when where why
     there their then than so if into onto via about up out some any just also only other such each
     tell give want need let lets now inside within over both sure still really""".split()
 )
@@ -169,6 +172,9 @@ class ToolIndex:
         }
         """The words of each tool's own name, its backend's id left out, by catalog name."""
         self.deprecated = frozenset(t.name for t in self._tools if "deprecated" in (t.tool.description or "").lower())
+        self.destructive = frozenset(
+            t.name for t in self._tools if t.tool.annotations and t.tool.annotations.destructive_hint
+        )
         self._backend_words = {
             backend: set(words(backend)) for backend in dict.fromkeys(t.backend for t in self._tools)
         }
@@ -215,6 +221,9 @@ def _document(tool: CatalogTool) -> dict[str, float]:
         add(name, PARAMETER_NAME_WEIGHT)
         if isinstance(spec, dict):
             add(str(spec.get("description") or ""), PARAMETER_DESCRIPTION_WEIGHT)
+            items = spec.get("items")
+            values = enum_values(spec) + (enum_values(items) if isinstance(items, dict) else [])
+            add(" ".join(map(str, values)), PARAMETER_DESCRIPTION_WEIGHT)
     add(tool.backend, BACKEND_WEIGHT)
     add(tool.backend_description, BACKEND_WEIGHT)
     return dict(terms)
@@ -225,7 +234,8 @@ def fingerprint(catalog: Catalog) -> str:
     digest = hashlib.sha256()
     for tool in catalog.tools.values():
         part = [tool.name, tool.backend, tool.backend_description, tool.tool.title, tool.tool.description]
-        digest.update(json.dumps([part, tool.input_schema], sort_keys=True, default=str).encode())
+        hints = tool.tool.annotations.model_dump() if tool.tool.annotations else None  # destructive tools
+        digest.update(json.dumps([part, hints, tool.input_schema], sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
