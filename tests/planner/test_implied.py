@@ -3,28 +3,13 @@ name, questions, and "check that X still works" (the planner's half of issue 16,
 
 from __future__ import annotations
 
-from typing import Any
-
 import mcp_types as types
 import pytest
 
-from agentify.errors import PlannerUnavailable
-from agentify.planner import Plan
 from agentify.planner.catalog import Catalog
-from agentify.planner.offline import OfflinePlanner
-from tests.planner.support import EXAMPLES, REPO, catalog_of, example_catalog, task, tool
+from tests.planner.support import EXAMPLES, REPO, catalog_of, plan, refusal, tool
 
 pytestmark = pytest.mark.anyio
-
-
-async def plan(query: str, catalog: Catalog | None = None, **where: Any) -> Plan:
-    return await OfflinePlanner().plan(task(query, **where), example_catalog() if catalog is None else catalog)
-
-
-async def refusal(query: str, catalog: Catalog | None = None, **where: Any) -> str:
-    with pytest.raises(PlannerUnavailable) as caught:
-        await plan(query, catalog, **where)
-    return caught.value.message
 
 
 def annotated(name: str, description: str, read_only: bool, destructive: bool = False) -> types.Tool:

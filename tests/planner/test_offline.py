@@ -4,26 +4,16 @@ from pathlib import Path
 
 import pytest
 
-from agentify.errors import NoPlan, PlannerUnavailable
+from agentify.errors import NoPlan
 from agentify.eval.routing import evaluate, load_cases
-from agentify.planner import Plan, TaskContext, TaskInput
+from agentify.planner import TaskContext, TaskInput
 from agentify.planner.catalog import Catalog
 from agentify.planner.offline import OfflinePlanner
 from agentify.planner.offline.extract import analyse
 from agentify.planner.retrieval import ToolIndex
-from tests.planner.support import EXAMPLES, REPO, catalog_of, example_catalog, task, tool
+from tests.planner.support import EXAMPLES, REPO, catalog_of, example_catalog, plan, refusal, tool
 
 pytestmark = pytest.mark.anyio
-
-
-async def plan(query: str, catalog: Catalog | None = None, **where: object) -> Plan:
-    return await OfflinePlanner().plan(task(query, **where), example_catalog() if catalog is None else catalog)  # type: ignore[arg-type]
-
-
-async def refusal(query: str, catalog: Catalog | None = None) -> str:
-    with pytest.raises(PlannerUnavailable) as caught:
-        await plan(query, catalog)
-    return caught.value.message
 
 
 async def test_run_the_login_tests_is_the_login_tag_tool_without_arguments() -> None:
