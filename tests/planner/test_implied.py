@@ -85,6 +85,8 @@ async def test_check_that_x_still_works_runs_what_the_test_runner_has_for_x() ->
     assert (await plan("check that login still works", catalog)).tool == "run-arbigent-test-login"
     checkout = await plan("check that the checkout still works", catalog)
     assert (checkout.tool, checkout.arguments) == ("run-arbigent-scenarios", {"scenarioIds": ["checkout"]})
-    # "search" names a tool of another backend, not a test: the runner checks it as a goal in plain words.
+    # More than the scenario, or a tool of another backend ("search"): the runner checks it as a goal in plain words.
+    longer = await plan("check that the checkout shows 3 items", catalog)
+    assert (longer.tool, longer.arguments) == ("run-arbigent-task", {"goal": "check that the checkout shows 3 items"})
     adhoc = await plan("verify that search still works", catalog)
     assert (adhoc.tool, adhoc.arguments) == ("run-arbigent-task", {"goal": "verify that search still works"})

@@ -77,11 +77,12 @@ class _Goals:
         return cls(index, bool(runners), names, tuple(v for v in values if v))
 
     def named(self, goal: Mentions) -> bool:
-        """Whether the request names what the runner already runs ("check that login works": the login tests;
-        "check that the checkout still works": the checkout scenario), so it goes there, not to an ad-hoc goal."""
+        """Whether X is what the runner already runs: the words of a tool's name ("check that login works": the
+        login tests) or exactly a value's ("check that the checkout still works": the checkout scenario, but not
+        "check that the checkout shows 3 items"), so it goes there, not to an ad-hoc goal."""
         said = set(words(goal.query))
         rest = said - GOAL_FILLER
-        return bool(rest) and (any(rest <= name for name in self.names) or any(v <= said for v in self.values))
+        return bool(rest) and (any(rest <= name for name in self.names) or any(rest <= v <= said for v in self.values))
 
 
 def _without_filler(text: str) -> str:
