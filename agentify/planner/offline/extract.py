@@ -138,8 +138,13 @@ def analyse(task: TaskInput) -> Mentions:
             if url is not None and not any(taken[match.start() : end]):
                 take(Mention("url", text, url, match.start(), end), "url")
     parent = os.path.normpath(os.path.join(base, os.pardir)) if base else None
-    implied = ((_DOCUMENT, document, "file"), (_DIRECTORY, base, "directory"), (_PROJECT, base, "directory"))
-    for pattern, value, kind in (*implied, (_PARENT, parent, "directory")):
+    places = (
+        (_DOCUMENT, document, "file"),
+        (_DIRECTORY, base, "directory"),
+        (_PROJECT, base, "directory"),
+        (_PARENT, parent, "directory"),
+    )
+    for pattern, value, kind in places:
         for match in pattern.finditer(query):
             if not any(taken[match.start() : match.end()]):
                 hint = _path_hint(value) if value else kind
