@@ -19,15 +19,17 @@ Section `start`: cold start (spawn to `initialize` answered, and to all backends
 ready, until the gateway and every backend process have exited).
 Section `backends` (scripts/bench_backends.py): 20 lazy vs 20 eager vs 1 eager backends, a lazy
 backend's first call against its cold start, and remote against stdio per-call overhead.
+Section `planning` (scripts/bench_planning.py): offline planning in process over the example
+backends (47 tools) and over 20 backends (about 280 tools), with the index built once and per task.
 
 Prints a table, or with --json one object: overhead_ratio_p50, throughput_ratio_c16,
 floor_ratio_p50, floor_throughput_ratio_c16 (orchestrate_task), call_tool_floor_ratio_p50,
 call_tool_floor_throughput_ratio_c16, initialize_s, all_ready_ratio, rss_growth, shutdown_s,
-lazy_n_vs_eager_1_rss, lazy_n_vs_eager_1_initialize, remote_overhead_ms, stdio_overhead_ms
-(and the raw figures).
+lazy_n_vs_eager_1_rss, lazy_n_vs_eager_1_initialize, remote_overhead_ms, stdio_overhead_ms,
+planning_large_p50_ms, planning_large_vs_small, planning_rebuilt_vs_large (and the raw figures).
 
 Usage: .venv/bin/python scripts/bench.py [--json] [--calls N] [--rss-calls N] [--planner offline|scripted]
-       [--backends N] [--sections floor,start,backends]
+       [--backends N] [--sections floor,start,backends,planning]
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from typing import Any
 
 import anyio
 import bench_backends
+import bench_planning
 from bench_support import (
     FS,
     REPO,
@@ -72,7 +75,7 @@ from tests.fakes.model_server import ModelServer, Reply
 
 FLOOR = REPO / "scripts/floor_proxy.py"
 POLL_SECONDS = 0.005
-SECTIONS = ("floor", "start", "backends")
+SECTIONS = ("floor", "start", "backends", "planning")
 
 
 async def cold_start(config: Path, model: ModelServer | None) -> tuple[float, float]:
@@ -190,6 +193,8 @@ async def main(calls: int, rss_calls: int, planner: str, backends: int, sections
                 results |= await start_and_stop(root, model)
         if "backends" in sections:
             results |= await bench_backends.run(server, calls, backends)
+        if "planning" in sections:
+            results |= await bench_planning.run(calls)
     finally:
         server.stop()
     return results
@@ -264,6 +269,9 @@ def print_table(r: dict[str, Any], rss_calls: int) -> None:
     if "lazy_n" in r:
         print()
         bench_backends.print_table(r)
+    if "planning_large_p50_ms" in r:
+        print()
+        bench_planning.print_table(r)
 
 
 if __name__ == "__main__":

@@ -318,7 +318,7 @@ async def evaluate_gateway(gateway: EvalServices, cases: Sequence[Case], extra: 
     catalog = await gateway_catalog(gateway, extra)
     planners, config, status = gateway.planners.current, gateway.settings.current, gateway.status()
     planner = planners.choose()
-    index = planners.indexes.get(catalog)
+    index = planners.index(catalog)
     k = config.planner.shortlist
     report = await evaluate(planner, index, cases, k, description=status.planner.reason)
     unavailable = [

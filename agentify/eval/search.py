@@ -124,4 +124,4 @@ async def evaluate_gateway_search(
 ) -> SearchReport:
     """`evaluate_search` on the gateway's backends plus `extra` recorded ones. Raises EvalFileError on an id clash."""
     catalog = await gateway_catalog(gateway, extra)
-    return evaluate_search(gateway.planners.current.indexes.get(catalog), cases, k)
+    return evaluate_search(gateway.planners.current.index(catalog), cases, k)

@@ -137,9 +137,7 @@ class TaskRunner:
             span = self.traces.span(trace, "search")
             try:
                 request = validate_input(SearchInput, raw_input, '{"query": "what to do", "limit": 5}')
-                found = search_tools(
-                    self.planners.current.indexes.get(await self.catalog()), request.query, request.limit
-                )
+                found = search_tools(self.planners.current.index(await self.catalog()), request.query, request.limit)
             except AgentifyError as exc:
                 self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
                 raise

@@ -121,6 +121,18 @@ class Catalog:
         return self._by_origin.get((backend, tool))
 
 
+def enum_values(spec: dict[str, Any]) -> list[Any]:
+    """The values a JSON schema allows when it lists them: its `enum`, also inside `anyOf`/`oneOf` (as zod emits
+    nullable enums)."""
+    if isinstance(spec.get("enum"), list):
+        return list(spec["enum"])
+    for key in ("anyOf", "oneOf"):
+        for option in spec.get(key) or []:
+            if isinstance(option, dict) and isinstance(option.get("enum"), list):
+                return list(option["enum"])
+    return []
+
+
 def _base_name(backend: str, tool: str) -> str:
     raw = f"{backend}__{tool}"
     name = safe_name(raw)

@@ -1,8 +1,9 @@
 """Retrieval over the tool catalog: a BM25F-style index, pure Python, no model download.
 
 Each tool is a document of weighted fields: the words of its name (snake, camel and kebab
-case split), its description, its parameter names and their descriptions, and its backend's
-id and description. Words are lower-cased, lightly stemmed (plurals, -ing, -ed, final e) and
+case split), its description, its parameter names, their descriptions and the values they
+choose among (`level`: "error", so "the console errors" meets it), and its backend's id and
+description. Words are lower-cased, lightly stemmed (plurals, -ing, -ed, final e) and
 stop words dropped, so "list the files" meets `list_directory`'s "files and directories".
 
 The same index ranks tools for the model's shortlist (`shortlist.py`) and for the offline
@@ -16,11 +17,11 @@ import hashlib
 import json
 import math
 import re
-from collections import Counter, OrderedDict, defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agentify.planner.catalog import Catalog, CatalogTool
+from agentify.planner.catalog import Catalog, CatalogTool, enum_values
 
 # Field weights: a word of the tool's name says more than one of a parameter's description.
 NAME_WEIGHT = 3.0
@@ -33,8 +34,10 @@ SYNONYM_WEIGHT = 0.5
 CACHE_SIZE = 4
 
 STOP_WORDS = frozenset(
-    """a an the of in on at to for from by with and or but as is are be been it its this that these those
-    me my i you your we our us please can could would will should do does did what whats which who how
+    """a an the of in on at to for from by with and or but as is are am was were be been being has have had
+    it its this that these those
+    me my i you your we our us please can could would will should do does did what whats which who whom whose
+    how when where why
     there their then than so if into onto via about up out some any just also only other such each
     tell give want need let lets now inside within over both sure still really""".split()
 )
@@ -141,40 +144,55 @@ class Ranked:
 
 
 class ToolIndex:
-    """BM25F over one catalog. Build it through `IndexCache.get` so it is shared while tools stay the same."""
+    """BM25F over one catalog. Build it through `IndexCache.get` so it is shared while tools stay the same.
+
+    Everything a task's ranking needs is computed here, once per catalog: the postings (for each
+    word, the tools that hold it and its BM25 weight there), so ranking a task costs in proportion
+    to the tools that share a word with it, not to the catalog's size; and the words of each tool's
+    own name, which the offline planner and `search_tools` weigh by what the task says."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._docs: list[tuple[CatalogTool, dict[str, float], float]] = []
-        for tool in catalog.tools.values():
-            terms = _document(tool)
-            self._docs.append((tool, terms, sum(terms.values())))
-        count = len(self._docs) or 1
-        self._mean_length = sum(length for _, _, length in self._docs) / count or 1.0
-        frequency: Counter[str] = Counter()
-        for _, terms, _ in self._docs:
-            frequency.update(terms.keys())
-        self._idf = {t: math.log(1 + (count - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+        self._tools = list(catalog.tools.values())
+        docs = [_document(tool) for tool in self._tools]
+        self._docs = {tool.name: doc for tool, doc in zip(self._tools, docs, strict=True)}
+        count = len(docs) or 1
+        lengths = [sum(doc.values()) for doc in docs]
+        mean_length = sum(lengths) / count or 1.0
+        postings: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)
+        for i, doc in enumerate(docs):
+            norm = K1 * (1 - B + B * lengths[i] / mean_length)
+            for term, tf in doc.items():
+                postings[term].append((i, tf * (K1 + 1) / (tf + norm)))
+        self._postings = {
+            term: [(i, _idf(count, len(found)) * weight) for i, weight in found] for term, found in postings.items()
+        }
+        self.name_words: dict[str, frozenset[str]] = {
+            tool.name: frozenset(words(tool.tool.name)) - frozenset(words(tool.backend)) for tool in self._tools
+        }
+        """The words of each tool's own name, its backend's id left out, by catalog name."""
+        self.deprecated = frozenset(t.name for t in self._tools if "deprecated" in (t.tool.description or "").lower())
+        self.destructive = frozenset(
+            t.name for t in self._tools if t.tool.annotations and t.tool.annotations.destructive_hint
+        )
         self._backend_words = {
-            backend: set(words(backend)) for backend in dict.fromkeys(t.backend for t in catalog.tools.values())
+            backend: set(words(backend)) for backend in dict.fromkeys(t.backend for t in self._tools)
         }
 
     def rank(self, terms: Mapping[str, float]) -> list[Ranked]:
         """Every tool for the weighted `terms` (see `query_terms`), best first; ties keep the catalog's order."""
-        scored = []
-        for tool, doc, length in self._docs:
-            score = 0.0
-            norm = K1 * (1 - B + B * length / self._mean_length)
-            for term, weight in terms.items():
-                tf = doc.get(term)
-                if tf:
-                    score += weight * self._idf[term] * tf * (K1 + 1) / (tf + norm)
-            scored.append(Ranked(tool, score))
-        return sorted(scored, key=lambda r: -r.score)
+        scores: dict[int, float] = {}
+        for term, weight in terms.items():
+            for i, score in self._postings.get(term, ()):
+                scores[i] = scores.get(i, 0.0) + weight * score
+        best = sorted(scores, key=lambda i: (-scores[i], i))
+        return [Ranked(self._tools[i], scores[i]) for i in best] + [
+            Ranked(tool, 0.0) for i, tool in enumerate(self._tools) if i not in scores
+        ]
 
     def matched(self, tool: CatalogTool, text: str) -> tuple[list[str], list[str]]:
         """(the words of `text` that `tool`'s document holds, themselves or by a synonym; all its words)."""
-        doc = next(d for t, d, _ in self._docs if t.name == tool.name)
+        doc = self._docs[tool.name]
         said = dict(_pairs(text))
         found = [w for w, s in said.items() if s in doc or any(syn in doc for syn in SYNONYMS.get(s, ()))]
         return found, list(said)
@@ -183,6 +201,10 @@ class ToolIndex:
         """Backends whose id `text` names as words ("run the arbigent tests" names `arbigent`)."""
         present = set(words(text))
         return {b for b, ws in self._backend_words.items() if ws and ws <= present}
+
+
+def _idf(count: int, found: int) -> float:
+    return math.log(1 + (count - found + 0.5) / (found + 0.5))
 
 
 def _document(tool: CatalogTool) -> dict[str, float]:
@@ -199,6 +221,9 @@ def _document(tool: CatalogTool) -> dict[str, float]:
         add(name, PARAMETER_NAME_WEIGHT)
         if isinstance(spec, dict):
             add(str(spec.get("description") or ""), PARAMETER_DESCRIPTION_WEIGHT)
+            items = spec.get("items")
+            values = enum_values(spec) + (enum_values(items) if isinstance(items, dict) else [])
+            add(" ".join(map(str, values)), PARAMETER_DESCRIPTION_WEIGHT)
     add(tool.backend, BACKEND_WEIGHT)
     add(tool.backend_description, BACKEND_WEIGHT)
     return dict(terms)
@@ -209,7 +234,8 @@ def fingerprint(catalog: Catalog) -> str:
     digest = hashlib.sha256()
     for tool in catalog.tools.values():
         part = [tool.name, tool.backend, tool.backend_description, tool.tool.title, tool.tool.description]
-        digest.update(json.dumps([part, tool.input_schema], sort_keys=True, default=str).encode())
+        hints = tool.tool.annotations.model_dump() if tool.tool.annotations else None  # destructive tools
+        digest.update(json.dumps([part, hints, tool.input_schema], sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 

@@ -15,4 +15,4 @@ from agentify.planner.retrieval import Ranked, ToolIndex
 
 def search_tools(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
     mentions = analyse(TaskInput(query=query))
-    return [r for r in rank(index.rank(mentions.terms()), mentions) if r.score > 0][:limit]
+    return [r for r in rank(index, mentions) if r.score > 0][:limit]

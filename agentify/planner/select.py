@@ -23,9 +23,10 @@ import openai
 from agentify.config import PlannerConfig
 from agentify.errors import PlannerUnavailable
 from agentify.planner import Planner
+from agentify.planner.catalog import Catalog
 from agentify.planner.offline import OfflinePlanner
 from agentify.planner.openai import OpenAIPlanner
-from agentify.planner.retrieval import IndexCache
+from agentify.planner.retrieval import IndexCache, ToolIndex
 from agentify.planner.sampling import Sampler, SamplingPlanner
 from agentify.planner.shortlist import Shortlisted
 
@@ -47,8 +48,8 @@ class PlannerSelector:
 
     def __init__(self, config: PlannerConfig) -> None:
         self.config = config
-        self.indexes = IndexCache()
-        self._offline = OfflinePlanner(self.indexes)
+        self._indexes = IndexCache()
+        self._offline = OfflinePlanner(self._indexes)
         self._openai: OpenAIPlanner | None = None
         if config.api_key and config.provider in ("auto", "openai"):
             client = openai.AsyncOpenAI(
@@ -58,6 +59,10 @@ class PlannerSelector:
                 max_retries=config.max_retries,
             )
             self._openai = OpenAIPlanner(client, config.model)
+
+    def index(self, catalog: Catalog) -> ToolIndex:
+        """The retrieval index of `catalog`, the one every planner ranks with; built once per set of tools."""
+        return self._indexes.get(catalog)
 
     def describe(self, sampling_available: bool = False) -> PlannerChoice:
         provider = self.config.provider
@@ -93,9 +98,9 @@ class PlannerSelector:
         choice = self.describe(sampling_available=sampler is not None)
         limit = self.config.shortlist
         if choice.name == "openai" and self._openai is not None:
-            return Shortlisted(self._openai, self.indexes, limit)
+            return Shortlisted(self._openai, self._indexes, limit)
         if choice.name == "sampling" and sampler is not None:
-            return Shortlisted(SamplingPlanner(sampler, self.config.timeout_seconds), self.indexes, limit)
+            return Shortlisted(SamplingPlanner(sampler, self.config.timeout_seconds), self._indexes, limit)
         if choice.name == "offline":
             return self._offline
         raise PlannerUnavailable(f"cannot plan this task: {choice.reason}. {HOW_TO_CONFIGURE}")

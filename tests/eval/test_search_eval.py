@@ -17,7 +17,7 @@ from tests.planner.support import example_catalog
 FRESH = REPO / "examples" / "eval" / "routing-fresh.jsonl"
 
 
-def test_search_finds_the_right_tool_in_the_first_five_of_652_for_a_sliver_of_the_schemas() -> None:
+def test_search_finds_the_right_tool_in_the_first_five_of_653_for_a_sliver_of_the_schemas() -> None:
     catalog = example_catalog(generated=True)
     assert len(catalog) >= 600
     report = evaluate_search(ToolIndex(catalog), load_cases(FRESH, str(REPO)), 5)

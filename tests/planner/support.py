@@ -6,10 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import pytest
 
+from agentify.errors import PlannerUnavailable
 from agentify.eval.routing import load_backends
-from agentify.planner import TaskInput
+from agentify.planner import Plan, TaskInput
 from agentify.planner.catalog import Catalog
+from agentify.planner.offline import OfflinePlanner
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_TOOLS = Path(__file__).parent / "fixtures" / "example-tools.json"
@@ -18,7 +21,7 @@ EXAMPLES = REPO / "examples"
 
 
 def example_catalog(*, generated: bool = False) -> Catalog:
-    """The 46 tools of filesystem, browser and arbigent; with `generated`, 606 synthetic ones more."""
+    """The 47 tools of filesystem, browser and arbigent; with `generated`, 606 synthetic ones more."""
     backends = load_backends(EXAMPLE_TOOLS) + (load_backends(GENERATED_TOOLS) if generated else [])
     return Catalog.build(backends)
 
@@ -37,3 +40,15 @@ def task(query: str, cwd: Path | str | None = EXAMPLES, document: Path | None = 
     if document is not None:
         context["activeDocumentURI"] = document.as_uri()
     return TaskInput.model_validate({"query": query, "context": context})
+
+
+async def plan(query: str, catalog: Catalog | None = None, **where: Any) -> Plan:
+    """The offline planner's plan for `query` (on the example tools unless `catalog`), in `task`'s context."""
+    return await OfflinePlanner().plan(task(query, **where), example_catalog() if catalog is None else catalog)
+
+
+async def refusal(query: str, catalog: Catalog | None = None, **where: Any) -> str:
+    """The message of the offline planner's refusal of `query`."""
+    with pytest.raises(PlannerUnavailable) as caught:
+        await plan(query, catalog, **where)
+    return caught.value.message

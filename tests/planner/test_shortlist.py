@@ -21,7 +21,7 @@ def model() -> Iterator[ModelServer]:
 
 def test_a_catalog_no_larger_than_the_limit_is_offered_whole() -> None:
     catalog = example_catalog()
-    assert len(shortlist(ToolIndex(catalog), task("read notes.txt"), 46)) == 46
+    assert len(shortlist(ToolIndex(catalog), task("read notes.txt"), 47)) == 47
 
 
 def test_a_large_catalog_offers_the_best_ranked_tools_first() -> None:

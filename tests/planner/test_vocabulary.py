@@ -6,19 +6,14 @@ import pytest
 
 from agentify.errors import BackendUnavailable
 from agentify.eval.routing import evaluate, load_cases
-from agentify.planner import Plan
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.offline import OfflinePlanner
 from agentify.planner.offline.vocabulary import key_name
 from agentify.planner.retrieval import ToolIndex
-from tests.planner.support import REPO, example_catalog, task
+from tests.planner.support import REPO, example_catalog, plan, task
 
 pytestmark = pytest.mark.anyio
 FRESH = REPO / "examples" / "eval" / "routing-fresh.jsonl"
-
-
-async def plan(query: str) -> Plan:
-    return await OfflinePlanner().plan(task(query), example_catalog())
 
 
 @pytest.mark.parametrize(

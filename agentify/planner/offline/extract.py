@@ -3,13 +3,15 @@
 `analyse` finds the mentions of a task: quoted strings, URLs (a bare `localhost:3000/login`
 becomes `http://localhost:3000/login`), paths (resolved against the working directory, else the
 active document's folder; "this file" and "here" mean the active document and the working
-directory; a bare word is a path when it follows "named"/"called", or when it exists and follows
+directory, "the project" (or repo) the working directory too, "the parent folder" the one above
+it; a bare word is a path when it follows "named"/"called", or when it exists and follows
 "in", "of", "from"... or a file verb ("ls docs"), or precedes "folder"), glob patterns, numbers
 (`1280x720` is two), element refs (`e5`) and key names where a key is named (`vocabulary.py`).
 It also gives the terms to rank tools with: the user's own words, without the mentions (so
 `arbigent/arbigent-project.yaml` does not read as a request for the arbigent tools), plus, at
 `HINT_WEIGHT`, the kind of argument each mention fills ("url"; "path", "directory"; "path",
-"file", "text"; "single" or "multiple" for the number of paths).
+"file", "text"; "single" or "multiple" for the number of paths). A task that opens with "what"
+or "which" is a question (`Mentions.asks`).
 
 `goal_request` reads a request to check something ("check that ...", "verify whether ...", "make
 sure ...") that names no path or URL as one mention, the whole query, for a tool whose required
@@ -45,6 +47,8 @@ NOT_PATHS = frozenset({"e.g", "i.e", "etc", "vs"})
 PATH_PREPOSITIONS = frozenset({"in", "inside", "under", "from", "into", "within", "of", "at", "to"})
 NAMING_WORDS = frozenset({"named", "called"})
 FOLDER_WORDS = frozenset({"folder", "directory", "dir"})
+ASKING = frozenset({"what", "which"})
+ASKED = ("list", "read")
 HINT_WEIGHT = 0.5  # a kind of argument is evidence, but less than a word the user chose
 _GOAL_REQUEST = re.compile(
     r"^\s*(?:please\s+)?(?:(?:check|verify|confirm|ensure|test)\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",
@@ -66,7 +70,11 @@ _DIRECTORY = re.compile(
     r"|the workspace)\b",
     re.IGNORECASE,
 )
+# The working directory as a whole ("the project", "our repo") and its parent: places the words imply.
+_PROJECT = re.compile(r"\b(?:the|this|our|my) (?:project|repo|repository|codebase)\b", re.IGNORECASE)
+_PARENT = re.compile(r"\b(?:the )?parent (?:folder|directory|dir)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\S+")
+_LETTERS = re.compile(r"[a-z]+")
 _FILE_NAME = re.compile(r"(?:[\w@+-][\w.@+-]*)?\w\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z0-9][\w.-]*")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _SIZE = re.compile(r"(\d+)[x×](\d+)")
@@ -94,6 +102,9 @@ class Mentions:
     """The kinds of argument the mentions fill, as words ("url", "path", "directory", "single"...)."""
     base: str | None
     """Where relative paths resolve: the working directory, else the active document's folder."""
+    asks: bool = False
+    """A question ("what files are in docs?", "which tabs are open?"): it asks to see something, so a tool
+    named for listing or reading is what it names, and a destructive tool is never the answer."""
 
     def terms(self) -> dict[str, float]:
         """What tools are ranked by: the user's words (and synonyms), and the hints at `HINT_WEIGHT`."""
@@ -126,7 +137,14 @@ def analyse(task: TaskInput) -> Mentions:
             url = _url(text)
             if url is not None and not any(taken[match.start() : end]):
                 take(Mention("url", text, url, match.start(), end), "url")
-    for pattern, value, kind in ((_DOCUMENT, document, "file"), (_DIRECTORY, base, "directory")):
+    parent = os.path.normpath(os.path.join(base, os.pardir)) if base else None
+    places = (
+        (_DOCUMENT, document, "file"),
+        (_DIRECTORY, base, "directory"),
+        (_PROJECT, base, "directory"),
+        (_PARENT, parent, "directory"),
+    )
+    for pattern, value, kind in places:
         for match in pattern.finditer(query):
             if not any(taken[match.start() : match.end()]):
                 hint = _path_hint(value) if value else kind
@@ -162,7 +180,9 @@ def analyse(task: TaskInput) -> Mentions:
     hints = [word for _, hint in found for word in hint.split()]
     hints += ["multiple"] if paths > 1 else ["single"] if paths == 1 else []
     items = tuple(m for m, _ in found)
-    return Mentions(query=query, items=items, user_text="".join(user), hints=tuple(hints), base=base)
+    first = _LETTERS.search(query.lower())
+    asks = first is not None and first.group(0) in ASKING
+    return Mentions(query, items, "".join(user), tuple(hints), base, asks)
 
 
 _LOCATED = frozenset({"in", "inside", "under", "within", "in the", "inside the", "under the"})

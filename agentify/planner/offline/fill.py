@@ -2,7 +2,9 @@
 
 - a required argument takes a mention of its role (url, path, paths, ref, key, pattern, text, number) when
   the query has exactly as many such mentions as the tool has such arguments, in order; an enum
-  takes the one value the query names; an argument with a schema `default` takes the default;
+  takes the one value the query names; an argument with a schema `default` takes the default; the
+  path of a read-only tool named for folders (`reads_directories`) is the working directory when the
+  task mentions no path;
 - an optional argument takes a mention only when the words next to it name the argument, or
   two words of its description ("the first 5 lines" -> `head`: "first N lines"); an optional
   enum only when the query names both the argument and one of its values ("dark color scheme"
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentify.planner.catalog import CatalogTool
+from agentify.planner.catalog import CatalogTool, enum_values
 from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path
 from agentify.planner.offline.vocabulary import KEY_NAMES, PLAIN_TEXT_NAMES, REF_NAMES
 from agentify.planner.retrieval import words
@@ -44,6 +46,7 @@ URL_NAMES = frozenset({"url", "uri", "href", "link", "address"})
 PATH_NAMES = frozenset({"path", "file", "filename", "filepath", "file_path", "source", "destination", "src", "dest"})
 PATH_NAMES |= frozenset({"dir", "directory", "folder", "root", "cwd"})
 PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
+DIRECTORY_WORDS = frozenset(words("directory folder dir tree"))
 FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "url": ("url",),
     "path": ("path", "quoted"),
@@ -62,9 +65,9 @@ def role(name: str, spec: dict[str, Any]) -> Role:
     kinds = set(declared) if isinstance(declared, list) else {declared}
     items: dict[str, Any] = spec["items"] if isinstance(spec.get("items"), dict) else {}
     lowered = name.lower()
-    if _enum(spec):
+    if enum_values(spec):
         return "enum"
-    if "array" in kinds and _enum(items):
+    if "array" in kinds and enum_values(items):
         return "enum_list"
     if kinds == {"boolean"}:
         return "boolean"
@@ -95,15 +98,28 @@ def takes_goal(tool: CatalogTool) -> bool:
     )
 
 
-def _enum(spec: dict[str, Any]) -> list[Any]:
-    """The allowed values of `spec`, also inside `anyOf`/`oneOf` (as zod emits nullable enums)."""
-    if isinstance(spec.get("enum"), list):
-        return list(spec["enum"])
-    for key in ("anyOf", "oneOf"):
-        for option in spec.get(key) or []:
-            if isinstance(option, dict) and isinstance(option.get("enum"), list):
-                return list(option["enum"])
-    return []
+def choices(tool: CatalogTool) -> list[Any]:
+    """The values that `tool`'s required enum arguments choose among (a test runner's scenario ids)."""
+    properties = tool.input_schema.get("properties") or {}
+    values: list[Any] = []
+    for name in tool.input_schema.get("required") or []:
+        spec = properties.get(name)
+        if not isinstance(spec, dict):
+            continue
+        kind = role(name, spec)
+        if kind == "enum":
+            values += enum_values(spec)
+        elif kind == "enum_list":
+            values += enum_values(spec.get("items") or {})
+    return values
+
+
+def reads_directories(tool: CatalogTool) -> bool:
+    """A read-only tool whose name says it works on a folder (`list_directory`, `directory_tree`): a task that
+    names no path means the working directory ("list the files")."""
+    annotations = tool.tool.annotations
+    read_only = annotations is not None and annotations.read_only_hint is True
+    return read_only and not DIRECTORY_WORDS.isdisjoint(words(tool.tool.name))
 
 
 @dataclass(frozen=True)
@@ -153,6 +169,10 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
                     quoted_path = wanted == "path" and mention.kind == "quoted"
                     arguments[name] = resolve_path(mention.text, mentions.base) if quoted_path else mention.value
                 break
+    unfilled = [n for n in required if roles[n] == "path" and n not in arguments]
+    if len(unfilled) == 1 and mentions.base and not any(m.kind == "path" for m in mentions.items):
+        if reads_directories(tool):
+            arguments[unfilled[0]] = mentions.base
     for name in (n for n in required if roles[n] == "paths"):
         if paths := [m for m in pool if m.kind == "path"]:
             arguments[name] = [m.value for m in paths]
@@ -215,7 +235,7 @@ def _fill_optional(
 
 def _named_values(spec: dict[str, Any], kind: Role, mentions: Mentions, pool: list[Mention]) -> list[Any]:
     """Enum values the query names (quoted or not), in the order it names them; longer values match first."""
-    options = _enum(spec) if kind == "enum" else _enum(spec.get("items") or {})
+    options = enum_values(spec) if kind == "enum" else enum_values(spec.get("items") or {})
     query_words = _words_and_quotes(mentions)
     found: list[tuple[int, Any]] = []
     used = [False] * len(query_words)
@@ -256,8 +276,8 @@ def _missing(name: str, spec: dict[str, Any], kind: Role) -> str:
         "key": "a key name, such as Enter",
         "boolean": "true or false (say its name)",
         "goal": 'a request like "check that ..." or a quoted text',
-        "enum": "one of " + ", ".join(map(str, _enum(spec))),
-        "enum_list": "one or more of " + ", ".join(map(str, _enum(spec.get("items") or {}))),
+        "enum": "one of " + ", ".join(map(str, enum_values(spec))),
+        "enum_list": "one or more of " + ", ".join(map(str, enum_values(spec.get("items") or {}))),
     }.get(kind, "a value")
     text = str(spec.get("description") or "")
     described = f": {text if len(text) <= 80 else text[:80].rsplit(' ', 1)[0] + '...'}" if text else ""

@@ -4,7 +4,9 @@
    path or a URL count as the kind of argument they fill: "path", "url"). The score is then
    weighted by how much of the tool's name the user said (`run-arbigent-test-login` for "run
    the login tests": run, test, login, all of it; `run-arbigent-test-all`: two words of three),
-   from `NAME_FLOOR` (none of it) to 1 (all of it); a deprecated tool counts half.
+   from `NAME_FLOOR` (none of it) to 1 (all of it); a deprecated tool counts half. A question
+   ("what files are in docs?") counts as saying "list" and "read", and is never answered by a
+   tool that declares itself destructive.
 2. The margin rule: the best tool is taken when its score is at least `MARGIN` times the
    runner-up's. Otherwise the tools within that margin are contenders, and the decision is left
    to the arguments: the best tool is taken when it is the only contender that can be called
@@ -13,8 +15,13 @@
    only one that takes them as they are (one path: not the tool for several paths). A tool
    never wins a tie merely because it needs no arguments; anything else is a refusal.
 3. Required arguments are filled from the query and the context (see `extract`), never
-   guessed: an argument it cannot fill, or a mentioned value it cannot place, is a refusal.
-   The arguments are validated against the tool's schema like any model's.
+   guessed: an argument it cannot fill, or a mentioned value it cannot place, is a refusal. The
+   one value taken from the context alone is the working directory, as the path of a read-only
+   tool named for folders when the task names no path ("list the files", "print the directory
+   tree"). The arguments are validated against the tool's schema like any model's.
+4. "check that X (still) works" runs what the test runner (the backend of a tool that takes a
+   plain-words `goal`) already has for X: a tool whose name X is ("the login tests"), or a value
+   that one of its tools chooses among (the `checkout` scenario); anything else becomes that goal.
 
 A refusal is `PlannerUnavailable`, saying what was understood (the best candidates, the
 argument it could not fill) and how to configure a model planner. When the task is clearly for a
@@ -25,12 +32,14 @@ answer is `BackendUnavailable` naming it, rather than a tool that happens to mat
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
 from agentify.planner import Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
-from agentify.planner.offline.extract import Mentions, analyse, goal_request
-from agentify.planner.offline.fill import Filling, fill, takes_goal
-from agentify.planner.retrieval import SYNONYMS, IndexCache, Ranked, query_terms, words
+from agentify.planner.offline.extract import ASKED, Mentions, analyse, goal_request
+from agentify.planner.offline.fill import Filling, choices, fill, takes_goal
+from agentify.planner.retrieval import SYNONYMS, IndexCache, Ranked, ToolIndex, query_terms, words
 
 MARGIN = 1.25
 NAME_FLOOR = 0.25
@@ -47,13 +56,37 @@ GOAL_FILLER = frozenset(
 )
 
 
-def _names_a_tool(goal: Mentions, catalog: Catalog) -> bool:
-    """Whether a "check that X works" request names what an existing tool already runs ("check that login
-    works": the login tests), so it goes to that tool rather than becoming an ad-hoc goal."""
-    rest = set(words(goal.query)) - GOAL_FILLER
-    return bool(rest) and any(
-        rest <= set(words(tool.tool.name)) for tool in catalog.tools.values() if not takes_goal(tool)
-    )
+@dataclass(frozen=True)
+class _Goals:
+    """What "check that X works" needs from a catalog, derived once per index: whether a tool takes a goal in
+    plain words, and what the other tools of its backend (the test runner) already run: their names' words,
+    and the values they choose among (scenario ids)."""
+
+    index: ToolIndex
+    taken: bool
+    names: tuple[frozenset[str], ...]
+    values: tuple[frozenset[str], ...]
+
+    @classmethod
+    def of(cls, index: ToolIndex) -> _Goals:
+        tools = list(index.catalog.tools.values())
+        runners = {t.backend for t in tools if takes_goal(t)}
+        tests = [t for t in tools if t.backend in runners and not takes_goal(t)]
+        values = (frozenset(words(str(value))) for t in tests for value in choices(t))
+        names = tuple(frozenset(words(t.tool.name)) for t in tests)
+        return cls(index, bool(runners), names, tuple(v for v in values if v))
+
+    def named(self, goal: Mentions) -> bool:
+        """Whether X is what the runner already runs: the words of a tool's name ("check that login works": the
+        login tests) or exactly a value's ("check that the checkout still works": the checkout scenario, but not
+        "check that the checkout shows 3 items"), so it goes there, not to an ad-hoc goal."""
+        said = set(words(goal.query))
+        rest = said - GOAL_FILLER
+        return bool(rest) and (any(rest <= name for name in self.names) or any(rest <= v <= said for v in self.values))
+
+
+def _without_filler(text: str) -> str:
+    return " ".join(token for token in text.split() if set(words(token)) - GOAL_FILLER)
 
 
 class OfflinePlanner:
@@ -61,18 +94,22 @@ class OfflinePlanner:
 
     def __init__(self, indexes: IndexCache | None = None) -> None:
         self._indexes = indexes or IndexCache()
+        self._goals: _Goals | None = None
 
     async def plan(self, task: TaskInput, catalog: Catalog) -> Plan:
         if not catalog.tools:
             raise NoPlan("no backend tools are available to plan with: check `list_backends` for failed backends")
         mentions = analyse(task)
-        if any(takes_goal(tool) for tool in catalog.tools.values()):
-            goal = goal_request(mentions)
-            if goal is not None and not _names_a_tool(goal, catalog):
-                mentions = goal
-        missing = _missing_fit(catalog.missing, mentions.user_text)
         index = self._indexes.get(catalog)
-        ranked = rank(index.rank(mentions.terms()), mentions)
+        if self._goals is None or self._goals.index is not index:
+            self._goals = _Goals.of(index)
+        if self._goals.taken and (goal := goal_request(mentions)) is not None:
+            # What the runner has for X is found by X alone: "check" and "works" would rank every test alike.
+            mentions = (
+                replace(mentions, user_text=_without_filler(mentions.user_text)) if self._goals.named(goal) else goal
+            )
+        missing = _missing_fit(catalog.missing, mentions.user_text)
+        ranked = rank(index, mentions)
         if not ranked or ranked[0].score <= 0:
             _raise_missing(missing)
             raise PlannerUnavailable(
@@ -87,7 +124,7 @@ class OfflinePlanner:
         matched, said = index.matched(chosen, mentions.user_text)
         if missing is not None and missing[1] > len(matched):
             _raise_missing(missing)
-        if len(matched) * 2 <= len(said):
+        if len(matched) * 2 <= len(said) and (said or not mentions.items):  # "what's in docs?" has no words
             raise PlannerUnavailable(
                 f"the offline planner (no model is configured) found no tool that clearly matches the task: the "
                 f"closest, {_label(chosen)}, matches {_quote(matched) or 'none'} of the words {_quote(said)} (it acts "
@@ -111,18 +148,24 @@ class OfflinePlanner:
         )
 
 
-def rank(ranked: list[Ranked], mentions: Mentions) -> list[Ranked]:
-    """The index's ranking weighted by the name words the user said and by deprecation, best first."""
-    said = set(query_terms(mentions.user_text))
+def rank(index: ToolIndex, mentions: Mentions) -> list[Ranked]:
+    """The index's ranking of the task weighted by the name words the user said and by deprecation, best first."""
+    said = set(query_terms(mentions.user_text)) | (set(ASKED) if mentions.asks else set())
+    ranked = index.rank(mentions.terms())
     adjusted = []
     for r in ranked:
-        name = [w for w in dict.fromkeys(words(r.tool.tool.name)) if w not in words(r.tool.backend)]
-        covered = sum(1 for w in name if w in said) / len(name) if name else 1.0
+        if r.score <= 0:  # the rest score nothing either, and stay in the catalog's order
+            break
+        if mentions.asks and r.tool.name in index.destructive:
+            adjusted.append(Ranked(r.tool, 0.0))
+            continue
+        name = index.name_words[r.tool.name]
+        covered = len(name & said) / len(name) if name else 1.0
         factor = NAME_FLOOR + (1 - NAME_FLOOR) * covered
-        if "deprecated" in (r.tool.tool.description or "").lower():
+        if r.tool.name in index.deprecated:
             factor *= DEPRECATED_FACTOR
         adjusted.append(Ranked(r.tool, r.score * factor))
-    return sorted(adjusted, key=lambda r: -r.score)
+    return sorted(adjusted, key=lambda r: -r.score) + ranked[len(adjusted) :]
 
 
 def _choose(ranked: list[Ranked], mentions: Mentions) -> tuple[CatalogTool, str]:

@@ -1,0 +1,92 @@
+"""What the words imply: the working directory for a folder task that names no path, the folder the words
+name, questions, and "check that X still works" (the planner's half of issue 16, item 6)."""
+
+from __future__ import annotations
+
+import mcp_types as types
+import pytest
+
+from agentify.planner.catalog import Catalog
+from tests.planner.support import EXAMPLES, REPO, catalog_of, plan, refusal, tool
+
+pytestmark = pytest.mark.anyio
+
+
+def annotated(name: str, description: str, read_only: bool, destructive: bool = False) -> types.Tool:
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    hints = types.ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive)
+    return types.Tool(name=name, description=description, input_schema=schema, annotations=hints)
+
+
+@pytest.mark.parametrize(
+    ("query", "tool"),
+    [
+        ("list the files", "list_directory"),
+        ("ls", "list_directory"),
+        ("list files with their sizes", "list_directory_with_sizes"),
+        ("print the directory tree of the project", "directory_tree"),
+        ("show me the project structure", "directory_tree"),
+    ],
+)
+async def test_a_folder_task_that_names_no_path_works_on_the_working_directory(query: str, tool: str) -> None:
+    result = await plan(query)
+    assert (result.tool, result.arguments) == (tool, {"path": str(EXAMPLES)})
+
+
+async def test_the_folder_the_words_name_is_found_from_the_working_directory() -> None:
+    assert (await plan("what files are in the eval folder?")).arguments == {"path": str(EXAMPLES / "eval")}
+    assert (await plan("what's in eval?")).tool == "list_directory"
+    parent = await plan("what's in the parent directory?", cwd=EXAMPLES / "eval")
+    assert (parent.tool, parent.arguments) == ("list_directory", {"path": str(EXAMPLES)})
+    search = await plan("search the project for files named routing*")
+    assert (search.tool, search.arguments) == ("search_files", {"path": str(EXAMPLES), "pattern": "routing*"})
+
+
+async def test_where_the_words_give_no_path_it_still_refuses() -> None:
+    assert "`path`" in await refusal("list the files", cwd=None)  # no working directory to fall back on
+    await refusal("read the file")  # a file is never the working directory
+    await refusal("make a new folder")  # nor is the working directory created or changed
+    unannotated = catalog_of(tool("list_directory", "List the files of a folder", {"path": {"type": "string"}}, "path"))
+    assert "`path`" in await refusal("list the files", unannotated)  # not declared read-only
+
+
+async def test_only_a_read_only_tool_named_for_folders_takes_the_working_directory() -> None:
+    catalog = catalog_of(
+        annotated("list_folder", "List the entries of a folder", read_only=True),
+        annotated("wipe_folder", "Delete every entry of a folder", read_only=False, destructive=True),
+    )
+    assert (await plan("list the entries", catalog)).arguments == {"path": str(EXAMPLES)}
+    assert "`path`" in await refusal("wipe the entries", catalog)
+
+
+async def test_a_question_is_never_answered_by_a_destructive_tool() -> None:
+    purge = annotated("purge_cache", "Purge the cache entries of a folder", read_only=False, destructive=True)
+    catalog = catalog_of(purge)
+    assert (await plan("purge the cache entries of examples", catalog, cwd=REPO)).tool == "purge_cache"
+    assert "no tool" in await refusal("which cache entries are in examples?", catalog, cwd=REPO)
+
+
+async def test_check_that_x_still_works_runs_what_the_test_runner_has_for_x() -> None:
+    scenarios = {"scenarioIds": {"type": "array", "items": {"type": "string", "enum": ["login", "checkout"]}}}
+    goal = {"goal": {"type": "string"}}
+    runner = catalog_of(
+        tool("run-arbigent-test-login", "Run the Arbigent scenarios tagged 'login'"),
+        tool("run-arbigent-scenarios", "Run chosen Arbigent scenarios by id", scenarios, "scenarioIds"),
+        tool(
+            "run-arbigent-task",
+            "Check one thing in the app: for a request like 'check that ...' or 'verify that ...'",
+            goal,
+            "goal",
+        ),
+        backend="arbigent",
+    )
+    files = catalog_of(tool("search_files", "Search files", {"pattern": {"type": "string"}}, "pattern"), backend="fs")
+    catalog = Catalog([*runner.tools.values(), *files.tools.values()])
+    assert (await plan("check that login still works", catalog)).tool == "run-arbigent-test-login"
+    checkout = await plan("check that the checkout still works", catalog)
+    assert (checkout.tool, checkout.arguments) == ("run-arbigent-scenarios", {"scenarioIds": ["checkout"]})
+    # More than the scenario, or a tool of another backend ("search"): the runner checks it as a goal in plain words.
+    longer = await plan("check that the checkout shows 3 items", catalog)
+    assert (longer.tool, longer.arguments) == ("run-arbigent-task", {"goal": "check that the checkout shows 3 items"})
+    adhoc = await plan("verify that search still works", catalog)
+    assert (adhoc.tool, adhoc.arguments) == ("run-arbigent-task", {"goal": "verify that search still works"})
