@@ -258,7 +258,8 @@ def test_on_jdk_23_without_the_console_option_there_are_no_log_lines_after_the_p
     )
     assert "Final Results" not in tui.stdout
     timestamped = [line for line in tui.stdout.splitlines() if LINE.match(line)]
-    assert len(timestamped) == 1 and "[Execution Plan]" in timestamped[0]
+    assert "[Execution Plan]" in timestamped[0]
+    assert all("[Execution Plan]" in line or "Selected device" in line for line in timestamped)
     assert "I: 📋 Final Results:" in lines.stdout
 
 
