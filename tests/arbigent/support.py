@@ -71,7 +71,8 @@ class Workspace:
     record: Path
     errlog: Path
     runtime: Path
-    binary: Path = FAKE_ARBIGENT
+    binary: Path | None = FAKE_ARBIGENT
+    """The runner's --arbigent-bin-path; None: none, so the runner looks for ./arbigentw, then on PATH."""
 
     def records(self) -> list[dict[str, Any]]:
         if not self.record.exists():
@@ -92,8 +93,7 @@ class Workspace:
             str(self.project),
             "--config",
             str(self.config),
-            "--arbigent-bin-path",
-            str(self.binary),
+            *(["--arbigent-bin-path", str(self.binary)] if self.binary else []),
             *extra,
         ]
 
