@@ -25,7 +25,7 @@ class _Arguments(BaseModel):
 
 
 class NoArguments(_Arguments):
-    """The listing and the project check: they take nothing."""
+    """The listing and the project lint: they take nothing."""
 
 
 class RunArguments(_Arguments):
@@ -112,8 +112,8 @@ class RunOutput(_Output):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-class CheckOutput(_Output):
-    """The `structuredContent` of `check-arbigent-project`."""
+class LintOutput(_Output):
+    """The `structuredContent` of `lint-arbigent-project`."""
 
     sorted: bool = Field(description="True when `arbigent sort` would change nothing.")
     diff: str = Field(description="The unified diff `arbigent sort` would apply; empty when sorted.")
@@ -127,4 +127,4 @@ NO_ARGUMENTS = tool_schema(NoArguments)
 RUN_INPUT = tool_schema(RunArguments)
 TASK_INPUT = tool_schema(TaskArguments)
 RUN_OUTPUT = tool_schema(RunOutput)
-CHECK_OUTPUT = tool_schema(CheckOutput)
+LINT_OUTPUT = tool_schema(LintOutput)

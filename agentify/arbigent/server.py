@@ -32,9 +32,9 @@ from mcp.shared.message import SessionMessage
 
 from agentify import __version__
 from agentify.arbigent.artifacts import ArtifactError, ArtifactStore, mime_type
-from agentify.arbigent.catalog import CHECK_TOOL, LIST_TOOL, ProjectTools, build_catalog
-from agentify.arbigent.check import check_project
+from agentify.arbigent.catalog import LINT_TOOL, LIST_TOOL, ProjectTools, build_catalog
 from agentify.arbigent.errors import ProjectError, ToolCallError
+from agentify.arbigent.lint import lint_project
 from agentify.arbigent.project import parse_project
 from agentify.arbigent.results import RunReport
 from agentify.arbigent.runs import Progress, Runs
@@ -64,7 +64,7 @@ class ArbigentServer:
         self._catalog = catalog
         self._runs = runs
         self._redactor = redactor
-        self._check = "sort" in runs.config.cli.commands
+        self._lint = "sort" in runs.config.cli.commands
         self._poll_seconds = poll_seconds
         self._session: ServerSession | None = None
         self.server: Server[Any] = Server(
@@ -108,7 +108,7 @@ class ArbigentServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools_for(self._catalog, check=self._check))
+        return types.ListToolsResult(tools=tools_for(self._catalog, lint=self._lint))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -118,9 +118,9 @@ class ArbigentServer:
             if params.name == LIST_TOOL:
                 refuse_unknown_keys(catalog, params.name, params.arguments or {})
                 return listing(catalog)
-            if params.name == CHECK_TOOL and self._check:
+            if params.name == LINT_TOOL and self._lint:
                 refuse_unknown_keys(catalog, params.name, params.arguments or {})
-                return await self._check_project()
+                return await self._lint_project()
             selection = selection_for(catalog, params.name, params.arguments or {})
             report = await self._runs.run(selection, _progress_reporter(ctx))
         except ToolCallError as exc:
@@ -138,11 +138,11 @@ class ArbigentServer:
             is_error=report.is_error,
         )
 
-    async def _check_project(self) -> types.CallToolResult:
+    async def _lint_project(self) -> types.CallToolResult:
         """Raises ToolCallError when the CLI cannot be started."""
         runs = self._runs
         try:
-            report = await check_project(runs.config, runs.kill_now)
+            report = await lint_project(runs.config, runs.kill_now)
         except OSError as exc:
             raise ToolCallError(f"could not start {runs.config.binary}: {exc.strerror or exc}") from exc
         return types.CallToolResult(
@@ -202,13 +202,13 @@ class ArbigentServer:
             await self._replace(build_catalog(project))
 
     async def _replace(self, catalog: ProjectTools) -> None:
-        changed = tools_for(catalog, check=self._check) != tools_for(self._catalog, check=self._check)
+        changed = tools_for(catalog, lint=self._lint) != tools_for(self._catalog, lint=self._lint)
         self._catalog = catalog
         path = catalog.project.path
         if not changed:
             logger.debug("project file {} read; the tools stay the same", path)
             return
-        logger.info("project file {} changed; now serving {} tools", path, len(tools_for(catalog, check=self._check)))
+        logger.info("project file {} changed; now serving {} tools", path, len(tools_for(catalog, lint=self._lint)))
         session = self._session
         if session is not None:
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):

@@ -6,12 +6,12 @@ from typing import Any
 
 import mcp_types as types
 
-from agentify.arbigent.catalog import CHECK_TOOL, IDS_TOOL, LIST_TOOL, TASK_TOOL, ProjectTools
+from agentify.arbigent.catalog import IDS_TOOL, LINT_TOOL, LIST_TOOL, TASK_TOOL, ProjectTools
 from agentify.arbigent.devices import DeviceChoiceError, check_device_id
 from agentify.arbigent.errors import ToolCallError
 from agentify.arbigent.runs import Selection, Task
 from agentify.arbigent.schemas import (
-    CHECK_OUTPUT,
+    LINT_OUTPUT,
     MAX_GOAL_CHARS,
     MAX_RETRY,
     MAX_STEP,
@@ -32,8 +32,8 @@ TASK_DESCRIPTION = (
 )
 
 
-def tools_for(catalog: ProjectTools, *, check: bool = False) -> list[types.Tool]:
-    """The tools of `catalog`; with `check`, also the project check (for CLIs that have `sort`)."""
+def tools_for(catalog: ProjectTools, *, lint: bool = False) -> list[types.Tool]:
+    """The tools of `catalog`; with `lint`, also the project lint (for CLIs that have `sort`)."""
     tools = [
         types.Tool(
             name=tool.name,
@@ -78,17 +78,17 @@ def tools_for(catalog: ProjectTools, *, check: bool = False) -> list[types.Tool]
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         )
     )
-    if check:
+    if lint:
         tools.append(
             types.Tool(
-                name=CHECK_TOOL,
+                name=LINT_TOOL,
                 description=(
-                    "Check the Arbigent project file's scenario order (`arbigent sort --diff`: each scenario after "
-                    "the one it depends on, with position comments). Returns the unified diff sort would apply, "
-                    "or that the file is already sorted. Never changes the file."
+                    "Lint the Arbigent project file's scenario order (`arbigent sort --diff`): is each scenario "
+                    "placed after the one it depends on, with current position comments? Returns the unified diff "
+                    "sort would apply, or that the file is already sorted. Never changes the file."
                 ),
                 input_schema=NO_ARGUMENTS,
-                output_schema=CHECK_OUTPUT,
+                output_schema=LINT_OUTPUT,
                 annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
             )
         )
@@ -134,7 +134,7 @@ def refuse_unknown_keys(catalog: ProjectTools, name: str, arguments: dict[str, A
     Raises:
         ToolCallError: naming the unknown keys and the tool's own.
     """
-    tool = next((t for t in tools_for(catalog, check=True) if t.name == name), None)
+    tool = next((t for t in tools_for(catalog, lint=True) if t.name == name), None)
     if tool is None:
         return  # an unknown tool is selection_for's error
     allowed = set(tool.input_schema.get("properties") or {})

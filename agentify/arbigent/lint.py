@@ -1,4 +1,4 @@
-"""`check-arbigent-project`: `arbigent sort --diff`, which says whether the project file is in
+"""`lint-arbigent-project`: `arbigent sort --diff`, which says whether the project file is in
 dependency order, without changing it.
 
 Only `--diff` is ever passed: plain `sort` rewrites the project file in place, and the runner never
@@ -18,14 +18,14 @@ import anyio
 from agentify.arbigent.process import run_process
 from agentify.arbigent.results import OutputCapture, failure_reason
 from agentify.arbigent.runs import RunnerConfig, child_env
-from agentify.arbigent.schemas import CheckOutput
+from agentify.arbigent.schemas import LintOutput
 
-CHECK_TIMEOUT_SECONDS = 120.0
+LINT_TIMEOUT_SECONDS = 120.0
 _APPLY_HINT = "Run `arbigent sort` to apply."
 
 
 @dataclass(frozen=True)
-class CheckReport:
+class LintReport:
     sorted: bool | None
     """None when the check itself failed."""
     output: str
@@ -46,14 +46,14 @@ class CheckReport:
                 "The project file is not in dependency order; `arbigent sort` would apply this diff (the file was "
                 f"not changed):\n{self.output.rstrip()}"
             )
-        return f"The project check failed: `{self.command}` exited with code {self.exit_code}: {self.reason}"
+        return f"The project lint failed: `{self.command}` exited with code {self.exit_code}: {self.reason}"
 
     def structured(self) -> dict[str, object]:
         diff = self.output if self.sorted is False else ""
-        return CheckOutput(sorted=bool(self.sorted), diff=diff, exit_code=self.exit_code or 0).wire()
+        return LintOutput(sorted=bool(self.sorted), diff=diff, exit_code=self.exit_code or 0).wire()
 
 
-async def check_project(config: RunnerConfig, kill_now: anyio.Event) -> CheckReport:
+async def lint_project(config: RunnerConfig, kill_now: anyio.Event) -> LintReport:
     """Runs `arbigent sort --diff` on the project file, in the working directory.
 
     Raises:
@@ -69,21 +69,21 @@ async def check_project(config: RunnerConfig, kill_now: anyio.Event) -> CheckRep
         stderr=stderr,
         on_stdout_line=_ignore,
         on_stderr_line=_ignore,
-        time_limit=min(config.timeout, CHECK_TIMEOUT_SECONDS),
+        time_limit=min(config.timeout, LINT_TIMEOUT_SECONDS),
         grace=config.grace,
         kill_now=kill_now,
     )
     command = shlex.join(argv)
     out = stdout.render()
     if outcome.exit_code == 0 and "Already sorted" in out:
-        return CheckReport(True, out, 0, command)
+        return LintReport(True, out, 0, command)
     if outcome.exit_code == 1 and _APPLY_HINT in out:
-        return CheckReport(False, out, 1, command)
+        return LintReport(False, out, 1, command)
     if outcome.timed_out:
-        reason = f"it did not finish within {min(config.timeout, CHECK_TIMEOUT_SECONDS):g} s"
+        reason = f"it did not finish within {min(config.timeout, LINT_TIMEOUT_SECONDS):g} s"
     else:
         reason = failure_reason(stderr.render(), out) or "it printed nothing that says why"
-    return CheckReport(None, out, outcome.exit_code, command, reason)
+    return LintReport(None, out, outcome.exit_code, command, reason)
 
 
 def _ignore(line: str) -> None:
