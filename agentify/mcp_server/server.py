@@ -255,6 +255,8 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
             line += ": " + ", ".join(status.tools)
         if status.last_error:
             line += f" (last error: {status.last_error})"
+        if status.server:
+            line += f" [server: {status.server}]"
         lines.append(line)
     if not statuses:
         lines.append("no backends are configured: add some to the config file (see backends.example.json)")
@@ -270,6 +272,7 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
                 "restarts": s.restarts,
                 "lastError": s.last_error,
                 "tools": list(s.tools),
+                "server": s.server,
             }
             for s in statuses
         ],

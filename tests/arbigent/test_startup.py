@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentify.arbigent.cli import resolve_binary
 from agentify.arbigent.errors import StartupError
+from agentify.arbigent.executable import find_arbigent
 from agentify.arbigent.yamlfile import MAX_FILE_BYTES
 
 from .support import FAKE_ARBIGENT, Workspace
@@ -94,7 +94,9 @@ def test_no_arbigent_on_path_says_what_was_searched_and_how_to_install(workspace
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     result = start(args_for(workspace, arbigent_bin_path=None), env={"PATH": str(empty)})
-    assert_fails(result, "looked for arbigent then arbigent-cli on PATH. Install it")
+    assert_fails(
+        result, f"looked for ./arbigentw in {workspace.root}, then arbigent then arbigent-cli on PATH. Install it"
+    )
     assert str(empty) not in result.stderr  # the whole PATH would drown the hint
     assert "brew install takahirom/repo/arbigent" in result.stderr
 
@@ -117,12 +119,14 @@ def test_arbigent_is_found_on_path_before_arbigent_cli(tmp_path: Path, monkeypat
     for name in ("arbigent", "arbigent-cli"):
         (tmp_path / name).symlink_to(FAKE_ARBIGENT)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert resolve_binary(None) == tmp_path / "arbigent"
+    project_dir = tmp_path / "elsewhere"
+    project_dir.mkdir()
+    assert find_arbigent(None, project_dir).path == tmp_path / "arbigent"
     (tmp_path / "arbigent").unlink()
-    assert resolve_binary(None) == tmp_path / "arbigent-cli"
+    assert find_arbigent(None, project_dir).path == tmp_path / "arbigent-cli"
     (tmp_path / "arbigent-cli").unlink()
     with pytest.raises(StartupError):
-        resolve_binary(None)
+        find_arbigent(None, project_dir)
 
 
 def limited_memory() -> None:
