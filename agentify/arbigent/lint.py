@@ -1,4 +1,4 @@
-"""`lint-arbigent-project`: `arbigent sort --diff`, which says whether the project file is in
+"""`check-arbigent-project`: `arbigent sort --diff`, which says whether the project file is in
 dependency order, without changing it.
 
 Only `--diff` is ever passed: plain `sort` rewrites the project file in place, and the runner never

@@ -113,7 +113,7 @@ class RunOutput(_Output):
 
 
 class LintOutput(_Output):
-    """The `structuredContent` of `lint-arbigent-project`."""
+    """The `structuredContent` of `check-arbigent-project`."""
 
     sorted: bool = Field(description="True when `arbigent sort` would change nothing.")
     diff: str = Field(description="The unified diff `arbigent sort` would apply; empty when sorted.")

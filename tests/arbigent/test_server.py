@@ -67,7 +67,7 @@ async def call(session: ClientSession, name: str, arguments: dict[str, Any] | No
 async def test_tools_are_derived_from_the_project_tags(workspace: Workspace, cli_version: str) -> None:
     async with connect(workspace) as session:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    check = {"lint-arbigent-project"} if cli_version != "0.77.0" else set()
+    check = {"check-arbigent-project"} if cli_version != "0.77.0" else set()
     assert set(tools) == check | {
         "run-arbigent-test-all",
         "run-arbigent-test-smoke",

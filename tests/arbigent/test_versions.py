@@ -188,7 +188,7 @@ async def test_a_wrapper_only_project_runs_through_its_arbigentw(workspace: Work
     assert info is not None and info.description == (
         f"the project's arbigentw wrapper, pinning arbigent 0.81.1 ({workspace.root / 'arbigentw'})"
     )
-    assert "lint-arbigent-project" not in tools, "0.81.1 has no sort"
+    assert "check-arbigent-project" not in tools, "0.81.1 has no sort"
     assert not result.is_error, text_of(result)
     assert "--tags=login" in workspace.starts()[0]["argv"]
 
@@ -257,7 +257,7 @@ def test_an_unknown_version_is_said_once_and_gets_the_newest_options(workspace: 
     assert "using the options of the newest supported CLI (main after 0.81.1)" in result.stderr
 
 
-# ----- lint-arbigent-project ---------------------------------------------------------------------
+# ----- check-arbigent-project ---------------------------------------------------------------------
 
 UNSORTED = """\
 scenarios:
@@ -274,9 +274,9 @@ scenarios:
 async def test_the_project_lint_returns_sort_diff_and_never_changes_the_file(workspace: Workspace) -> None:
     use(workspace, NEWEST_FAKE)
     async with connect(workspace) as session:
-        sorted_result = await call(session, "lint-arbigent-project")
+        sorted_result = await call(session, "check-arbigent-project")
         workspace.project.write_text(UNSORTED)
-        unsorted = await call(session, "lint-arbigent-project")
+        unsorted = await call(session, "check-arbigent-project")
     assert not sorted_result.is_error and sorted_result.structured_content["sorted"] is True
     assert text_of(sorted_result).startswith("The project file is already sorted")
     assert not unsorted.is_error, text_of(unsorted)
@@ -291,6 +291,6 @@ async def test_the_project_lint_reports_a_project_the_cli_cannot_sort(workspace:
     use(workspace, NEWEST_FAKE)
     async with connect(workspace) as session:
         workspace.project.unlink()
-        result = await call(session, "lint-arbigent-project")
+        result = await call(session, "check-arbigent-project")
     assert result.is_error
     assert "The project lint failed" in text_of(result) and "Project file not found" in text_of(result)
