@@ -24,7 +24,7 @@ from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import Gateway
-from agentify.mcp_server.client_requests import Exchange, first_root_path, state_boundary
+from agentify.mcp_server.client_requests import Exchange, Questions, first_root_path
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.planner import TaskInput
 
@@ -89,9 +89,12 @@ def build_server(
     on_closed: Callable[[], None] | None = None,
     *,
     trust_init_options: bool = True,
+    questions: Questions | None = None,
 ) -> Server[Gateway]:
     """`trust_init_options`: over stdio the client started agentify, so its `initializationOptions` are
-    its own config; over HTTP any client can connect, and they may change nothing but the log level."""
+    its own config; over HTTP any client can connect, and they may change nothing but the log level.
+    `questions`: how long the client's answers are awaited, and which were used (`Questions`)."""
+    questions = questions or Questions()
 
     @asynccontextmanager
     async def lifespan(_: Server[Gateway]) -> AsyncIterator[Gateway]:
@@ -105,15 +108,20 @@ def build_server(
     with warnings.catch_warnings():
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        server: Server[Gateway] = _server(lifespan)
+        server: Server[Gateway] = _server(lifespan, questions)
     # No OpenTelemetry exporter is configured by agentify: drop the SDK's per-message span middleware.
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
-    server.middleware.append(state_boundary(server.name))
+    server.middleware.append(questions.boundary(server.name))
     return server
 
 
-def _server(lifespan: Any) -> Server[Gateway]:
+def _server(lifespan: Any, questions: Questions) -> Server[Gateway]:
+    async def call_tool(
+        ctx: ServerRequestContext[Gateway], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        return await _call_tool(ctx, params, Exchange(ctx, params, questions))
+
     return Server(
         "agentify",
         version=__version__,
@@ -122,7 +130,7 @@ def _server(lifespan: Any) -> Server[Gateway]:
         "with call_tool to choose the tool yourself.",
         lifespan=lifespan,
         on_list_tools=_list_tools,
-        on_call_tool=_call_tool,
+        on_call_tool=call_tool,
         on_roots_list_changed=_roots_changed,
     )
 
@@ -146,7 +154,7 @@ async def _list_tools(
 
 
 async def _call_tool(
-    ctx: ServerRequestContext[Gateway], params: types.CallToolRequestParams
+    ctx: ServerRequestContext[Gateway], params: types.CallToolRequestParams, exchange: Exchange
 ) -> types.CallToolResult | types.InputRequiredResult:
     gateway = ctx.lifespan_context
     arguments = params.arguments or {}
@@ -154,7 +162,8 @@ async def _call_tool(
     if params.name not in exposed:
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(exposed)}")
         return error_result(unknown, gateway.logs.redactor)
-    exchange = Exchange(ctx, params)
+    if (unsolicited := exchange.unsolicited_error()) is not None:
+        return error_result(unsolicited, gateway.logs.redactor)
     steps = 0
 
     async def progress(message: str) -> None:

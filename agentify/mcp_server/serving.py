@@ -24,6 +24,7 @@ from agentify.mcp_server.stdio_guard import answering_parse_errors
 from agentify.security.http_auth import BearerAuth, is_loopback
 
 if TYPE_CHECKING:
+    from agentify.mcp_server.client_requests import Questions
     from agentify.mcp_server.server import OpenServices
 
 HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
@@ -35,7 +36,7 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
 
     from agentify.mcp_server.server import build_server
 
-    server = build_server(open_services, on_closed=on_closed)
+    server = build_server(open_services, on_closed=on_closed, questions=_questions(config))
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
 
     async with stdio_server() as (read_stream, write_stream), answering_parse_errors(read_stream, write_stream) as read:
@@ -53,7 +54,7 @@ async def serve_http(
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # but the log level (no backends, commands, URLs, headers, env or keys).
-    server = build_server(open_services, trust_init_options=False)
+    server = build_server(open_services, trust_init_options=False, questions=_questions(config))
     app: Any = server.streamable_http_app(host=host, streamable_http_path="/mcp")
     url = f"http://{host}:{port}/mcp"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(config.backends))
@@ -74,6 +75,12 @@ async def serve_http(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", http=gate.protocol()
     )
     await uvicorn.Server(settings).serve(sockets=[listener])
+
+
+def _questions(config: Config) -> Questions:
+    from agentify.mcp_server.client_requests import Questions
+
+    return Questions(seconds=config.confirm_timeout_seconds)
 
 
 def _listen(host: str, port: int) -> socket.socket:
