@@ -1,0 +1,36 @@
+"""What a hostile or runaway backend can do to the gateway: nothing that freezes or bloats it.
+
+Its tool schemas carry catastrophic regexes; its progress notifications come by the hundred
+thousand; its messages carry the secrets of its environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.conftest import error_code, fake_backend, gateway, gateway_env, text_of, write_config
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+async def test_a_catastrophic_schema_pattern_is_refused_in_bounded_time(tmp_path: Path) -> None:
+    """`^(a|a)+$` on 40 characters would take Python's `re` longer than the universe has left."""
+    config = write_config(tmp_path, [fake_backend()])
+    async with gateway(config, gateway_env(None), tmp_path / "e.log") as session:
+        with anyio.fail_after(30):
+            by_value = await session.call_tool(
+                "call_tool", {"name": "fake__nested", "arguments": {"code": "a" * 40 + "!"}}
+            )
+            by_key = await session.call_tool("call_tool", {"name": "fake__nested", "arguments": {"b" * 40 + "!": "x"}})
+            fine = await session.call_tool(
+                "call_tool", {"name": "fake__nested", "arguments": {"code": "aaa", "bb": "x"}}
+            )
+            echo = await session.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": "still here"}})
+    for refused in (by_value, by_key):
+        assert error_code(refused) == "invalid_input", text_of(refused)
+        assert "took too long to check" in text_of(refused)
+    assert text_of(fine) == "code accepted"
+    assert text_of(echo) == "echo: still here"
