@@ -19,7 +19,7 @@ from typing import Any
 from agentify.arbigent.artifacts import Attachment, ScenarioResult, StoredRun
 
 _LINE = re.compile(r"^\d\d:\d\d:\d\d ([DIWE]): ?(.*)$")
-_SELECTED = re.compile(r"\[Execution Plan\] Selected scenarios for execution: \[(.*)\]\s*$")
+_SELECTED = re.compile(r"\[Execution Plan\] Selected scenarios for execution: \[([^\]]*)\]\s*$")
 _STARTED = re.compile(r"^⏺ (.+) scenario has been started$")
 _FINAL_HEADER = "📋 Final Results:"
 _FINAL_ITEM = re.compile(r"^(\S+) (.+): (\w+)$")
