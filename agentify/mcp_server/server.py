@@ -169,7 +169,8 @@ async def _call_tool(
     async def progress(message: str) -> None:
         nonlocal steps
         steps += 1
-        await ctx.session.report_progress(steps, None, message)
+        # Relayed backend messages can carry what the backend knows: its env, its tokens.
+        await ctx.session.report_progress(steps, None, gateway.credentials.text(message, patterns=False))
 
     try:
         if params.name == "list_backends":

@@ -72,7 +72,14 @@ async def serve_http(
     # Connections that never send a request time out and cannot crowd out clients with the token.
     gate = ConnectionGate(limit=HTTP_CONNECTIONS)
     settings = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", http=gate.protocol()
+        app,
+        host=host,
+        port=port,
+        log_config=None,  # its records go to the redacting sink (LogSetup), not to its own handlers
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        http=gate.protocol(),
     )
     await uvicorn.Server(settings).serve(sockets=[listener])
 

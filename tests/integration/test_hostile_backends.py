@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import error_code, fake_backend, gateway, gateway_env, text_of, write_config
+from tests.conftest import ENV_SECRET, error_code, fake_backend, gateway, gateway_env, text_of, write_config
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -34,3 +34,22 @@ async def test_a_catastrophic_schema_pattern_is_refused_in_bounded_time(tmp_path
         assert "took too long to check" in text_of(refused)
     assert text_of(fine) == "code accepted"
     assert text_of(echo) == "echo: still here"
+
+
+async def test_a_backend_progress_message_never_shows_a_secret(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend(env={"FAKE_TOKEN": ENV_SECRET})])
+    messages: list[str | None] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+
+    async with gateway(config, gateway_env(None), tmp_path / "e.log") as session:
+        result = await session.call_tool(
+            "call_tool",
+            {"name": "fake__progress", "arguments": {"count": 3, "message": "using ", "env": "FAKE_TOKEN"}},
+            progress_callback=on_progress,
+        )
+    assert text_of(result) == "reported 3"
+    relayed = [m for m in messages if m and "using" in m]
+    assert len(relayed) == 3 and all("[REDACTED]" in m for m in relayed)
+    assert not any(ENV_SECRET in (m or "") for m in messages)
