@@ -4,10 +4,15 @@ The authorization URL is printed on stderr (and opened with `webbrowser` when po
 authorization server redirects the browser to http://127.0.0.1:PORT/callback, served here by a
 one-route Starlette app under uvicorn. The SDK's provider then exchanges the code (PKCE) and
 stores the tokens through `TokenFile`. Finally one MCP session proves they work.
+
+The callback's socket is bound before anything else, on the port the client was registered with
+last time; when that port is busy another is taken, said so, and the client is registered again
+for it (a registration names its redirect exactly).
 """
 
 from __future__ import annotations
 
+import errno
 import html
 import socket
 import sys
@@ -20,7 +25,7 @@ import mcp_types as types
 import uvicorn
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -39,10 +44,47 @@ class LoginFailed(Exception):
     """The flow could not be completed; the message says why and what to do."""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+class _RegisteredFor(TokenFile):
+    """The token file, but a client registration made for another redirect counts as none, so the SDK
+    (or `preregister`, for a configured clientId) registers the client again for this one."""
+
+    def __init__(self, spec: BackendConfig, redirect_uri: str) -> None:
+        super().__init__(spec)
+        self._redirect = redirect_uri
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        info = await super().get_client_info()
+        if info is None or self._redirect not in [str(uri) for uri in info.redirect_uris or []]:
+            return None
+        return info
+
+
+def _callback_socket(remembered: int | None) -> socket.socket:
+    """A listening socket on 127.0.0.1: the remembered port when it is free, else any free one.
+
+    Raises:
+        LoginFailed: no port can be bound at all.
+    """
+    for port in ([remembered] if remembered else []) + [0]:
+        sock = socket.socket()
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            sock.close()
+            if port and exc.errno == errno.EADDRINUSE:
+                continue
+            raise LoginFailed(f"cannot listen on 127.0.0.1 for the browser's redirect: {exc.strerror or exc}") from None
+        sock.listen(16)
+        taken = int(sock.getsockname()[1])
+        if remembered and taken != remembered:
+            print(
+                f"agentify auth: port {remembered}, where the last authorization came back, is busy; using port "
+                f"{taken} instead (the client is registered again for it)",
+                file=sys.stderr,
+                flush=True,
+            )
+        return sock
+    raise AssertionError("unreachable: port 0 either binds or raises")
 
 
 async def login(spec: BackendConfig) -> int:
@@ -51,10 +93,14 @@ async def login(spec: BackendConfig) -> int:
     Raises:
         LoginFailed.
     """
-    store = TokenFile(spec)
-    previous = store.redirect_uri()
-    port = urlsplit(previous).port if previous else None
-    redirect_uri = f"http://127.0.0.1:{port or _free_port()}/callback"
+    previous = TokenFile(spec).redirect_uri()
+    with _callback_socket(urlsplit(previous).port if previous else None) as listener:
+        return await _authorize(spec, listener)
+
+
+async def _authorize(spec: BackendConfig, listener: socket.socket) -> int:
+    redirect_uri = f"http://127.0.0.1:{listener.getsockname()[1]}/callback"
+    store = _RegisteredFor(spec, redirect_uri)
     await preregister(spec, store, redirect_uri)
     send, receive = anyio.create_memory_object_stream[AuthorizationCodeResult](1)
     expected: list[str] = []  # the `state` of the authorization URL this flow opened
@@ -85,14 +131,13 @@ async def login(spec: BackendConfig) -> int:
         return result
 
     app = Starlette(routes=[Route("/callback", callback)])
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=urlsplit(redirect_uri).port or 0, log_level="warning")
-    )
+    # No logging config of its own (its records go to the redacting sink) and no lifespan to interrupt.
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off"))
     provider = provider_for(spec, store, redirect_uri=redirect_uri, open_url=open_url, callback=wait_for_code)
     connection = RemoteConnection(spec)
     assert spec.url is not None
     async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
+        tg.start_soon(server.serve, [listener])
         try:
             async with (
                 connection.client(provider) as http,
