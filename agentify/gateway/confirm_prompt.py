@@ -17,10 +17,11 @@ import json
 import ntpath
 import posixpath
 import re
-import unicodedata
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
+
+from agentify.security.display import escaped
 
 SHORT = 200
 """Values up to this many characters are always shown whole."""
@@ -35,8 +36,6 @@ _PLACE_KEY = re.compile(
 _URL = re.compile(r"[a-z][a-z0-9+.-]{0,31}://", re.IGNORECASE)
 _WINDOWS_PATH = re.compile(r"[A-Za-z]:\\")
 _PLACE_VALUE = re.compile(r"/|~|\.{1,2}/|[A-Za-z]:\\|[a-z][a-z0-9+.-]{0,31}://", re.IGNORECASE)
-_HIDDEN = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def confirmation_message(backend: str, tool: str, arguments: dict[str, Any], reason: str) -> str:
@@ -63,16 +62,6 @@ def unshowable(arguments: dict[str, Any]) -> str | None:
         elif len(shown := _normalised(value)) > PLACE_MAX:
             return f"{key} names a place {len(shown)} characters long (the limit is {PLACE_MAX})"
     return None
-
-
-def escaped(text: str) -> str:
-    """`text` with every control, format, separator and unassigned character written as an escape."""
-    return "".join(_NAMED.get(c) or (_escape(c) if unicodedata.category(c) in _HIDDEN else c) for c in text)
-
-
-def _escape(character: str) -> str:
-    code = ord(character)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:

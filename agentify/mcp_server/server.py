@@ -27,6 +27,7 @@ from agentify.gateway.services import Gateway
 from agentify.mcp_server.client_requests import Exchange, Questions, first_root_path
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.planner import TaskInput
+from agentify.security.display import escaped
 
 _TASK_SCHEMA = tool_schema(TaskInput)
 
@@ -137,11 +138,16 @@ def _server(lifespan: Any, questions: Questions) -> Server[Gateway]:
 
 def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
     async def read(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """The SDK drops `initializationOptions`; read them from the raw `initialize` params."""
+        """The SDK drops `initializationOptions`; read them from the raw `initialize` params. Over HTTP
+        they change nothing: the client is not the user who started agentify, and the log level is
+        everyone's."""
         if ctx.method == "initialize" and ctx.params:
             options = ctx.params.get("initializationOptions")
-            if isinstance(options, dict) and options:
-                ctx.lifespan_context.apply_init_options(options, trusted=trusted)
+            if isinstance(options, dict) and options and trusted:
+                ctx.lifespan_context.apply_init_options(options)
+            elif isinstance(options, dict) and options:
+                keys = ", ".join(escaped(str(key))[:80] for key in list(options)[:20])
+                logger.warning("initializationOptions over HTTP change nothing; ignored: {}", keys)
         return await call_next(ctx)
 
     return read
