@@ -53,3 +53,28 @@ async def test_a_backend_progress_message_never_shows_a_secret(tmp_path: Path) -
     relayed = [m for m in messages if m and "using" in m]
     assert len(relayed) == 3 and all("[REDACTED]" in m for m in relayed)
     assert not any(ENV_SECRET in (m or "") for m in messages)
+
+
+async def test_a_flood_of_progress_is_coalesced_and_ends_with_the_latest(tmp_path: Path) -> None:
+    """The IDE gets the backend's latest progress, not a queue of every report: 200,000 queued reports once
+    cost the gateway 600 MiB."""
+    count = 20_000
+    config = write_config(tmp_path, [fake_backend(timeoutSeconds=300)])
+    messages: list[str] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async with gateway(config, gateway_env(None, AGENTIFY_LOG_LEVEL="INFO"), tmp_path / "e.log") as session:
+        with anyio.fail_after(240):
+            result = await session.call_tool(
+                "call_tool",
+                {"name": "fake__progress", "arguments": {"count": count, "message": "step"}},
+                progress_callback=on_progress,
+                read_timeout_seconds=240,
+            )
+    relayed = [m for m in messages if m.startswith("fake.progress: step")]
+    assert text_of(result) == f"reported {count}"
+    assert 0 < len(relayed) < count
+    assert relayed[-1] == f"fake.progress: step ({count}/{count})"
+    assert messages[-1] == "done"
