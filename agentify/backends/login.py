@@ -1,9 +1,10 @@
 """`agentify auth BACKEND`: the OAuth browser flow with a loopback redirect, driven by the SDK's provider.
 
 The authorization URL is printed on stderr (and opened with `webbrowser` when possible); the
-authorization server redirects the browser to http://127.0.0.1:PORT/callback, served here by a
-one-route Starlette app under uvicorn. The SDK's provider then exchanges the code (PKCE) and
-stores the tokens through `TokenFile`. Finally one MCP session proves they work.
+authorization server redirects the browser to http://127.0.0.1:PORT/callback, answered here by
+a one-route HTTP/1.1 responder on anyio (one request per connection, its head bounded in size
+and time). The SDK's provider then exchanges the code (PKCE) and stores the tokens through
+`TokenFile`. Finally one MCP session proves they work.
 
 The callback's socket is bound before anything else, on the port the client was registered with
 last time; when that port is busy another is taken, said so, and the client is registered again
@@ -17,19 +18,16 @@ import html
 import socket
 import sys
 import webbrowser
+from collections.abc import Callable
 from contextlib import suppress
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import anyio.abc
 import mcp_types as types
-import uvicorn
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import HTMLResponse
-from starlette.routing import Route
 
 from agentify import __version__
 from agentify.backends.oauth import TokenFile, preregister, provider_for
@@ -37,6 +35,9 @@ from agentify.backends.remote import RemoteConnection
 from agentify.config import BackendConfig
 
 BROWSER_WAIT_SECONDS = 300.0  # how long the user has to finish in the browser
+HEAD_BYTES = 16 * 1024
+HEAD_SECONDS = 10.0
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found"}
 _DONE = "<html><body><h1>agentify: authorized</h1><p>You can close this window.</p></body></html>"
 
 
@@ -67,6 +68,7 @@ def _callback_socket(remembered: int | None) -> socket.socket:
     """
     for port in ([remembered] if remembered else []) + [0]:
         sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past connections' TIME_WAIT is not "busy"
         try:
             sock.bind(("127.0.0.1", port))
         except OSError as exc:
@@ -105,18 +107,17 @@ async def _authorize(spec: BackendConfig, listener: socket.socket) -> int:
     send, receive = anyio.create_memory_object_stream[AuthorizationCodeResult](1)
     expected: list[str] = []  # the `state` of the authorization URL this flow opened
 
-    async def callback(request: Request) -> HTMLResponse:
-        params = request.query_params
+    def callback(params: dict[str, str]) -> tuple[int, str]:
         if not expected or params.get("state") != expected[0]:
             # Any page in the browser can call this port: only the answer to our own request counts.
-            return HTMLResponse("<h1>agentify: unexpected callback (wrong state)</h1>", status_code=400)
+            return 400, "<h1>agentify: unexpected callback (wrong state)</h1>"
         code = "" if "error" in params else params.get("code", "")
         with suppress(anyio.WouldBlock):  # only the first answer counts; later ones never block the server
             send.send_nowait(AuthorizationCodeResult(code=code, state=params.get("state")))
         if not code:
             refused = html.escape(params.get("error", "no code"))
-            return HTMLResponse(f"<h1>agentify: authorization refused ({refused})</h1>", status_code=400)
-        return HTMLResponse(_DONE)
+            return 400, f"<h1>agentify: authorization refused ({refused})</h1>"
+        return 200, _DONE
 
     async def open_url(url: str) -> None:
         expected[:] = parse_qs(urlsplit(url).query).get("state", [])[:1]
@@ -130,14 +131,11 @@ async def _authorize(spec: BackendConfig, listener: socket.socket) -> int:
             raise LoginFailed("the authorization server refused the request (see the browser page)")
         return result
 
-    app = Starlette(routes=[Route("/callback", callback)])
-    # No logging config of its own (its records go to the redacting sink) and no lifespan to interrupt.
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off"))
     provider = provider_for(spec, store, redirect_uri=redirect_uri, open_url=open_url, callback=wait_for_code)
     connection = RemoteConnection(spec)
     assert spec.url is not None
     async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, [listener])
+        tg.start_soon(_serve_callbacks, listener, callback)
         try:
             async with (
                 connection.client(provider) as http,
@@ -149,8 +147,38 @@ async def _authorize(spec: BackendConfig, listener: socket.socket) -> int:
         except TimeoutError:
             raise LoginFailed(f"no answer from the browser within {BROWSER_WAIT_SECONDS:g} s; run it again") from None
         finally:
-            server.should_exit = True
+            tg.cancel_scope.cancel()
     return len(tools.tools)
+
+
+async def _serve_callbacks(listener: socket.socket, answer: Callable[[dict[str, str]], tuple[int, str]]) -> None:
+    """Answers `GET /callback?...` with `answer(query)`, and anything else with 404, until cancelled."""
+
+    async def respond(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            head = b""
+            with anyio.move_on_after(HEAD_SECONDS):
+                while b"\r\n\r\n" not in head and len(head) <= HEAD_BYTES:
+                    try:
+                        head += await stream.receive(4096)
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return
+            method, _, rest = head.split(b"\r\n", 1)[0].decode("latin-1").partition(" ")
+            target = urlsplit(rest.rpartition(" ")[0])
+            status, page = (404, "<h1>agentify: not found</h1>")
+            if method == "GET" and target.path == "/callback":
+                status, page = answer({k: v[0] for k, v in parse_qs(target.query).items()})
+            body = page.encode()
+            head_out = (
+                f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: text/html; charset=utf-8\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.send(head_out.encode() + body)
+
+    server = await anyio.abc.SocketListener.from_socket(listener)
+    async with server:
+        await server.serve(respond)
 
 
 def _try_browser(url: str) -> None:

@@ -168,6 +168,7 @@ async def test_auth_takes_another_port_when_the_remembered_one_is_busy(tmp_path:
         remembered = urlsplit(stored["client"]["redirect_uris"][0]).port
         token_file.write_text(json.dumps({"client": stored["client"]}))  # the tokens are gone: authorize again
         with socket.socket() as squatter:  # another program took the port meanwhile
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             squatter.bind(("127.0.0.1", remembered))
             squatter.listen(1)
             printed = await authorize(config, env, tmp_path / "second.log")
