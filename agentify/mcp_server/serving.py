@@ -51,11 +51,10 @@ async def serve_http(
     import uvicorn
 
     from agentify.mcp_server.server import build_server
+    from agentify.security.bodies import BodyLimit
     from agentify.security.connections import ConnectionGate
 
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
-    from agentify.security.bodies import BodyLimit
-
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # (not the log level either, which is the gateway's, for every client).
     server = build_server(open_services, trust_init_options=False, questions=_questions(config))
