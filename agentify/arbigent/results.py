@@ -21,7 +21,7 @@ from agentify.arbigent.devices import DeviceRefusal
 from agentify.arbigent.schemas import RunOutput, ScenarioOutcome, Screenshot
 
 _LINE = re.compile(r"^\d\d:\d\d:\d\d ([DIWE]): ?(.*)$")
-_SELECTED = re.compile(r"\[Execution Plan\] Selected scenarios for execution: \[(.*)\]\s*$")
+_SELECTED = re.compile(r"\[Execution Plan\] Selected scenarios for execution: \[([^\]]*)\]\s*$")
 _STARTED = re.compile(r"^⏺ (.+) scenario has been started$")
 _FINAL_HEADER = "📋 Final Results:"
 _FINAL_ITEM = re.compile(r"^(\S+) (.+): (\w+)$")

@@ -23,6 +23,7 @@ from agentify.backends import BackendManager, ToolHandle
 from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan, TaskCancelled
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
+from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
 from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.traces import Trace, TraceStore
@@ -33,6 +34,7 @@ from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
 
 Progress = Callable[[str], Awaitable[None]]
+PROGRESS_SETTLE_SECONDS = 5.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -287,12 +289,18 @@ class TaskRunner:
         span = self.traces.span(trace, "call")
         span.attributes.update(backend=plan.backend, tool=plan.tool)
 
+        forward = LatestProgress(report) if report is not None else None
+
         async def relay(progress: float, total: float | None, message: str | None) -> None:
-            done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-            await _report(report, f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
+            if forward is not None:
+                done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+                await forward(f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 
         try:
             result = await _handle(plan).call(plan.arguments, relay)
+            if forward is not None:
+                with anyio.move_on_after(PROGRESS_SETTLE_SECONDS):  # the last report before "done"
+                    await forward.settled()
         except AgentifyError as exc:
             self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
             raise

@@ -255,6 +255,15 @@ async def test_editing_the_project_changes_the_tools_and_a_broken_edit_keeps_the
         assert {tool.name for tool in (await session.list_tools()).tools} == names
         assert "line 3, column 15" in workspace.stderr()
 
+        # Nested deeper than any project: refused in one line, the runner alive with its last good tools.
+        # (80,000 `[` stop at libyaml's own limit of 1,000 where it has one, else at agentify's of 100.)
+        for nested in (500, 80_000):
+            before = len(workspace.stderr())
+            workspace.project.write_text("scenarios: " + "[" * nested + "]" * min(nested, 500) + "\n")
+            await wait_for(lambda before=before: "nest" in workspace.stderr()[before:])  # type: ignore[misc]
+            assert {tool.name for tool in (await session.list_tools()).tools} == names
+        assert "nested more than 100 levels" in workspace.stderr()
+
 
 async def test_nothing_from_the_config_reaches_stderr_and_keys_are_masked_in_results(workspace: Workspace) -> None:
     echo_key = {"FAKE_ARBIGENT_ECHO_KEY": "1"}

@@ -186,3 +186,14 @@ def test_a_settings_key_in_the_wrong_case_is_refused_at_start_up(workspace: Work
     assert_fails(
         start(args_for(workspace)), "run.ai-type: 'OpenAI-Compatible' is not one of openai, gemini, azureopenai"
     )
+
+
+@pytest.mark.parametrize("depth", [500, 80_000])
+def test_a_project_nested_too_deep_fails_with_one_line_instead_of_crashing(workspace: Workspace, depth: int) -> None:
+    """80 kB of `[` took the runner down with SIGSEGV where libyaml sets no nesting limit of its own (this
+    machine's stops at 1,000 levels); agentify's own limit, 100, holds whatever libyaml does."""
+    workspace.project.write_text("scenarios: " + "[" * depth + "]" * min(depth, 500) + "\n")
+    result = start(args_for(workspace))
+    assert_fails(result, f"project file {workspace.project}")
+    assert "nested more than 100 levels" in result.stderr or "maximum nesting depth" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
