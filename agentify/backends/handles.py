@@ -6,12 +6,14 @@ looks the (backend, tool) pair up again or reaches into the manager.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.shared.dispatcher import ProgressFnT
 
+from agentify.backends.overrides import merged
 from agentify.config import BackendConfig
 
 
@@ -23,13 +25,17 @@ class ToolCaller(Protocol):
 
 @dataclass(frozen=True, eq=False)
 class ToolHandle:
-    """One callable backend tool. `spec` is the backend's config (the safety policy reads it)."""
+    """One callable backend tool. `spec` is the backend's config (the safety policy reads it); `tool` is the
+    form the gateway shows (`tools.overrides` applied), `origin` the backend's own name for it."""
 
     backend: str
     description: str
     tool: types.Tool
     spec: BackendConfig
     caller: ToolCaller
+    origin: str
+    pinned: Mapping[str, Any] = field(default_factory=dict)
+    """Arguments fixed by `tools.overrides`: sent with every call, never shown."""
 
     async def call(self, arguments: dict[str, Any], progress: ProgressFnT | None = None) -> types.CallToolResult:
         """Calls the tool; a lazy or stopped backend is started first.
@@ -37,7 +43,7 @@ class ToolHandle:
         Raises:
             BackendUnavailable, BackendError, TaskTimeout, Denied.
         """
-        return await self.caller.call(self.tool.name, arguments, progress)
+        return await self.caller.call(self.origin, merged(arguments, self.pinned), progress)
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,52 @@ class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="forbid")
 
 
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
+
+
+class ToolOverride(_Model):
+    """How the gateway shows one backend tool: renamed, described anew, some arguments fixed."""
+
+    name: str | None = Field(default=None, description="The name the planner and the IDE see.")
+    description: str | None = Field(default=None, description="The description the planner and the IDE see.")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Fixed argument values: removed from the input schema, sent with every call, never changed.",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str | None) -> str | None:
+        if value is not None and not TOOL_NAME.match(value):
+            raise ValueError(f"{value!r} is not a valid tool name: use 1-64 of the characters a-z A-Z 0-9 _ . -")
+        return value
+
+
 class ToolFilter(_Model):
+    """Which tools of a backend are offered and how; every name here is the backend's own name for the tool."""
+
     allow: list[str] | None = Field(default=None, description="Only these tools are offered (None: all).")
     deny: list[str] = Field(default_factory=list, description="These tools are never offered nor called.")
     confirm: list[str] = Field(default_factory=list, description="These tools run only after the user confirms.")
+    overrides: dict[str, ToolOverride] = Field(default_factory=dict, description="Tools shown renamed or pinned.")
 
     def permits(self, tool: str) -> bool:
         return tool not in self.deny and (self.allow is None or tool in self.allow)
+
+    @model_validator(mode="after")
+    def _distinct_names(self) -> ToolFilter:
+        """Two tools may not be shown under one name: a rename onto another overridden tool that keeps its own
+        name, or two renames onto one name. (A rename onto a tool the config does not name is found when the
+        backend lists its tools.)"""
+        shown: dict[str, str] = {}
+        for tool, override in self.overrides.items():
+            name = override.name or tool
+            if name in shown:
+                raise ValueError(
+                    f"overrides show both {shown[name]!r} and {tool!r} as {name!r}: give one of them another name"
+                )
+            shown[name] = tool
+        return self
 
 
 class BearerSettings(_Model):

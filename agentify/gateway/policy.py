@@ -3,7 +3,8 @@
 A call needs confirmation when its tool is listed in the backend's `tools.confirm`, or when
 the backend marks it destructive (`destructiveHint: true` and not `readOnlyHint`) and the
 backend does not set `allowDestructive: true`. Tools without annotations are not treated as
-destructive. Denied tools (`tools.deny`) never reach the planner at all (`ToolFilter`).
+destructive. Denied tools (`tools.deny`) never reach the planner at all (`ToolFilter`). `tools.confirm`
+names the backend's own tool names, also for a tool that `tools.overrides` renames.
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ class Confirmer(Protocol):
     async def confirm(self, plan: Plan, reason: str) -> Answer: ...
 
 
-def confirmation_reason(spec: BackendConfig, tool: types.Tool) -> str | None:
-    """Why this call must be confirmed, or None when it may run without asking."""
-    if tool.name in spec.tools.confirm:
-        return f"{tool.name} is listed in tools.confirm of backend {spec.id!r}"
+def confirmation_reason(spec: BackendConfig, tool: types.Tool, origin: str) -> str | None:
+    """Why this call must be confirmed, or None when it may run without asking. `origin`: the backend's own
+    name for the tool."""
+    if origin in spec.tools.confirm:
+        return f"{origin} is listed in tools.confirm of backend {spec.id!r}"
     hints = tool.annotations
     destructive = bool(hints and hints.destructive_hint and not hints.read_only_hint)
     if destructive and not spec.allow_destructive:
@@ -61,9 +63,10 @@ async def enforce(plan: Plan, spec: BackendConfig, reason: str | None, confirmer
             "so it was not run. Use a shorter path (a nearer working directory, or fewer ../ hops)."
         )
     if confirmer is None:
+        origin = plan.handle.origin if plan.handle is not None else plan.tool
         how = (
-            f"remove {plan.tool} from tools.confirm of backend {spec.id!r}"
-            if plan.tool in spec.tools.confirm
+            f"remove {origin} from tools.confirm of backend {spec.id!r}"
+            if origin in spec.tools.confirm
             else f"set allowDestructive: true on backend {spec.id!r} in the config"
         )
         raise Denied(

@@ -235,7 +235,8 @@ class TaskRunner:
         return task
 
     def _confirmation_reason(self, plan: Plan) -> str | None:
-        return confirmation_reason(plan.handle.spec, plan.handle.tool) if plan.handle is not None else None
+        handle = plan.handle
+        return confirmation_reason(handle.spec, handle.tool, handle.origin) if handle is not None else None
 
     async def _confirm(self, plan: Plan, reason: str | None, confirmer: Confirmer | None, trace: Any) -> None:
         if reason is None:
