@@ -32,6 +32,7 @@ class BackendManager:
         self._roots: list[types.Root] = []
         """What backends with `forwardRoots` are told: the client's roots once known (none until then)."""
         self._manifests = ManifestStore(cache_dir)
+        self._changed = anyio.Event()
         self._supervisors: dict[str, Supervisor] = {s.id: self._supervise(s) for s in specs}
         self._tg: TaskGroup | None = None
         self.closed = anyio.Event()
@@ -63,6 +64,16 @@ class BackendManager:
                 supervisor = self._supervise(spec)
                 self._supervisors[backend_id] = supervisor
                 self._tg.start_soon(supervisor.run)
+
+    async def changed(self) -> None:
+        """Returns at the next change of any backend's state or tools (a start, a restart, a new listing)."""
+        await self._changed.wait()
+
+    def _published(self, status: BackendStatus) -> None:
+        if self._on_state is not None:
+            self._on_state(status)
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
 
     def statuses(self) -> list[BackendStatus]:
         return [s.status() for s in self._supervisors.values()]
@@ -112,7 +123,7 @@ class BackendManager:
     def _supervise(self, spec: BackendConfig) -> Supervisor:
         stderr = StderrLog(spec.id)
         connection: Connection = RemoteConnection(spec) if spec.remote else StdioConnection(spec, stderr)
-        return Supervisor(spec, connection, stderr, self._manifests, on_state=self._on_state, roots=self._known_roots)
+        return Supervisor(spec, connection, stderr, self._manifests, on_state=self._published, roots=self._known_roots)
 
     def _known_roots(self) -> list[types.Root]:
         return self._roots

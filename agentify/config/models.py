@@ -17,8 +17,8 @@ from agentify.security.credentials import header_credential, is_credential, mask
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
 DEFAULT_MODEL = "gpt-5.4-mini"
-Exposed = Literal["orchestrate", "search"]
-EXPOSED: tuple[Exposed, ...] = ("orchestrate", "search")
+Exposed = Literal["orchestrate", "search", "tools"]
+EXPOSED: tuple[Exposed, ...] = ("orchestrate", "search")  # the default; "tools" is asked for
 
 
 class _Model(BaseModel):
@@ -188,8 +188,13 @@ class Config(_Model):
     expose: list[Exposed] = Field(
         default_factory=lambda: list(EXPOSED),
         min_length=1,
-        description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends) "
-        "and search (search_tools, call_tool).",
+        description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends), "
+        "search (search_tools, call_tool) and tools (every backend tool, listed directly).",
+    )
+    prefix: bool = Field(
+        default=True,
+        description="With expose tools: list each backend tool as <backend>__<tool> (true), or under its own "
+        "name where no other tool has it (false).",
     )
 
     @field_validator("log_level", mode="before")

@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import anyio
 import mcp_types as types
 from loguru import logger
 from mcp.server import Server
@@ -26,7 +27,9 @@ from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
+from agentify.mcp_server.changes import ChangeNotifier
 from agentify.mcp_server.client_requests import Exchange, Questions
+from agentify.mcp_server.direct import direct_tools, follow_tools, listed
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots
 from agentify.planner import TaskInput
@@ -93,6 +96,8 @@ class McpServices(TaskServices, Protocol):
 
     def forward_roots(self, roots: list[types.Root]) -> None: ...
 
+    async def backends_changed(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class McpContext:
@@ -117,12 +122,15 @@ def build_server(
     its own config; over HTTP any client can connect, and they change nothing.
     `questions`: how long the client's answers are awaited, and which were used (`Questions`)."""
     questions = questions or Questions()
+    notifier = ChangeNotifier()
 
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
-            async with open_services() as services:
+            async with open_services() as services, anyio.create_task_group() as tg:
+                tg.start_soon(follow_tools, services, notifier)
                 yield McpContext(services, ClientRoots(services.forward_roots))
+                tg.cancel_scope.cancel()
         finally:
             if on_closed is not None:
                 on_closed()
@@ -130,15 +138,16 @@ def build_server(
     with warnings.catch_warnings():
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        server: Server[McpContext] = _server(lifespan, questions)
+        server: Server[McpContext] = _server(lifespan, questions, notifier)
     # No OpenTelemetry exporter is configured by agentify: drop the SDK's per-message span middleware.
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
     server.middleware.append(questions.boundary(server.name))
+    server.middleware.append(notifier.remember)
     return server
 
 
-def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
+def _server(lifespan: Any, questions: Questions, notifier: ChangeNotifier) -> Server[McpContext]:
     async def call_tool(
         ctx: ServerRequestContext[McpContext], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
@@ -154,6 +163,7 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
         on_list_tools=_list_tools,
         on_call_tool=call_tool,
         on_roots_list_changed=_roots_changed,
+        on_subscriptions_listen=notifier.listen_handler(),
     )
 
 
@@ -177,7 +187,10 @@ def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
 async def _list_tools(
     ctx: ServerRequestContext[McpContext], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=exposed_tools(ctx.lifespan_context.services.settings.current))
+    services = ctx.lifespan_context.services
+    own = exposed_tools(services.settings.current)
+    direct = await direct_tools(services, [t.name for t in own])
+    return types.ListToolsResult(tools=own + listed(direct))
 
 
 async def _call_tool(
@@ -186,7 +199,10 @@ async def _call_tool(
     services = ctx.lifespan_context.services
     arguments = params.arguments or {}
     exposed = [t.name for t in exposed_tools(services.settings.current)]
-    if params.name not in exposed:
+    name = params.name
+    if name not in exposed and (tool := (await direct_tools(services, exposed)).find(name)) is not None:
+        arguments, name = {"name": tool.name, "arguments": arguments}, "call_tool"  # `call_tool`'s path
+    elif name not in exposed:
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(exposed)}")
         return error_result(unknown, services.redactor)
     if (unsolicited := exchange.unsolicited_error()) is not None:
@@ -200,18 +216,18 @@ async def _call_tool(
         await ctx.session.report_progress(steps, None, services.redactor.text(message, patterns=False))
 
     try:
-        if params.name == "list_backends":
+        if name == "list_backends":
             validate_input(NoInput, arguments, "{}")
             return _backends_result(
                 services.status(sampling_available=exchange.sampler() is not None), services.redactor
             )
-        if params.name == "search_tools":
+        if name == "search_tools":
             request, found = await services.runner.search(arguments)
             return search_result(request.query, found, services.redactor)
-        if params.name == "call_tool":
+        if name == "call_tool":
             outcome = await services.runner.call(arguments, progress=progress, confirmer=exchange.confirmer())
             return outcome_result(outcome, services.redactor)
-        execute = params.name == "orchestrate_task"
+        execute = name == "orchestrate_task"
         outcome = await services.runner.run(
             arguments,
             execute=execute,

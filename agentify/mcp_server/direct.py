@@ -1,0 +1,58 @@
+"""Backend tools in the gateway's own `tools/list` (config `expose` with "tools"), and
+`notifications/tools/list_changed` when what that list shows changes.
+
+The names come from `gateway.exposed.DirectTools`; a call goes through `TaskRunner.call`, the path
+of `call_tool` (policy, confirmation, tracing, progress, cancel).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import mcp_types as types
+from loguru import logger
+from mcp.server.subscriptions import ToolsListChanged
+
+from agentify.gateway.exposed import DirectTools
+from agentify.gateway.services import TaskServices
+from agentify.mcp_server.changes import ChangeNotifier
+
+
+class DirectServices(TaskServices, Protocol):
+    async def backends_changed(self) -> None: ...
+
+
+async def direct_tools(services: TaskServices, reserved: list[str]) -> DirectTools:
+    """The backend tools as listed; waits (bounded) for backends still starting, as every catalog does."""
+    config = services.settings.current
+    if "tools" not in config.expose:
+        return DirectTools({})
+    direct = DirectTools.of(await services.runner.catalog(), prefix=config.prefix, reserved=reserved)
+    if direct.clashes:
+        logger.warning(
+            "more than one tool is called {}: listed as <backend>__<tool> (prefix is false)", ", ".join(direct.clashes)
+        )
+    return direct
+
+
+def listed(direct: DirectTools) -> list[types.Tool]:
+    """Each tool as its backend describes it (schema, annotations, `_meta`), under its listed name."""
+    return [catalog_tool.tool.model_copy(update={"name": name}) for name, catalog_tool in direct.listed.items()]
+
+
+async def follow_tools(services: DirectServices, notifier: ChangeNotifier) -> None:
+    """Tells the clients whenever a backend's tools change while "tools" is exposed; runs until cancelled.
+
+    Compared by the backends' tool names, so a backend that restarts with the same tools says nothing."""
+    shown = _shown_tools(services)
+    while True:
+        await services.backends_changed()
+        now = _shown_tools(services)
+        if now != shown and "tools" in services.settings.current.expose:
+            logger.info("the backends' tools changed: telling the clients (notifications/tools/list_changed)")
+            await notifier.publish(ToolsListChanged())
+        shown = now
+
+
+def _shown_tools(services: TaskServices) -> Any:
+    return tuple((b.id, b.enabled, b.tools) for b in services.status().backends)
