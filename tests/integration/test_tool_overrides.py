@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import error_code, fs_backend, gateway, gateway_env, text_of, write_config
+from tests.fakes.model_server import ModelServer, Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -71,3 +72,18 @@ async def test_an_override_naming_no_tool_is_a_warning_and_the_backend_still_ser
     text = log.read_text()
     assert "tools.overrides names 'read_txt_file', which the backend does not offer" in text
     assert "renames 'list_directory' to 'read_text_file'" in text
+
+
+async def test_the_planner_sees_the_overridden_form_and_its_plan_runs_with_the_fixed_arguments(
+    tmp_path: Path, workspace: Path, model: ModelServer
+) -> None:
+    model.push(Reply.tool_call("fs__read_notes", {}))
+    config = write_config(tmp_path, [fs_backend(workspace, tools=notes_override(workspace))])
+    async with gateway(config, gateway_env(model), tmp_path / "e.log") as session:
+        result = await session.call_tool("orchestrate_task", {"query": "what must I remember today?"})
+    assert not result.is_error and text_of(result) == "remember the milk\n"
+    offered = {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
+    assert "fs__read_text_file" not in offered
+    notes = offered["fs__read_notes"]
+    assert "The team's notes" in notes["description"] and "path" not in notes["parameters"]["properties"]
+    assert str(workspace) not in str(model.requests)  # the fixed path never reaches the model
