@@ -198,12 +198,14 @@ async def _call_tool(
 ) -> types.CallToolResult | types.InputRequiredResult:
     services = ctx.lifespan_context.services
     arguments = params.arguments or {}
-    exposed = [t.name for t in exposed_tools(services.settings.current)]
+    settings = services.settings.current
+    exposed = [t.name for t in exposed_tools(settings)]
     name = params.name
     if name not in exposed and (tool := (await direct_tools(services, exposed)).find(name)) is not None:
         arguments, name = {"name": tool.name, "arguments": arguments}, "call_tool"  # `call_tool`'s path
     elif name not in exposed:
-        unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(exposed)}")
+        offered = exposed + (["the backend tools that tools/list shows"] if "tools" in settings.expose else [])
+        unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(offered)}")
         return error_result(unknown, services.redactor)
     if (unsolicited := exchange.unsolicited_error()) is not None:
         return error_result(unsolicited, services.redactor)
