@@ -230,7 +230,8 @@ class _RecordEverything(Sampler):
     ) -> SamplingResult:
         result = self._parent_based.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
         if result.decision is Decision.DROP:
-            return SamplingResult(Decision.RECORD_ONLY, result.attributes, result.trace_state)
+            # A dropping result carries no attributes: the span's own are what it records.
+            return SamplingResult(Decision.RECORD_ONLY, attributes, result.trace_state)
         return result
 
     def get_description(self) -> str:
