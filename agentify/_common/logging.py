@@ -8,6 +8,7 @@ Other modules only `from loguru import logger` and `bind()` context (backend, tr
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import traceback
 from collections.abc import Callable
@@ -96,6 +97,29 @@ class LogSetup:
             "message": self._masker.bounded(text, LINE_LIMIT),
             "extra": self._masker.data({k: str(v) for k, v in extra.items()}),
         }
+
+
+class _ToLoguru(logging.Handler):
+    def __init__(self, prefix: str, skip: frozenset[str]) -> None:
+        super().__init__(logging.WARNING)
+        self._prefix = prefix
+        self._skip = skip
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg in self._skip:
+            return
+        level = record.levelname if record.levelname in ("WARNING", "ERROR", "CRITICAL") else "WARNING"
+        logger.opt(exception=record.exc_info).log(level, "{}: {}", self._prefix, record.getMessage())
+
+
+def route_stdlib(name: str, prefix: str, skip: frozenset[str] = frozenset()) -> None:
+    """Warnings and errors of a library that logs with `logging` go through the redacting sink (and
+    the console), prefixed; `skip` holds messages that are not problems. Idempotent."""
+    log = logging.getLogger(name)
+    if not any(isinstance(handler, _ToLoguru) for handler in log.handlers):
+        log.addHandler(_ToLoguru(prefix, skip))
+        log.setLevel(logging.WARNING)
+        log.propagate = False
 
 
 def _extra_text(record: Any) -> None:

@@ -36,13 +36,14 @@ from opentelemetry.trace.span import TraceState
 from opentelemetry.util.types import Attributes
 
 from agentify import __version__
+from agentify._common.logging import route_stdlib
 from agentify.security.redact import Redactor
 from agentify.telemetry.export import Sanitized
 from agentify.telemetry.metrics import OperationDurations
 from agentify.telemetry.names import ENDUSER, SCOPE, TRANSPORT
 from agentify.telemetry.principal import current_principal
 
-FLUSH_SECONDS = 3.0
+FLUSH_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ def open_telemetry(
     """The provider for this process. `transport` is how it serves MCP ("pipe" for stdio, "tcp" for
     HTTP; None when it serves nothing). `exporter` and `metric_reader` replace what the environment
     asks for (tests use the SDK's in-memory ones)."""
+    route_stdlib("opentelemetry", "OpenTelemetry")  # an exporter's complaints, through the redacting sink
     resource = _resource()
     provider = TracerProvider(resource=resource, sampler=_RecordEverything(), shutdown_on_exit=False)
     sinks = _Sinks()

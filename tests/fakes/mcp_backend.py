@@ -2,12 +2,14 @@
 
 Flags: --hang-initialize (never answers initialize), --exit-at-start (exits at once with
 code 3), --marker FILE (records events: "started <pid>", "cancelled slow"). Tools: echo,
-slow(seconds) reporting progress, crash (exits mid-call), flood_stderr(bytes).
+slow(seconds) reporting progress, crash (exits mid-call), flood_stderr(bytes), show_meta (the
+request's `_meta` as JSON: what a tracing backend would continue).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -65,6 +67,7 @@ def main() -> None:
                 ),
                 types.Tool(name="big", description="Return a large text", input_schema=flood),
                 types.Tool(name="garbage_stdout", description="Write a non-JSON line on stdout", input_schema=empty),
+                types.Tool(name="show_meta", description="Show the request's _meta", input_schema=empty),
                 *extra_tools,
             ]
         )
@@ -87,6 +90,9 @@ def main() -> None:
                 mark("cancelled slow")
                 raise
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"slept {seconds}")])
+        if params.name == "show_meta":
+            meta = json.dumps(params.meta or {})
+            return types.CallToolResult(content=[types.TextContent(type="text", text=meta)])
         if params.name == "crash":
             os._exit(7)
         if params.name == "big":
