@@ -20,13 +20,11 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
-from opentelemetry import metrics, trace
+from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
@@ -39,9 +37,12 @@ from agentify import __version__
 from agentify._common.logging import route_stdlib
 from agentify.security.redact import Redactor
 from agentify.telemetry.export import Sanitized
-from agentify.telemetry.metrics import OperationDurations
 from agentify.telemetry.names import ENDUSER, SCOPE, TRANSPORT
 from agentify.telemetry.principal import current_principal
+
+if TYPE_CHECKING:  # the metrics SDK costs more to import than the tracing one: loaded when exported
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader
 
 FLUSH_SECONDS = 2.0
 
@@ -72,6 +73,8 @@ class Telemetry:
         Once per process: OpenTelemetry refuses to replace a global provider."""
         trace.set_tracer_provider(self.provider)
         if self.meters is not None:
+            from opentelemetry import metrics
+
             metrics.set_meter_provider(self.meters)
 
     def flush(self, seconds: float = FLUSH_SECONDS) -> None:
@@ -122,11 +125,16 @@ def open_telemetry(
         exported.append("traces")
     if metric_reader is None and _wanted("metrics", environ):
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
         metric_reader = PeriodicExportingMetricReader(OTLPMetricExporter())
         exported.append("metrics")
     meters = None
     if metric_reader is not None:
+        from opentelemetry.sdk.metrics import MeterProvider
+
+        from agentify.telemetry.metrics import OperationDurations
+
         meters = MeterProvider(metric_readers=[metric_reader], resource=resource, shutdown_on_exit=False)
         provider.add_span_processor(OperationDurations(meters.get_meter(SCOPE, __version__)))
     if processor is not None:
