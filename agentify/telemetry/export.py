@@ -18,7 +18,7 @@ from opentelemetry.trace import Status
 from opentelemetry.util.types import Attributes
 
 from agentify.security.redact import Redactor
-from agentify.telemetry.names import CONTENT
+from agentify.telemetry.names import CLOSED, CONTENT
 
 VALUE_LIMIT = 2000
 """Characters kept of any one exported string (after redaction, never before)."""
@@ -69,7 +69,7 @@ class Sanitized(SpanProcessor):
         kept: Mapping[str, Any] = attributes or {}
         if not self._capture_content:
             kept = {k: v for k, v in kept.items() if k not in CONTENT}
-        return {k: self._value(v) for k, v in kept.items()}
+        return {k: v if k in CLOSED else self._value(v) for k, v in kept.items()}
 
     def _value(self, value: Any) -> Any:
         if isinstance(value, str):

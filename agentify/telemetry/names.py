@@ -49,3 +49,6 @@ RESULT_CUT = "agentify.result.cut"
 SEARCH_TOOLS = "agentify.search.tools"
 
 CONTENT = frozenset({TASK_INPUT, TOOL_ARGUMENTS, TOOL_RESULT})
+CLOSED = frozenset({MCP_METHOD, MCP_PROTOCOL_VERSION, OPERATION, TRANSPORT, ERROR_TYPE, RPC_STATUS, TASK_KIND})
+"""Attributes whose values come from a closed set (methods, operation names, error codes): the sinks
+have nothing to redact in them, and skip the work."""
