@@ -3,6 +3,11 @@
 Other modules only `from loguru import logger` and `bind()` context (backend, trace).
 `configure` is called once by the composition root; `set_level` changes the level later
 (for instance when the `initialize` request carries `logLevel`).
+
+The libraries log through the standard `logging` module (the MCP SDK, httpx, uvicorn when it is
+given no logging config of its own): `configure` routes every such record from INFO up into the
+same sink, so a secret that an SDK error message quotes is masked like any other line. An
+exception a library logs is one line at its level; its traceback is a DEBUG line.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ class LogSetup:
     def configure(self, level: str) -> None:
         logger.remove()
         logger.configure(patcher=_extra_text)
+        logging.basicConfig(handlers=[_ToLoguru()], force=True)
         self.set_level(level)
 
     def set_level(self, level: str) -> None:
@@ -55,6 +61,8 @@ class LogSetup:
         self._sink_id = logger.add(
             self._write, level=level.upper(), format=self._format, colorize=False, backtrace=False, diagnose=False
         )
+        # The libraries' debug records (every message in full) are never made: they are hot and huge.
+        logging.getLogger().setLevel(max(logger.level(level.upper()).no, logging.INFO))
 
     def reveal(self, name: str, text: str) -> None:
         """Writes one INFO line to stderr around the redacting sink: for the one line that must show a
@@ -100,6 +108,24 @@ class LogSetup:
 
 
 class _ToLoguru(logging.Handler):
+    """Hands the standard library's records to loguru, keeping the library's logger name."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level: str | int = logger.level(record.levelname).name
+        except ValueError:
+            level = record.levelno
+        text = record.getMessage()
+        failure = record.exc_info[1] if record.exc_info else None
+        if failure is not None:
+            text += f" ({type(failure).__name__}: {failure})"
+        named = logger.patch(lambda r: r.update(name=record.name))  # type: ignore[call-arg]
+        named.log(level, "{}", text)
+        if failure is not None:
+            named.opt(exception=record.exc_info).debug("the traceback of the above")
+
+
+class _Prefixed(logging.Handler):
     def __init__(self, prefix: str, skip: frozenset[str]) -> None:
         super().__init__(logging.WARNING)
         self._prefix = prefix
@@ -116,8 +142,8 @@ def route_stdlib(name: str, prefix: str, skip: frozenset[str] = frozenset()) -> 
     """Warnings and errors of a library that logs with `logging` go through the redacting sink (and
     the console), prefixed; `skip` holds messages that are not problems. Idempotent."""
     log = logging.getLogger(name)
-    if not any(isinstance(handler, _ToLoguru) for handler in log.handlers):
-        log.addHandler(_ToLoguru(prefix, skip))
+    if not any(isinstance(handler, _Prefixed) for handler in log.handlers):
+        log.addHandler(_Prefixed(prefix, skip))
         log.setLevel(logging.WARNING)
         log.propagate = False
 

@@ -20,6 +20,7 @@ TAG_TOOL_PREFIX = "run-arbigent-test-"
 LIST_TOOL = "list-arbigent-scenarios"
 IDS_TOOL = "run-arbigent-scenarios"
 TASK_TOOL = "run-arbigent-task"
+LINT_TOOL = "check-arbigent-project"
 
 _HASH_LENGTHS = (8, 16, 40)
 

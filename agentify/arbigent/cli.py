@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -21,7 +20,9 @@ from agentify._common.exit import leave_now
 from agentify._common.logging import LogSetup
 from agentify._common.signals import exit_status, stop_signals
 from agentify.arbigent.catalog import ProjectTools, build_catalog
+from agentify.arbigent.devices import DeviceChoiceError, check_device_id, device_flag
 from agentify.arbigent.errors import StartupError
+from agentify.arbigent.executable import Arbigent, find_arbigent
 from agentify.arbigent.locks import private_lock_dir
 from agentify.arbigent.options import API_KEY_ENV
 from agentify.arbigent.project import load_project
@@ -31,11 +32,8 @@ from agentify.security.redact import Redactor
 
 GRACE_ENV = "AGENTIFY_ARBIGENT_GRACE_SECONDS"
 """Seconds between SIGTERM and SIGKILL when a run is stopped (default 10); tests shorten it."""
-EXECUTABLES = ("arbigent", "arbigent-cli")
-INSTALL_HINT = (
-    "Install it with `brew install takahirom/repo/arbigent`, or unpack a release from "
-    "https://github.com/takahirom/arbigent/releases and pass --arbigent-bin-path <dir>/bin/arbigent"
-)
+DEVICE_ENV = "AGENTIFY_ARBIGENT_DEVICE_ID"
+VERSION_ENV = "AGENTIFY_ARBIGENT_VERSION"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 _LOG_FORMAT = "{time:HH:mm:ss.SSS} {level: <7} arbigent-runner | {message}"
 
@@ -49,11 +47,11 @@ def main(argv: list[str]) -> int:
     redactor = Redactor(os.environ.get(name, "") for name in API_KEY_ENV.values())
     LogSetup(redactor, text_format=_LOG_FORMAT).configure(args.log_level)
     try:
-        config, catalog = startup(args, redactor)
+        config, catalog, arbigent = startup(args, redactor)
     except (StartupError, ConfigError) as exc:
         sys.stderr.write(f"agentify arbigent: error: {exc}\n")
         return 1
-    anyio.run(_serve, config, catalog, redactor)
+    anyio.run(_serve, config, catalog, redactor, arbigent.describe())
     return 0
 
 
@@ -68,7 +66,21 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         help="settings YAML read like arbigent's own settings file, turned into options (API keys go to env)",
     )
-    parser.add_argument("--arbigent-bin-path", help="the arbigent executable (default: `arbigent` on PATH)")
+    parser.add_argument(
+        "--arbigent-bin-path",
+        help="the arbigent executable, or a project's arbigentw (default: ./arbigentw beside the project file, "
+        "else `arbigent` on PATH)",
+    )
+    parser.add_argument(
+        "--arbigent-version",
+        default=os.environ.get(VERSION_ENV),
+        help=f"the CLI's version, when it cannot be read from its installation (or {VERSION_ENV})",
+    )
+    parser.add_argument(
+        "--device-id",
+        default=os.environ.get(DEVICE_ENV),
+        help=f"the device every run uses unless a call names one (or {DEVICE_ENV}; default: the only connected one)",
+    )
     parser.add_argument("--working-directory", help="where arbigent runs (default: the project file's directory)")
     parser.add_argument(
         "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT_SECONDS, help="seconds per run (default: 1800)"
@@ -100,7 +112,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig, ProjectTools]:
+def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig, ProjectTools, Arbigent]:
     """Every check that must pass before serving.
 
     Raises:
@@ -109,60 +121,61 @@ def startup(args: argparse.Namespace, redactor: Redactor) -> tuple[RunnerConfig,
     # Absolute but not resolved: a symlinked project file is followed at every read, so re-pointing it counts.
     project_file = Path(os.path.abspath(Path(args.project).expanduser()))
     catalog = build_catalog(load_project(project_file))
-    settings = load_settings(Path(args.config).expanduser())
+    arbigent = find_arbigent(args.arbigent_bin_path, project_file.parent, args.arbigent_version)
+    if arbigent.version is None:
+        logger.warning(
+            "cannot tell which version {} is (no arbigentw.properties, no lib/arbigent-cli-<version>.jar): "
+            "using the options of the newest supported CLI ({}); pass --arbigent-version if it is older",
+            arbigent.path,
+            arbigent.options.label,
+        )
+    settings = load_settings(Path(args.config).expanduser(), arbigent.options)
     redactor.add(settings.secrets)
-    binary = resolve_binary(args.arbigent_bin_path)
+    device_id = _device_id(args.device_id, arbigent, settings)
     working_directory = Path(args.working_directory).expanduser() if args.working_directory else project_file.parent
     working_directory = working_directory.resolve()
     if not working_directory.is_dir():
         raise StartupError(f"working directory does not exist or is not a directory: {working_directory}")
-    problem = stray_settings(working_directory)
+    problem = stray_settings(working_directory, arbigent.options)
     if problem is not None:
         raise StartupError(problem)
     config = RunnerConfig(
-        binary=binary,
+        binary=arbigent.path,
         project_file=project_file,
         working_directory=working_directory,
         settings=settings,
+        cli=arbigent.options,
+        device_id=device_id,
         lock_dir=private_lock_dir(),
         timeout=args.timeout,
         grace=_grace_seconds(),
     )
     _warn_about(settings, working_directory)
     logger.info(
-        "serving {} tools for {} (arbigent: {}, working directory: {})",
-        len(catalog.run_tools) + 3,
+        "serving the tools of {} (arbigent: {}; working directory: {}{})",
         project_file,
-        binary,
+        arbigent.describe(),
         working_directory,
+        f"; device: {device_id}" if device_id else "",
     )
-    return config, catalog
+    return config, catalog, arbigent
 
 
-def resolve_binary(explicit: str | None) -> Path:
-    """The arbigent executable: `--arbigent-bin-path`, else `arbigent`, else `arbigent-cli` on PATH.
+def _device_id(given: str | None, arbigent: Arbigent, settings: RunSettings) -> str | None:
+    """The runner's --device-id, checked against both commands' --os for this CLI.
 
     Raises:
-        StartupError: the given path is missing or not executable, or nothing was found on PATH.
+        StartupError: not a device id, or this CLI cannot name a device for the configured OS.
     """
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.exists():
-            raise StartupError(f"--arbigent-bin-path {explicit}: no such file")
-        if path.is_dir():
-            raise StartupError(
-                f"--arbigent-bin-path {explicit} is a directory; pass the executable, e.g. {path}/bin/arbigent"
-            )
-        if not os.access(path, os.X_OK):
-            raise StartupError(f"--arbigent-bin-path {explicit} is not executable (chmod +x {explicit})")
-        return path.resolve()
-    for name in EXECUTABLES:
-        found = shutil.which(name)
-        if found:
-            return Path(found)
-    raise StartupError(
-        f"the arbigent CLI was not found: looked for {' then '.join(EXECUTABLES)} on PATH. {INSTALL_HINT}"
-    )
+    if given is None or not given.strip():
+        return None
+    try:
+        device_id = check_device_id(given)
+        for command in ("run", "task"):
+            device_flag(arbigent.options, settings.for_command(command).value_of("os") or "android", device_id)
+    except DeviceChoiceError as exc:
+        raise StartupError(f"--device-id: {exc}") from None
+    return device_id
 
 
 def _grace_seconds() -> float:
@@ -198,7 +211,7 @@ def _warn_about(settings: RunSettings, working_directory: Path) -> None:
             )
 
 
-async def _serve(config: RunnerConfig, catalog: ProjectTools, redactor: Redactor) -> None:
+async def _serve(config: RunnerConfig, catalog: ProjectTools, redactor: Redactor, cli: str) -> None:
     """Serves over stdin/stdout until EOF, SIGTERM or SIGINT.
 
     A signal sets `kill_now`, so a run in progress skips its grace period: whoever sent the signal
@@ -209,7 +222,7 @@ async def _serve(config: RunnerConfig, catalog: ProjectTools, redactor: Redactor
     from agentify.arbigent.server import ArbigentServer
 
     kill_now = anyio.Event()
-    app = ArbigentServer(catalog=catalog, runs=Runs(config, redactor, kill_now), redactor=redactor)
+    app = ArbigentServer(catalog=catalog, runs=Runs(config, redactor, kill_now), redactor=redactor, cli=cli)
     received: list[int] = []
     async with stdio_server() as (read_stream, write_stream):
         async with anyio.create_task_group() as tg:

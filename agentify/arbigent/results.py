@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from agentify.arbigent.artifacts import Attachment, ScenarioResult, StoredRun
+from agentify.arbigent.devices import DeviceRefusal
 from agentify.arbigent.schemas import RunOutput, ScenarioOutcome, Screenshot
 
 _LINE = re.compile(r"^\d\d:\d\d:\d\d ([DIWE]): ?(.*)$")
-_SELECTED = re.compile(r"\[Execution Plan\] Selected scenarios for execution: \[(.*)\]\s*$")
+_SELECTED = re.compile(r"\[Execution Plan\] Selected scenarios for execution: \[([^\]]*)\]\s*$")
 _STARTED = re.compile(r"^⏺ (.+) scenario has been started$")
 _FINAL_HEADER = "📋 Final Results:"
 _FINAL_ITEM = re.compile(r"^(\S+) (.+): (\w+)$")
@@ -165,6 +166,8 @@ class RunReport:
     """The run's resources, once they are kept (`arbigent://runs/<run-id>/...`)."""
     attachments: tuple[Attachment, ...] = ()
     """The last screenshot of each failed scenario: attached as an image, or named with the reason."""
+    device_refusal: DeviceRefusal | None = None
+    """Set when the CLI stopped because it could not tell which device to use."""
 
     @property
     def is_error(self) -> bool:
@@ -185,6 +188,7 @@ class RunReport:
             ],
             stdout_tail=self.stdout.tail(TAIL_CHARS),
             stderr_tail=self.stderr.tail(TAIL_CHARS),
+            devices=list(self.device_refusal.devices) if self.device_refusal else None,
         ).wire()
 
     def verdict(self) -> str:
@@ -210,7 +214,9 @@ class RunReport:
                 f"FAILED: {len(failed)} of {len(self.scenarios)} scenario(s) failed: {', '.join(failed)} "
                 f"({self.selection}, exit code {self.exit_code}, {seconds})."
             )
-        reason = _failure_reason(self.stderr.render(), self.stdout.render())
+        if self.device_refusal is not None:
+            return f"FAILED: nothing ran ({self.selection}): {self.device_refusal.verdict()}."
+        reason = failure_reason(self.stderr.render(), self.stdout.render())
         because = f": {reason}" if reason else ""
         when = "although every reported scenario passed" if self.scenarios else "before reporting scenario results"
         return f"FAILED: arbigent exited with code {self.exit_code} {when} ({self.selection}){because}"
@@ -242,7 +248,7 @@ class RunReport:
         return "\n".join(lines)
 
 
-def _failure_reason(stderr: str, stdout: str) -> str | None:
+def failure_reason(stderr: str, stdout: str) -> str | None:
     """The line that best explains a run that ended before any scenario result: a usage error, a JVM
     exception or another CLI error (printed with or without `Error:`, after any JVM warnings), or else
     the last `E:` line of stdout."""

@@ -27,8 +27,10 @@ from agentify.arbigent.artifacts import (
     attachments,
     read_result_file,
 )
+from agentify.arbigent.devices import DeviceChoiceError, device_flag, device_refusal
 from agentify.arbigent.errors import ToolCallError
 from agentify.arbigent.locks import WorkdirLocks
+from agentify.arbigent.options import NEWEST, CliOptions, Command
 from agentify.arbigent.process import run_process
 from agentify.arbigent.results import (
     OutputCapture,
@@ -61,6 +63,10 @@ class RunnerConfig:
     project_file: Path
     working_directory: Path
     settings: RunSettings
+    cli: CliOptions = NEWEST
+    """The options of the CLI's version."""
+    device_id: str | None = None
+    """The runner's --device-id: the device of every run whose call names none."""
     lock_dir: Path | None = None
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     grace: float = DEFAULT_GRACE_SECONDS
@@ -87,11 +93,13 @@ class Task:
 
 @dataclass(frozen=True)
 class Selection:
-    """What a run selects: everything (the CLI's leaves), one exact tag, scenario ids, or an ad-hoc task."""
+    """What a run selects (everything, which is the CLI's leaves; one exact tag; scenario ids; or an
+    ad-hoc task), and the device the call names."""
 
     tag: str | None = None
     ids: tuple[str, ...] = ()
     task: Task | None = None
+    device_id: str | None = None
 
     def args(self) -> list[str]:
         if self.tag is not None:
@@ -120,23 +128,39 @@ class Runs:
         self.config = config
         self.store = store or ArtifactStore()
         self._redactor = redactor
-        self._kill_now = kill_now
+        self.kill_now = kill_now
         self._locks = WorkdirLocks(config.lock_dir)
 
     def argv(self, selection: Selection) -> list[str]:
-        task = selection.task
-        if task is not None:
-            flags = self.config.settings.task.argv(without=task.given())
-            return [str(self.config.binary), "run", "task", *flags, *task.args()]
-        return [*self._head(selection), *self.config.settings.run.argv()]
+        """The command line; typed options of `run task` all come after `task`, where the CLI reads them.
+
+        Raises:
+            DeviceChoiceError: the device asked for cannot be named to this CLI version.
+        """
+        return self._command_line(selection, shown=False)
 
     def display(self, selection: Selection) -> str:
         """The command line as it may be logged: values read from the config are replaced."""
-        task = selection.task
-        if task is not None:
-            flags = self.config.settings.task.display_argv(without=task.given())
-            return shlex.join([str(self.config.binary), "run", "task", *flags, *task.args()])
-        return shlex.join([*self._head(selection), *self.config.settings.run.display_argv()])
+        return shlex.join(self._command_line(selection, shown=True))
+
+    def _command_line(self, selection: Selection, *, shown: bool) -> list[str]:
+        command: Command = "task" if selection.task is not None else "run"
+        settings = self.config.settings.for_command(command)
+        device = self._device_flags(selection, command)
+        without: set[str] = {self.config.cli.device_option} if device else set()
+        if selection.task is not None:
+            without |= selection.task.given().keys()
+        flags = settings.display_argv(without=without) if shown else settings.argv(without=without)
+        if selection.task is not None:
+            return [str(self.config.binary), "run", "task", *flags, *device, *selection.task.args()]
+        return [*self._head(selection), *flags, *device]
+
+    def _device_flags(self, selection: Selection, command: Command) -> list[str]:
+        device = selection.device_id or self.config.device_id
+        if device is None:
+            return []
+        os_name = self.config.settings.for_command(command).value_of("os") or "android"
+        return [device_flag(self.config.cli, os_name, device)]
 
     def env(self, selection: Selection) -> dict[str, str]:
         """The child's environment: the runner's, the config's API keys, and JAVA_OPTS keeping line output."""
@@ -150,11 +174,16 @@ class Runs:
         """Runs the selection once the working directory is free.
 
         Raises:
-            ToolCallError: a settings file in the working directory would change the run, the
-                directory stayed busy for longer than the timeout, or the CLI could not be started.
+            ToolCallError: the device asked for cannot be named to this CLI, a settings file in the
+                working directory would change or fail the run, the directory stayed busy for longer
+                than the timeout, or the CLI could not be started.
         """
         cwd = self.config.working_directory
-        problem = await anyio.to_thread.run_sync(stray_settings, cwd)
+        try:
+            self.argv(selection)
+        except DeviceChoiceError as exc:
+            raise ToolCallError(str(exc)) from None
+        problem = await anyio.to_thread.run_sync(stray_settings, cwd, self.config.cli)
         if problem is not None:
             raise ToolCallError(f"refusing to run: {problem}")
 
@@ -209,7 +238,7 @@ class Runs:
                         on_stderr_line=on_stderr,
                         time_limit=config.timeout,
                         grace=config.grace,
-                        kill_now=self._kill_now,
+                        kill_now=self.kill_now,
                     )
                 except (OSError, ValueError) as exc:
                     spawn_error = exc
@@ -234,6 +263,7 @@ class Runs:
         # result.yml holds every step of every scenario and can be large: read it off the event loop.
         kept = await anyio.to_thread.run_sync(self._keep, run_id, selection, status, observer, started_ns)
         run, result_file, report_file, from_file, shown = kept
+        refusal = device_refusal(stderr.render()) if status is RunStatus.FAILED and not observer.final else None
         log.info("run {} finished: {} (exit code {}, {} ms)", run_id, status.value, outcome.exit_code, duration_ms)
         return RunReport(
             selection=selection.describe(),
@@ -251,6 +281,7 @@ class Runs:
             timeout_seconds=config.timeout,
             run=run,
             attachments=tuple(shown),
+            device_refusal=refusal,
         )
 
     def _keep(

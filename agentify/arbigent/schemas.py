@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
 from agentify._common.schemas import tool_schema
+from agentify.arbigent.devices import MAX_DEVICE_ID
 
 MAX_GOAL_CHARS = 4000
 MAX_STEP, MAX_RETRY = 1000, 100
@@ -24,10 +25,25 @@ class _Arguments(BaseModel):
 
 
 class NoArguments(_Arguments):
-    """The run tools of a tag or of all scenarios, and the listing: they take nothing."""
+    """The listing and the project lint: they take nothing."""
 
 
-class TaskArguments(_Arguments):
+class RunArguments(_Arguments):
+    """The run tools of a tag or of all scenarios; the base of every run tool's arguments."""
+
+    device_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_DEVICE_ID,
+        description=(
+            "The device to run on, as `adb devices` or `xcrun simctl list` shows it (e.g. emulator-5554, a "
+            "simulator or iPhone UDID). Needed when several devices are connected; default: the runner's "
+            "--device-id, else the only connected device."
+        ),
+    )
+
+
+class TaskArguments(RunArguments):
     """`run-arbigent-task`."""
 
     goal: str = Field(
@@ -54,7 +70,7 @@ def scenario_ids_schema(ids: list[str]) -> dict[str, Any]:
     item: Any = Literal[tuple(ids)] if ids else str
     model = create_model(
         "ScenarioIdsArguments",
-        __base__=_Arguments,
+        __base__=RunArguments,
         scenario_ids=(list[item], Field(min_length=1)),
     )
     return tool_schema(model)
@@ -88,11 +104,27 @@ class RunOutput(_Output):
     screenshots: list[Screenshot]
     stdout_tail: str
     stderr_tail: str
+    devices: list[str] | None = Field(
+        default=None, description="The device ids arbigent listed when it could not choose one; pass one as deviceId."
+    )
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+class LintOutput(_Output):
+    """The `structuredContent` of `check-arbigent-project`."""
+
+    sorted: bool = Field(description="True when `arbigent sort` would change nothing.")
+    diff: str = Field(description="The unified diff `arbigent sort` would apply; empty when sorted.")
+    exit_code: int
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
 NO_ARGUMENTS = tool_schema(NoArguments)
+RUN_INPUT = tool_schema(RunArguments)
 TASK_INPUT = tool_schema(TaskArguments)
 RUN_OUTPUT = tool_schema(RunOutput)
+LINT_OUTPUT = tool_schema(LintOutput)

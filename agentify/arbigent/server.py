@@ -32,8 +32,9 @@ from mcp.shared.message import SessionMessage
 
 from agentify import __version__
 from agentify.arbigent.artifacts import ArtifactError, ArtifactStore, mime_type
-from agentify.arbigent.catalog import LIST_TOOL, ProjectTools, build_catalog
+from agentify.arbigent.catalog import LINT_TOOL, LIST_TOOL, ProjectTools, build_catalog
 from agentify.arbigent.errors import ProjectError, ToolCallError
+from agentify.arbigent.lint import lint_project
 from agentify.arbigent.project import parse_project
 from agentify.arbigent.results import RunReport
 from agentify.arbigent.runs import Progress, Runs
@@ -50,21 +51,32 @@ class ArbigentServer:
     """Serves one project's tools over one MCP connection."""
 
     def __init__(
-        self, *, catalog: ProjectTools, runs: Runs, redactor: Redactor, poll_seconds: float = POLL_SECONDS
+        self,
+        *,
+        catalog: ProjectTools,
+        runs: Runs,
+        redactor: Redactor,
+        cli: str = "",
+        poll_seconds: float = POLL_SECONDS,
     ) -> None:
+        """`cli` says which arbigent the runs use; it is the server info's description, which clients
+        such as the gateway's `doctor` and `list_backends` show."""
         self._catalog = catalog
         self._runs = runs
         self._redactor = redactor
+        self._lint = "sort" in runs.config.cli.commands
         self._poll_seconds = poll_seconds
         self._session: ServerSession | None = None
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version=__version__,
+            description=cli or None,
             instructions=(
                 "Runs the Arbigent AI end-to-end tests of one project. Call run-arbigent-test-<tag> to run the "
                 "scenarios with a tag, run-arbigent-test-all for the whole suite, run-arbigent-scenarios for "
                 "chosen scenario ids, run-arbigent-task to have the AI agent check one thing in the app with no "
-                "scenario, and list-arbigent-scenarios to see what exists. Each run's result.yml, report.html and "
+                "scenario, and list-arbigent-scenarios to see what exists. Each run tool takes an optional "
+                "deviceId (needed when several devices are connected). Each run's result.yml, report.html and "
                 "screenshots are resources (arbigent://runs/<run-id>/...)."
             ),
             on_list_tools=self._list_tools,
@@ -96,7 +108,7 @@ class ArbigentServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools_for(self._catalog))
+        return types.ListToolsResult(tools=tools_for(self._catalog, lint=self._lint))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -106,6 +118,9 @@ class ArbigentServer:
             if params.name == LIST_TOOL:
                 refuse_unknown_keys(catalog, params.name, params.arguments or {})
                 return listing(catalog)
+            if params.name == LINT_TOOL and self._lint:
+                refuse_unknown_keys(catalog, params.name, params.arguments or {})
+                return await self._lint_project()
             selection = selection_for(catalog, params.name, params.arguments or {})
             report = await self._runs.run(selection, _progress_reporter(ctx))
         except ToolCallError as exc:
@@ -120,6 +135,19 @@ class ArbigentServer:
         return types.CallToolResult(
             content=result_content(report, self._redactor),
             structured_content=self._redactor.data(report.structured(), patterns=False),
+            is_error=report.is_error,
+        )
+
+    async def _lint_project(self) -> types.CallToolResult:
+        """Raises ToolCallError when the CLI cannot be started."""
+        runs = self._runs
+        try:
+            report = await lint_project(runs.config, runs.kill_now)
+        except OSError as exc:
+            raise ToolCallError(f"could not start {runs.config.binary}: {exc.strerror or exc}") from exc
+        return types.CallToolResult(
+            content=[types.TextContent(text=self._redactor.text(report.text(), patterns=False))],
+            structured_content=None if report.is_error else report.structured(),
             is_error=report.is_error,
         )
 
@@ -174,13 +202,13 @@ class ArbigentServer:
             await self._replace(build_catalog(project))
 
     async def _replace(self, catalog: ProjectTools) -> None:
-        changed = tools_for(catalog) != tools_for(self._catalog)
+        changed = tools_for(catalog, lint=self._lint) != tools_for(self._catalog, lint=self._lint)
         self._catalog = catalog
         path = catalog.project.path
         if not changed:
             logger.debug("project file {} read; the tools stay the same", path)
             return
-        logger.info("project file {} changed; now serving {} tools", path, len(tools_for(catalog)))
+        logger.info("project file {} changed; now serving {} tools", path, len(tools_for(catalog, lint=self._lint)))
         session = self._session
         if session is not None:
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):

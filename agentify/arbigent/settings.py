@@ -31,18 +31,15 @@ from agentify.arbigent.options import (
     ALIASES,
     API_KEY_OPTION_BY_AI_TYPE,
     HIDDEN_LOG_LEVELS,
-    OPTIONS,
-    RUN_OPTIONS,
     RUNNER_OWNED,
     SCOPES,
     SENSITIVE_WORDS,
-    TASK_OPTIONS,
+    TABLES,
+    CliOptions,
     Command,
     Option,
-    VariablesError,
-    encode_variables,
-    parse_variables,
 )
+from agentify.arbigent.variables import VariablesError, encode_variables, parse_variables
 from agentify.arbigent.yamlfile import YamlFileError, read_yaml_file
 
 CONFIG_PLACEHOLDER = "<config>"
@@ -50,7 +47,7 @@ SETTINGS_FILES = ("settings.local.yml", "settings.local.yaml", "settings.yml", "
 """Read by the CLI from `.arbigent/` of its working directory, all that exist, first one winning."""
 _TRUE, _FALSE = ("true", "t", "yes", "y", "on", "1"), ("false", "f", "no", "n", "off", "0")
 """Clikt's booleans, which the CLI accepts for a flag read from a settings file."""
-_OPTION_NAMES = set(RUN_OPTIONS) | set(TASK_OPTIONS)
+_OPTION_NAMES = {name for table in TABLES for name in (*table.run, *table.task)}
 _LOGGING_ONLY = {"log-level", "log-file", "ai-api-logging"}
 """Options that change only what is logged: a `run.<key>` of them missing tasks is not worth a warning."""
 
@@ -99,29 +96,33 @@ class RunSettings:
         return self.run if command == "run" else self.task
 
 
-def load_settings(path: Path) -> RunSettings:
-    """Reads the --config file.
+def load_settings(path: Path, cli: CliOptions) -> RunSettings:
+    """Reads the --config file for the CLI version whose options are `cli`.
 
     Raises:
-        ConfigError: missing, unreadable, hostile or oversized file, a value the CLI would refuse, or
-            an argument file that is not a list of `--name[=value]` options.
+        ConfigError: missing, unreadable, hostile or oversized file, a value the CLI would refuse, a
+            key this CLI version refuses, or an argument file that is not a list of `--name[=value]` options.
     """
     try:
         document = read_yaml_file(path, what="config file")
     except YamlFileError as exc:
         raise ConfigError(str(exc)) from None
     if document.error is not None or not isinstance(document.data, dict | None):
-        return _from_argument_file(path, document.text)
-    return from_mapping(document.data or {}, str(path))
+        return _from_argument_file(path, document.text, cli)
+    return from_mapping(document.data or {}, str(path), cli)
 
 
-def from_mapping(data: dict[Any, Any], source: str) -> RunSettings:
+def from_mapping(data: dict[Any, Any], source: str, cli: CliOptions) -> RunSettings:
     """Settings from a config already read into `data`; `source` names it in messages.
 
     Raises:
-        ConfigError: a value the CLI would refuse.
+        ConfigError: a value the CLI would refuse, or a key this CLI version refuses.
     """
     flat = _flatten(data, source)
+    for key, value in flat.items():
+        refused = _replaced_key(key, value, cli)
+        if refused is not None:
+            raise ConfigError(f"{source}: {refused}")
     warnings: list[str] = []
     for alias, canonical in ALIASES.items():
         for scope in ("", *SCOPES.values()):
@@ -135,10 +136,13 @@ def from_mapping(data: dict[Any, Any], source: str) -> RunSettings:
     commands: dict[Command, CommandSettings] = {}
     secrets: list[str] = []
     for command in ("run", "task"):
-        commands[command] = _command_settings(command, flat, source, warnings, secrets)
+        commands[command] = _command_settings(cli, command, flat, source, warnings, secrets)
     for key in flat:
-        if not _known_key(key):
-            warnings.append(f"config key '{key}' is ignored: neither `arbigent run` nor `arbigent run task` has it")
+        if not _known_key(key, cli):
+            warnings.append(
+                f"config key '{key}' is ignored: neither `arbigent run` nor `arbigent run task` of arbigent "
+                f"{cli.label} has it"
+            )
     return RunSettings(
         run=commands["run"],
         task=commands["task"],
@@ -147,19 +151,31 @@ def from_mapping(data: dict[Any, Any], source: str) -> RunSettings:
     )
 
 
-def _known_key(key: str) -> bool:
+def _known_key(key: str, cli: CliOptions) -> bool:
     """A key the CLI reads for `run` or `run task` (it may still be overridden by a scoped one)."""
     if key.startswith("run.task."):
-        return key.removeprefix("run.task.") in TASK_OPTIONS
+        return key.removeprefix("run.task.") in cli.task
     if key.startswith("run."):
-        return key.removeprefix("run.") in RUN_OPTIONS
-    return key in _OPTION_NAMES
+        return key.removeprefix("run.") in cli.run
+    return cli.known(key) is not None
+
+
+def _replaced_key(key: str, value: Any, cli: CliOptions) -> str | None:
+    """Says how to fix `key` when this CLI version refuses it (a non-blank superseded key fails every run)."""
+    name = key.removeprefix("run.task.").removeprefix("run.")
+    replacement = cli.replaced.get(name)
+    if replacement is None or value is None or not _scalar(value).strip():
+        return None
+    return (
+        f"'{key}' was replaced by '{key.removesuffix(name)}{replacement}' in arbigent {cli.label}, which fails "
+        f"every run that still sets it: rename the key to '{key.removesuffix(name)}{replacement}'"
+    )
 
 
 def _command_settings(
-    command: Command, flat: dict[str, Any], source: str, warnings: list[str], secrets: list[str]
+    cli: CliOptions, command: Command, flat: dict[str, Any], source: str, warnings: list[str], secrets: list[str]
 ) -> CommandSettings:
-    options = OPTIONS[command]
+    options = cli.options(command)
     scope = SCOPES[command]
     flags: list[Flag] = []
     env: dict[str, str] = {}
@@ -217,6 +233,14 @@ def convert(option: Option, raw: Any, where: str) -> str:
         if lowered not in _TRUE + _FALSE:
             raise ConfigError(f"{where}: {text!r} is not true or false")
         return "true" if lowered in _TRUE else "false"
+    if option.kind == "fraction":
+        try:
+            fraction = float(text.strip())
+        except ValueError:
+            raise ConfigError(f"{where}: {text!r} is not a number") from None
+        if not 0.0 <= fraction <= 1.0:
+            raise ConfigError(f"{where}: {fraction:g} is not between 0 and 1")
+        return text.strip()
     if option.kind in ("int", "port"):
         try:
             number = int(text.strip())
@@ -265,7 +289,7 @@ def _flatten(data: dict[Any, Any], source: str, *, strict: bool = True) -> dict[
     return flat
 
 
-def _from_argument_file(path: Path, text: str) -> RunSettings:
+def _from_argument_file(path: Path, text: str, cli: CliOptions) -> RunSettings:
     """A config that is not YAML: `--name=value`, `--name value` and `--flag` tokens, `#` comments.
 
     Raises:
@@ -275,7 +299,6 @@ def _from_argument_file(path: Path, text: str) -> RunSettings:
         tokens = shlex.split(text, comments=True)
     except ValueError as exc:
         raise ConfigError(f"config file {path} is neither a YAML map nor a valid argument file: {exc}") from None
-    known = RUN_OPTIONS | TASK_OPTIONS
     data: dict[str, Any] = {}
     i = 0
     while i < len(tokens):
@@ -284,7 +307,7 @@ def _from_argument_file(path: Path, text: str) -> RunSettings:
         if not token.startswith("--"):
             raise ConfigError(f"config file {path} (an argument file): {token!r} is not an --option")
         name, sep, value = token[2:].partition("=")
-        option = known.get(ALIASES.get(name, name))
+        option = cli.known(ALIASES.get(name, name))
         if not sep and option is not None and option.kind == "flag":
             value = "true"
         elif not sep:
@@ -293,22 +316,25 @@ def _from_argument_file(path: Path, text: str) -> RunSettings:
             value = tokens[i]
             i += 1
         data[name] = value
-    return from_mapping(data, f"config file {path}")
+    return from_mapping(data, f"config file {path}", cli)
 
 
-def stray_settings(directory: Path) -> str | None:
+def stray_settings(directory: Path, cli: CliOptions) -> str | None:
     """Describes the Arbigent settings in `directory/.arbigent/` that would change what runs, if any.
 
     The CLI reads all four settings files of its working directory and chains them; a `tags:`,
     `dry-run:` or `working-directory:` there would silently alter every run the runner starts, and
-    `log-level: warn` would hide the results it reads.
+    `log-level: warn` would hide the results it reads. A key this CLI version refuses (a leftover
+    `ios-real-device-id` on a CLI with `--device-id`) would fail every run.
     """
     sources = list(_settings_sources(directory))
-    if not sources:
-        return None
+    for where, flat in sources:
+        refused = next((p for k, v in flat.items() if (p := _replaced_key(k, v, cli)) is not None), None)
+        if refused is not None:
+            return f"{where}: {refused}"
     problems: dict[str, str] = {}
     for command in ("run", "task"):
-        for name in OPTIONS[command]:
+        for name in cli.options(command):
             found = _chained(sources, SCOPES[command] + name, name)
             if found is None:
                 continue

@@ -6,14 +6,17 @@ from typing import Any
 
 import mcp_types as types
 
-from agentify.arbigent.catalog import IDS_TOOL, LIST_TOOL, TASK_TOOL, ProjectTools
+from agentify.arbigent.catalog import IDS_TOOL, LINT_TOOL, LIST_TOOL, TASK_TOOL, ProjectTools
+from agentify.arbigent.devices import DeviceChoiceError, check_device_id
 from agentify.arbigent.errors import ToolCallError
 from agentify.arbigent.runs import Selection, Task
 from agentify.arbigent.schemas import (
+    LINT_OUTPUT,
     MAX_GOAL_CHARS,
     MAX_RETRY,
     MAX_STEP,
     NO_ARGUMENTS,
+    RUN_INPUT,
     RUN_OUTPUT,
     TASK_INPUT,
     scenario_ids_schema,
@@ -29,12 +32,13 @@ TASK_DESCRIPTION = (
 )
 
 
-def tools_for(catalog: ProjectTools) -> list[types.Tool]:
+def tools_for(catalog: ProjectTools, *, lint: bool = False) -> list[types.Tool]:
+    """The tools of `catalog`; with `lint`, also the project lint (for CLIs that have `sort`)."""
     tools = [
         types.Tool(
             name=tool.name,
             description=tool.description,
-            input_schema=NO_ARGUMENTS,
+            input_schema=RUN_INPUT,
             output_schema=RUN_OUTPUT,
             annotations=_RUNS_TESTS,
         )
@@ -74,6 +78,20 @@ def tools_for(catalog: ProjectTools) -> list[types.Tool]:
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         )
     )
+    if lint:
+        tools.append(
+            types.Tool(
+                name=LINT_TOOL,
+                description=(
+                    "Lint the Arbigent project file's scenario order (`arbigent sort --diff`): is each scenario "
+                    "placed after the one it depends on, with current position comments? Returns the unified diff "
+                    "sort would apply, or that the file is already sorted. Never changes the file."
+                ),
+                input_schema=NO_ARGUMENTS,
+                output_schema=LINT_OUTPUT,
+                annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+            )
+        )
     return tools
 
 
@@ -84,8 +102,9 @@ def selection_for(catalog: ProjectTools, name: str, arguments: dict[str, Any]) -
         ToolCallError: unknown tool, or arguments missing, malformed or unknown.
     """
     refuse_unknown_keys(catalog, name, arguments)
+    device = _device_id(arguments)
     if name == TASK_TOOL:
-        return Selection(task=_task(arguments))
+        return Selection(task=_task(arguments), device_id=device)
     known = ", ".join(catalog.project.ids) or "none"
     if name == IDS_TOOL:
         ids = arguments.get("scenarioIds")
@@ -100,12 +119,12 @@ def selection_for(catalog: ProjectTools, name: str, arguments: dict[str, Any]) -
             raise ToolCallError(
                 "a scenario id containing ',' cannot be selected: the arbigent CLI splits ids on commas"
             )
-        return Selection(ids=tuple(dict.fromkeys(ids)))
+        return Selection(ids=tuple(dict.fromkeys(ids)), device_id=device)
     tool = catalog.find(name)
     if tool is None:
         names = ", ".join(t.name for t in tools_for(catalog))
         raise ToolCallError(f"unknown tool '{name}' (the project file may have changed); tools now: {names}")
-    return Selection(tag=tool.tag)
+    return Selection(tag=tool.tag, device_id=device)
 
 
 def refuse_unknown_keys(catalog: ProjectTools, name: str, arguments: dict[str, Any]) -> None:
@@ -115,7 +134,7 @@ def refuse_unknown_keys(catalog: ProjectTools, name: str, arguments: dict[str, A
     Raises:
         ToolCallError: naming the unknown keys and the tool's own.
     """
-    tool = next((t for t in tools_for(catalog) if t.name == name), None)
+    tool = next((t for t in tools_for(catalog, lint=True) if t.name == name), None)
     if tool is None:
         return  # an unknown tool is selection_for's error
     allowed = set(tool.input_schema.get("properties") or {})
@@ -125,8 +144,23 @@ def refuse_unknown_keys(catalog: ProjectTools, name: str, arguments: dict[str, A
         raise ToolCallError(f"{name} does not take {', '.join(unknown)}; it takes {takes}")
 
 
+def _device_id(arguments: dict[str, Any]) -> str | None:
+    value = arguments.get("deviceId")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ToolCallError(f"deviceId must be a string, not {value!r}")
+    try:
+        return check_device_id(value)
+    except DeviceChoiceError as exc:
+        raise ToolCallError(str(exc)) from None
+
+
 def _task(arguments: dict[str, Any]) -> Task:
-    usage = f'{TASK_TOOL} needs {{"goal": "<what to do or check>", "maxStep"?: 1-{MAX_STEP}, "maxRetry"?: 0-100}}'
+    usage = (
+        f'{TASK_TOOL} needs {{"goal": "<what to do or check>", "maxStep"?: 1-{MAX_STEP}, "maxRetry"?: 0-100, '
+        '"deviceId"?: "<device id>"}'
+    )
     goal = arguments.get("goal")  # unknown keys were refused by refuse_unknown_keys
     if not isinstance(goal, str) or not goal.strip():
         raise ToolCallError(usage)

@@ -6,6 +6,9 @@
 - Aliases are checked before anything is built: a document whose aliases expand beyond about
   twice the file's own size plus `ALIAS_ALLOWANCE` is refused (a 700-byte "billion laughs" file
   would otherwise grow to gigabytes wherever it is walked or printed). Recursive aliases are refused.
+- Nesting is counted on the parser's events before anything is composed: a document nested deeper
+  than `MAX_DEPTH` is refused. Composing is recursive (in C with libyaml), and 80 kB of `[` took the
+  runner down with SIGSEGV where libyaml sets no limit of its own.
 Every refusal is one line naming the file.
 """
 
@@ -25,7 +28,11 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 """Project, config and settings files: far above any real one (a project of 1,000 scenarios is ~200 kB)."""
 ALIAS_ALLOWANCE = 1_000_000
 """Characters plus nodes that aliases may add beyond twice the file's size."""
+MAX_DEPTH = 100
+"""Nested sequences and mappings; a real project or settings file is under 10 deep."""
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_OPENS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSES = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
 class YamlFileError(Exception):
@@ -96,8 +103,10 @@ def parse_yaml(text: str, source: str) -> Any:
 
     Raises:
         yaml.YAMLError: not valid YAML.
-        YamlFileError: aliases that expand beyond the limit, or recursive ones; names `source`.
+        YamlFileError: nested deeper than MAX_DEPTH, aliases that expand beyond the limit, or recursive
+            ones; names `source`.
     """
+    _check_depth(text, source)
     loader = _LOADER(text)
     try:
         node = loader.get_single_node()
@@ -107,6 +116,18 @@ def parse_yaml(text: str, source: str) -> Any:
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def _check_depth(text: str, source: str) -> None:
+    """Counts nesting on the event stream, which the parser makes without recursion, stopping at the limit."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, _OPENS):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise YamlFileError(f"{source}: nested more than {MAX_DEPTH} levels deep; refusing to load it")
+        elif isinstance(event, _CLOSES):
+            depth -= 1
 
 
 def _check_expansion(root: yaml.Node, limit: int, source: str) -> None:

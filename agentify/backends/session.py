@@ -35,6 +35,14 @@ def client_session(link: Link, on_message: MessageHandlerFnT, roots: RootsGetter
     )
 
 
+def server_line(info: types.Implementation | None) -> str | None:
+    """`name version: description`, as the server describes itself (`list_backends` and `doctor` show it)."""
+    if info is None:
+        return None
+    line = f"{info.name} {info.version}".strip()
+    return f"{line}: {info.description}" if info.description else line
+
+
 async def list_tools(session: ClientSession) -> list[types.Tool]:
     """Every page of `tools/list`."""
     tools: list[types.Tool] = []

@@ -101,6 +101,8 @@ class BackendStatus:
     enabled: bool = True
     url: str | None = None
     start: str = "eager"
+    server: str | None = None
+    """What the backend says it is (its MCP server info: name, version, description), once it has started."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -115,4 +117,5 @@ class BackendStatus:
             "lastError": self.last_error,
             "stderrTail": list(self.stderr_tail),
             "enabled": self.enabled,
+            "server": self.server,
         }

@@ -44,7 +44,7 @@ from agentify.backends.failures import (
 from agentify.backends.handles import ToolHandle
 from agentify.backends.idle import IdleClock
 from agentify.backends.manifest import ManifestStore
-from agentify.backends.session import RootsGetter, client_session, list_tools, start
+from agentify.backends.session import RootsGetter, client_session, list_tools, server_line, start
 from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
@@ -95,6 +95,7 @@ class Supervisor:
         self.stderr = stderr
         self.restarts = 0
         self.last_error: str | None = None
+        self.server: str | None = None
         self.tools = ToolSet(spec, manifests, self)
         learning = spec.start == "lazy" and not self.tools.from_manifest  # started once, only to learn the tools
         self._idle = IdleClock(spec.idle_stop_seconds, learning=learning)
@@ -135,6 +136,7 @@ class Supervisor:
             enabled=self.spec.enabled,
             url=self.spec.where() if self.spec.remote else None,
             start=self.spec.start,
+            server=self.server,
         )
 
     def handles(self) -> tuple[ToolHandle, ...]:
@@ -319,6 +321,7 @@ class Supervisor:
         self._log.info("ready: {} tools", len(self.tools.tools))
         self._session = session
         self.last_error = None
+        self.server = server_line(session.server_info)
         self._auth.session_ready()
         self._lifecycle.enter(BackendState.READY)
 

@@ -75,6 +75,8 @@ async def doctor(boot: Boot) -> int:
         if status.url:
             detail = f"{status.url}: {detail}" if detail else status.url
         print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {boot.redactor.text(detail)}")
+        if status.server:
+            print(f"{'':<{width}}  server: {boot.redactor.text(status.server)}")
     if not statuses:
         print("(no backends configured: see backends.example.json)")
         broken = True

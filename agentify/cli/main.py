@@ -83,9 +83,13 @@ def _command(args: Any, command: str, boot: Boot) -> int:
     config, redactor = boot.config, boot.redactor
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
-        from agentify.security.http_auth import choose_token
+        from agentify.errors import ConfigError
+        from agentify.security.http_auth import BadToken, choose_token
 
-        token = choose_token(args.host, os.environ.get("AGENTIFY_HTTP_TOKEN"), args.no_auth)  # ConfigError: exit 2
+        try:
+            token = choose_token(args.host, os.environ.get("AGENTIFY_HTTP_TOKEN"), args.no_auth)
+        except BadToken as exc:
+            raise ConfigError(str(exc)) from None  # exit 2
         return serve_http_command(boot, args.host, args.port, token)
     if command == "serve":
         return serve_stdio_command(boot)

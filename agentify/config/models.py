@@ -147,6 +147,13 @@ class Config(_Model):
     max_query_chars: int = Field(default=20_000, ge=1)
     max_context_chars: int = Field(default=20_000, ge=100)
     max_result_chars: int = Field(default=1_000_000, ge=1000)
+    confirm_timeout_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        le=86_400,
+        description="How long a confirmation (and any question to the client) waits for its answer; "
+        "in the 2026-07-28 protocol, how long its sealed round-trip state stays valid.",
+    )
     expose: list[Exposed] = Field(
         default_factory=lambda: list(EXPOSED),
         min_length=1,

@@ -25,7 +25,8 @@ from agentify.config.models import Config
 from agentify.errors import ConfigError
 from agentify.security.credentials import names_a_place
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# A default ends at the next `}` or `${`, so a run of unclosed `${A:-` costs one pass, not one per `${`.
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}$]|\$(?!\{))*))?\}")
 # Environment variables and the config key each one sets.
 ENV_KEYS: dict[str, tuple[str, ...]] = {
     "OPENAI_API_KEY": ("planner", "apiKey"),

@@ -18,12 +18,12 @@ from fastapi.staticfiles import StaticFiles
 from loguru import logger
 
 from agentify import __version__
-from agentify.console.bodies import BodyLimit
 from agentify.console.security import Access, ConsoleGuard
 from agentify.console.stream import event_stream
 from agentify.console.views import LEVELS, Views
 from agentify.errors import AgentifyError
 from agentify.mcp_server.results import error_result, outcome_result
+from agentify.security.bodies import BodyLimit
 
 if TYPE_CHECKING:
     from agentify.console.views import ConsoleServices

@@ -14,6 +14,7 @@ import mcp_types as types
 
 from agentify.config import BackendConfig
 from agentify.errors import Denied
+from agentify.gateway.confirm_prompt import unshowable
 from agentify.planner import Plan
 
 Answer = Literal["accept", "decline", "cancel"]
@@ -54,6 +55,11 @@ async def enforce(plan: Plan, spec: BackendConfig, reason: str | None, confirmer
     if reason is None:
         return
     call = f"{plan.backend}.{plan.tool}"
+    if (hidden := unshowable(plan.arguments)) is not None:
+        raise Denied(
+            f"{call} needs your confirmation ({reason}), but {hidden}: too long to show in a confirmation, "
+            "so it was not run. Use a shorter path (a nearer working directory, or fewer ../ hops)."
+        )
     if confirmer is None:
         how = (
             f"remove {plan.tool} from tools.confirm of backend {spec.id!r}"

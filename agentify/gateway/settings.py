@@ -86,22 +86,11 @@ class LiveConfig:
     def file_path(self) -> Path | None:
         return self._sources.file_path
 
-    def apply_init_options(self, options: Mapping[str, Any], *, trusted: bool = True) -> None:
+    def apply_init_options(self, options: Mapping[str, Any]) -> None:
         """Merges the client's `initializationOptions` in (below env and flags). A bad value is logged, not fatal.
 
-        Only the first client's options apply. An untrusted client (any HTTP client: it did not start
-        agentify) may set the log level only: never backends, commands, URLs, headers, env or keys."""
-        if not trusted:
-            ignored = sorted(set(options) - {"logLevel"})
-            if ignored:
-                logger.warning("initializationOptions over HTTP may only set logLevel; ignored: {}", ", ".join(ignored))
-            level = options.get("logLevel")
-            if isinstance(level, str):
-                try:
-                    self._logs.set_level(self._sources.resolve({"logLevel": level}).log_level)
-                except ConfigError as exc:
-                    logger.error("initializationOptions.logLevel ignored: {}", exc)
-            return
+        Only the first client's options apply, and only over stdio (the caller's rule): that client started
+        agentify, so its options are its own config."""
         if self._applied:
             logger.info("initializationOptions of a later client ignored: the first client's apply")
             return

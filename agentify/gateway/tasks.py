@@ -28,6 +28,7 @@ from agentify.backends import BackendManager, ToolHandle
 from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
+from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
 from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.task_spans import as_json, call_attributes, failed, plan_attributes, step, trace_id_of
@@ -56,6 +57,7 @@ from agentify.telemetry.names import (
 )
 
 Progress = Callable[[str], Awaitable[None]]
+PROGRESS_SETTLE_SECONDS = 5.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -268,13 +270,19 @@ class TaskRunner:
     async def _call(self, plan: Plan, report: Progress | None) -> types.CallToolResult:
         handle = _handle(plan)
 
+        forward = LatestProgress(report) if report is not None else None
+
         async def relay(progress: float, total: float | None, message: str | None) -> None:
-            done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-            await _report(report, f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
+            if forward is not None:
+                done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+                await forward(f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 
         attributes = call_attributes(plan, handle.spec)
         with step(self.tracer, f"tools/call {plan.tool}", kind=SpanKind.CLIENT, attributes=attributes) as span:
             result = await handle.call(plan.arguments, relay)
+            if forward is not None:
+                with anyio.move_on_after(PROGRESS_SETTLE_SECONDS):  # the last report before "done"
+                    await forward.settled()
             size = sum(block_size(block) for block in result.content)
             capped = cap_result(result, self.max_result_chars, lambda text: self._redactor.text(text, patterns=False))
             span.set_attributes({RESULT_CHARS: size, RESULT_CUT: capped is not result, TOOL_RESULT: _preview(result)})

@@ -1,14 +1,17 @@
 """What the gateway asks the IDE while serving a `tools/call`: sampling (the sampling planner),
 elicitation (confirmations) and roots, in both protocol eras.
 
-- 2025-11-25 and earlier: server-to-client requests on the channel of the call being served.
+- 2025-11-25 and earlier: server-to-client requests on the channel of the call being served; an
+  answer is bound to its request by JSON-RPC, and one that comes after `seconds` finds nobody
+  waiting.
 - 2026-07-28: there are none. The call answers an `InputRequiredResult` with the questions and a
   `requestState`; the client answers them (its user, its model) and retries the same call with
   the answers (SEP-2322, driven by the SDKs' clients). The state is sealed by the SDK's
-  `RequestStateBoundary` (AES-GCM, bound to this tool and its arguments, with an expiry), so
-  what it records (the answers so far, the plan awaiting confirmation) is what this process
-  wrote. A question is keyed by a digest of its content: an answer counts only for the exact
-  question asked, and each question is asked once.
+  `RequestStateBoundary` (AES-GCM, bound to this tool and its arguments, expiring after
+  `seconds`), so what it records (the questions asked, the answers so far, the plan awaiting
+  confirmation) is what this process wrote. Each question gets a random id in the state: an
+  answer counts only under an id the state lists as asked, for the question asked under it, and
+  only once (`AnswerLedger`); `inputResponses` without a state are refused.
 
 `Exchange` is the one object per `tools/call` that knows the era; the planner and the policy
 see only the `Sampler` and `Confirmer` protocols. In the 2026-07-28 era they raise
@@ -19,6 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
+import time
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -30,39 +36,69 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, ValidationError
 
+from agentify.errors import Denied, InvalidInput
 from agentify.gateway.confirm_prompt import confirmation_message
 from agentify.gateway.policy import Answer, AskingClient
+from agentify.mcp_server.answer_ledger import AnswerLedger, MemoryLedger
 from agentify.planner import Plan
 from agentify.planner.prompt import document_path
 from agentify.planner.sampling import MAX_TOKENS, SamplingResult
 
 ROUND_TRIP_VERSION = "2026-07-28"
 CONFIRM_TIMEOUT_SECONDS = 600.0
-STATE_VERSION = 1
+STATE_VERSION = 2
+CLOCK_SKEW_SECONDS = 60.0
 # One button: an empty form, so accepting it is the confirmation (no checkbox to tick as well).
 CONFIRM_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 Result = TypeVar("Result", bound=BaseModel)
 
 
-def state_boundary(name: str) -> RequestStateBoundary:
-    """The middleware sealing `requestState` (process-local key: state lives as long as the gateway)."""
-    return RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=CONFIRM_TIMEOUT_SECONDS), default_audience=name)
+@dataclass(frozen=True)
+class Questions:
+    """What every `tools/call` of one server shares about asking the client: how long a question stays
+    open (`confirmTimeoutSeconds`), and which answers were used."""
+
+    seconds: float = CONFIRM_TIMEOUT_SECONDS
+    ledger: AnswerLedger = field(default_factory=MemoryLedger)
+
+    def boundary(self, name: str) -> RequestStateBoundary:
+        """The middleware sealing `requestState` (process-local key: state lives as long as the gateway)."""
+        return RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=self.seconds), default_audience=name)
 
 
 class Exchange:
     """The client requests of one `tools/call`, in whichever era the client speaks."""
 
-    def __init__(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> None:
+    def __init__(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, questions: Questions
+    ) -> None:
         self._ctx = ctx
+        self._questions = questions
         self.round_trips = is_version_at_least(ctx.session.protocol_version, ROUND_TRIP_VERSION)
         state = _decode(params.request_state) if self.round_trips else {}
         self._recorded: dict[str, Any] = dict(state.get("answers") or {})
+        """Answers acted on in earlier rounds, by question digest: each round runs the task from the start."""
+        self._asked: dict[str, str] = dict(state.get("asked") or {})
+        """The previous round's questions: random id -> question digest."""
+        expires = state.get("exp")
+        self._expires = float(expires) if isinstance(expires, int | float) else time.time() + questions.seconds
         self.plan: Plan | None = _plan_from(state.get("plan"))
         """The plan a user is confirming, planned in an earlier round (2026-07-28)."""
         self.resumed_from: str | None = state.get("trace") if isinstance(state.get("trace"), str) else None
         self._responses = dict(params.input_responses or {}) if self.round_trips else {}
+        # Answers without the state that asked their questions: nothing was asked, so nothing is answered.
+        self._unsolicited = bool(self._responses) and not params.request_state
         self._pending: dict[str, types.InputRequest] = {}
+        self._pending_keys: dict[str, str] = {}
         self._keep: Plan | None = None
+
+    def unsolicited_error(self) -> InvalidInput | None:
+        if not self._unsolicited:
+            return None
+        return InvalidInput(
+            "this tools/call carries inputResponses but no requestState: answers count only for the questions "
+            "of the round that asked them. Call the tool again without inputResponses to be asked."
+        )
 
     @property
     def _capabilities(self) -> types.ClientCapabilities | None:
@@ -81,7 +117,7 @@ class Exchange:
         elicitation = capabilities.elicitation if capabilities is not None else None
         if elicitation is None or (elicitation.form is None and elicitation.url is not None):
             return None  # no elicitation, or URL mode only: a form cannot be shown
-        return ExchangeConfirmer(self)
+        return ExchangeConfirmer(self, self._questions.seconds)
 
     def offers_roots(self) -> bool:
         capabilities = self._capabilities
@@ -98,17 +134,27 @@ class Exchange:
         Raises:
             AskingClient: 2026-07-28 and not answered yet: the request goes into `input_required()`.
             MCPError: the client refused or failed (2025-11-25), or answered with the wrong shape.
+            InvalidInput: the answer was used in an earlier round already (a replayed round).
         """
         if not self.round_trips:
             metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
             return await self._ctx.session.send_request(request, result_type, metadata=metadata)  # type: ignore[arg-type]
         key = _key(request)
         wire = self._recorded.get(key)
-        if wire is None and (answer := self._responses.get(key)) is not None:
-            wire = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
         if wire is None:
-            self._pending[key] = request
-            raise AskingClient(what)
+            question = next((q for q, k in self._asked.items() if k == key and q in self._responses), None)
+            if question is None:  # not asked yet, or not answered: a new question under a new id
+                question = secrets.token_urlsafe(16)
+                self._pending[question] = request
+                self._pending_keys[question] = key
+                raise AskingClient(what)
+            # Kept past the state's expiry by the seal's allowance for clock skew.
+            if not await self._questions.ledger.use(question, self._expires + CLOCK_SKEW_SECONDS):
+                raise InvalidInput(
+                    f"the answer about {what} was already used once: an answer counts for one round only. "
+                    "Call the tool again without requestState to be asked anew."
+                )
+            wire = self._responses[question].model_dump(mode="json", by_alias=True, exclude_none=True)
         try:
             result = result_type.model_validate(wire)
         except ValidationError:
@@ -124,6 +170,8 @@ class Exchange:
         plan = self._keep or self.plan
         state = {
             "v": STATE_VERSION,
+            "exp": time.time() + self._questions.seconds,
+            "asked": self._pending_keys,
             "answers": self._recorded,
             "plan": None if plan is None else _plan_dict(plan),
             "trace": trace_id,
@@ -158,23 +206,28 @@ class ExchangeSampler:
 class ExchangeConfirmer:
     """Asks the user, with a one-button form, whether a planned call may run."""
 
-    def __init__(self, exchange: Exchange) -> None:
+    def __init__(self, exchange: Exchange, seconds: float) -> None:
         self._exchange = exchange
+        self._seconds = seconds
 
     async def confirm(self, plan: Plan, reason: str) -> Answer:
+        """The user's answer. Raises Denied when nobody answered in time (2025-11-25)."""
         message = confirmation_message(plan.backend, plan.tool, plan.arguments, reason)
         request = types.ElicitRequest(
             params=types.ElicitRequestFormParams(message=message, requested_schema=CONFIRM_SCHEMA)
         )
         self._exchange.keep_plan(plan)
         result = None
-        with anyio.move_on_after(CONFIRM_TIMEOUT_SECONDS):
+        with anyio.move_on_after(self._seconds):
             try:
                 result = await self._exchange.ask(request, types.ElicitResult, f"a confirmation of {plan.tool}")
             except MCPError:
                 return "cancel"
-        if result is None:  # nobody answered: treat it as dismissed
-            return "cancel"
+        if result is None:
+            raise Denied(
+                f"nobody answered the confirmation for {plan.backend}.{plan.tool} within {self._seconds:g} s, so it "
+                "was not run. Run the task again and answer it, or give more time with confirmTimeoutSeconds."
+            )
         return result.action
 
 

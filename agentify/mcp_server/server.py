@@ -26,10 +26,11 @@ from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
-from agentify.mcp_server.client_requests import Exchange, state_boundary
+from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots
 from agentify.planner import TaskInput
+from agentify.security.display import escaped
 from agentify.security.redact import Redactor
 
 _TASK_SCHEMA = tool_schema(TaskInput)
@@ -110,9 +111,12 @@ def build_server(
     on_closed: Callable[[], None] | None = None,
     *,
     trust_init_options: bool = True,
+    questions: Questions | None = None,
 ) -> Server[McpContext]:
     """`trust_init_options`: over stdio the client started agentify, so its `initializationOptions` are
-    its own config; over HTTP any client can connect, and they may change nothing but the log level."""
+    its own config; over HTTP any client can connect, and they change nothing.
+    `questions`: how long the client's answers are awaited, and which were used (`Questions`)."""
+    questions = questions or Questions()
 
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
@@ -126,15 +130,20 @@ def build_server(
     with warnings.catch_warnings():
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        server: Server[McpContext] = _server(lifespan)
+        server: Server[McpContext] = _server(lifespan, questions)
     # The SDK's OpenTelemetry middleware stays first: a server span per request, continuing the
     # client's `_meta.traceparent`; the task's spans nest under it.
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
-    server.middleware.append(state_boundary(server.name))
+    server.middleware.append(questions.boundary(server.name))
     return server
 
 
-def _server(lifespan: Any) -> Server[McpContext]:
+def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
+    async def call_tool(
+        ctx: ServerRequestContext[McpContext], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        return await _call_tool(ctx, params, Exchange(ctx, params, questions))
+
     return Server(
         "agentify",
         version=__version__,
@@ -143,18 +152,23 @@ def _server(lifespan: Any) -> Server[McpContext]:
         "with call_tool to choose the tool yourself.",
         lifespan=lifespan,
         on_list_tools=_list_tools,
-        on_call_tool=_call_tool,
+        on_call_tool=call_tool,
         on_roots_list_changed=_roots_changed,
     )
 
 
 def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
     async def read(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """The SDK drops `initializationOptions`; read them from the raw `initialize` params."""
+        """The SDK drops `initializationOptions`; read them from the raw `initialize` params. Over HTTP
+        they change nothing: the client is not the user who started agentify, and the log level is
+        everyone's."""
         if ctx.method == "initialize" and ctx.params:
             options = ctx.params.get("initializationOptions")
-            if isinstance(options, dict) and options:
-                ctx.lifespan_context.services.settings.apply_init_options(options, trusted=trusted)
+            if isinstance(options, dict) and options and trusted:
+                ctx.lifespan_context.services.settings.apply_init_options(options)
+            elif isinstance(options, dict) and options:
+                keys = ", ".join(escaped(str(key))[:80] for key in list(options)[:20])
+                logger.warning("initializationOptions over HTTP change nothing; ignored: {}", keys)
         return await call_next(ctx)
 
     return read
@@ -167,7 +181,7 @@ async def _list_tools(
 
 
 async def _call_tool(
-    ctx: ServerRequestContext[McpContext], params: types.CallToolRequestParams
+    ctx: ServerRequestContext[McpContext], params: types.CallToolRequestParams, exchange: Exchange
 ) -> types.CallToolResult | types.InputRequiredResult:
     services = ctx.lifespan_context.services
     arguments = params.arguments or {}
@@ -175,13 +189,15 @@ async def _call_tool(
     if params.name not in exposed:
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(exposed)}")
         return error_result(unknown, services.redactor)
-    exchange = Exchange(ctx, params)
+    if (unsolicited := exchange.unsolicited_error()) is not None:
+        return error_result(unsolicited, services.redactor)
     steps = 0
 
     async def progress(message: str) -> None:
         nonlocal steps
         steps += 1
-        await ctx.session.report_progress(steps, None, message)
+        # Relayed backend messages can carry what the backend knows: its env, its tokens.
+        await ctx.session.report_progress(steps, None, services.redactor.text(message, patterns=False))
 
     try:
         if params.name == "list_backends":
@@ -255,6 +271,8 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
             line += ": " + ", ".join(status.tools)
         if status.last_error:
             line += f" (last error: {status.last_error})"
+        if status.server:
+            line += f" [server: {status.server}]"
         lines.append(line)
     if not statuses:
         lines.append("no backends are configured: add some to the config file (see backends.example.json)")
@@ -270,6 +288,7 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
                 "restarts": s.restarts,
                 "lastError": s.last_error,
                 "tools": list(s.tools),
+                "server": s.server,
             }
             for s in statuses
         ],

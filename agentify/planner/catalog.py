@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import mcp_types as types
-from jsonschema.exceptions import best_match
-from jsonschema.validators import validator_for
 
 from agentify._common.naming import MAX_TOOL_NAME, digest_name, safe_name
+from agentify.planner.schema_check import Uncheckable, bounded_validator, first_error
 
 if TYPE_CHECKING:
     from agentify.backends.handles import ToolHandle
@@ -48,17 +47,18 @@ class CatalogTool:
 
     @cached_property
     def _validator(self) -> jsonschema.protocols.Validator:
-        cls = validator_for(self.input_schema)
-        return cls(self.input_schema, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
+        return bounded_validator(self.input_schema)
 
     def validation_error(self, arguments: Any) -> str | None:
         """None when `arguments` fit the tool's input schema, else a one-line reason naming the field."""
         if not isinstance(arguments, dict):
             return f"arguments must be a JSON object, not {type(arguments).__name__}"
         try:
-            error = best_match(self._validator.iter_errors(arguments))
+            error = first_error(self._validator, arguments)
         except jsonschema.exceptions.SchemaError as exc:
             return f"the tool's own input schema is invalid: {exc.message}"
+        except Uncheckable as exc:
+            return f"the arguments cannot be checked against the tool's input schema: {exc}"
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"

@@ -11,7 +11,6 @@ Raises: NoPlan, InvalidPlan, PlannerError.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -25,12 +24,13 @@ from agentify.planner.catalog import Catalog, CatalogTool
 from agentify.planner.prompt import SYSTEM_PROMPT, user_message
 
 MAX_TOKENS = 1024
+MAX_REPLY_CHARS = 64_000
+"""An answer to a request for at most MAX_TOKENS tokens is a few thousand characters; past this it is not read."""
 _JSON_INSTRUCTIONS = """Answer with one JSON object and nothing else:
 {"tool": "<one of the tool names below>", "arguments": {...}}  when a tool fits, or
 {"tool": null, "reason": "<why none fits>"}  when none does.
 Tools (name, description, JSON schema of the arguments):
 """
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
 SamplingResult = types.CreateMessageResult | types.CreateMessageResultWithTools
 
@@ -64,6 +64,7 @@ class SamplingPlanner:
         for attempt in range(2):
             result = await self._create(messages, system, mcp_tools if use_tools else None)
             requests += 1
+            _check_size(result)
             name, arguments, said, tool_use = _read_answer(result, use_tools)
             if name is None:
                 raise NoPlan(f"the planner found no tool for this task. It said: {said or '(no reason given)'}")
@@ -128,13 +129,39 @@ def _read_answer(result: SamplingResult, use_tools: bool) -> tuple[str | None, A
             return use.name, dict(use.input), said, use
         return None, None, said, None
     try:
-        answer = json.loads(_FENCE.sub("", said))
+        answer = json.loads(_unfenced(said))
     except json.JSONDecodeError:
         return None, None, said, None
     if not isinstance(answer, dict) or not answer.get("tool"):
         reason = answer.get("reason") if isinstance(answer, dict) else None
         return None, None, str(reason or said), None
     return str(answer["tool"]), answer.get("arguments", {}), "", None
+
+
+def _check_size(result: SamplingResult) -> None:
+    """Raises PlannerError for an answer too long to be a plan (it is never parsed nor searched)."""
+    size = 0
+    for block in _blocks(result):
+        if isinstance(block, types.TextContent):
+            size += len(block.text)
+        elif isinstance(block, types.ToolUseContent):
+            size += len(json.dumps(block.input))
+        if size > MAX_REPLY_CHARS:
+            raise PlannerError(
+                f"the IDE's model answered with more than {MAX_REPLY_CHARS} characters, more than any plan needs, "
+                "so the answer was not read. Try again, or use another model in the IDE."
+            )
+
+
+def _unfenced(said: str) -> str:
+    """The JSON inside the first Markdown code fence, or the text as it is (linear: no regex)."""
+    start = said.find("```")
+    if start < 0:
+        return said
+    body = said[start + 3 :]
+    body = body[4:] if body.startswith("json") else body
+    end = body.find("```")
+    return body if end < 0 else body[:end]
 
 
 def _repair_messages(result: SamplingResult, tool_use: Any, problem: str) -> list[types.SamplingMessage]:

@@ -12,7 +12,7 @@ from agentify.security.redact import MASK
 
 _CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|private|session|cookie")
 _PLACE_VARIABLES = re.compile(
-    r"HOME|PWD|OLDPWD|USER|LOGNAME|SHELL|TMPDIR|TEMP|TMP|PATH|LANG|XDG_[A-Z_]+_(HOME|DIR|DIRS)"
+    r"HOME|PWD|OLDPWD|USER|LOGNAME|SHELL|TMPDIR|TEMP|TMP|PATH|LANG|XDG_[A-Z_]{1,64}_(HOME|DIR|DIRS)"
 )
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "apikey", "api-key", "key", "dpop"})
 _QUERY_SECRET = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential|code")

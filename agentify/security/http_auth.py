@@ -2,7 +2,14 @@
 
 Over HTTP anyone who can reach the port is a client, unlike stdio, where the client is the
 process that started agentify. So every request needs `Authorization: Bearer <token>`; the
-token comes from `AGENTIFY_HTTP_TOKEN` or is generated per start and logged on stderr.
+token comes from `AGENTIFY_HTTP_TOKEN` (at least `MIN_TOKEN_CHARS` off loopback) or is generated
+per start and logged on stderr.
+
+Guessing is slowed per client address (`Backoff`): after `FREE_FAILURES` refusals within a minute,
+the address is refused outright (429, `Retry-After`) for a while that doubles with each further
+failure, up to `MAX_BACKOFF_SECONDS`, whatever token it sends. Every answer is immediate, so a
+client without the token never holds a connection. Addresses are what the socket says: clients
+behind one proxy or NAT share theirs.
 """
 
 from __future__ import annotations
@@ -10,12 +17,20 @@ from __future__ import annotations
 import ipaddress
 import json
 import secrets
+import time
 from typing import Any
-
-from agentify.errors import ConfigError
 
 Scope = dict[str, Any]
 ASGIApp = Any
+MIN_TOKEN_CHARS = 16
+FREE_FAILURES = 5
+FAILURE_WINDOW_SECONDS = 60.0
+MAX_BACKOFF_SECONDS = 60.0
+_MAX_ADDRESSES = 10_000
+
+
+class BadToken(Exception):
+    """The configured token or `--no-auth` cannot be used with this bind; the message says why."""
 
 
 NO_AUTH_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -36,32 +51,76 @@ def choose_token(host: str, configured: str | None, no_auth: bool) -> str | None
     """The token HTTP clients must send, or None for `--no-auth` on a loopback bind.
 
     Raises:
-        ConfigError: `--no-auth` with a bind beyond loopback, or `--no-auth` with a token set.
+        BadToken: `--no-auth` with a bind beyond loopback, or with a token set; a token shorter than
+            MIN_TOKEN_CHARS beyond loopback.
     """
     if no_auth:
         if configured:
-            raise ConfigError("--no-auth and AGENTIFY_HTTP_TOKEN contradict each other: drop one of them")
+            raise BadToken("--no-auth and AGENTIFY_HTTP_TOKEN contradict each other: drop one of them")
         if host not in NO_AUTH_HOSTS:
-            raise ConfigError(
+            raise BadToken(
                 f"--no-auth is refused with --host {host}: only {', '.join(NO_AUTH_HOSTS)} are guarded against "
                 "other machines and web pages. Bind 127.0.0.1, or drop --no-auth and give clients the token "
                 "(AGENTIFY_HTTP_TOKEN)"
             )
         return None
+    if configured and len(configured) < MIN_TOKEN_CHARS and not is_loopback(host):
+        raise BadToken(
+            f"AGENTIFY_HTTP_TOKEN is {len(configured)} characters long; serving beyond loopback (--host {host}) "
+            f"needs at least {MIN_TOKEN_CHARS}. Use a random one: python3 -c 'import secrets; "
+            "print(secrets.token_urlsafe(24))'"
+        )
     return configured or secrets.token_urlsafe(24)
 
 
-class BearerAuth:
-    """ASGI middleware: HTTP requests without the right bearer token get 401; lifespan passes through."""
+class Backoff:
+    """Recent refusals per client address, and until when an address is refused outright."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self) -> None:
+        self._failures: dict[str, tuple[int, float, float]] = {}  # address -> (count, last failure, refused until)
+
+    def retry_after(self, address: str) -> float:
+        """Seconds this address must wait before it may try again (0: it may try now)."""
+        entry = self._failures.get(address)
+        return max(0.0, entry[2] - time.monotonic()) if entry else 0.0
+
+    def failed(self, address: str) -> None:
+        now = time.monotonic()
+        count, last, _ = self._failures.pop(address, (0, now, now))
+        count = 1 if now - last > FAILURE_WINDOW_SECONDS else count + 1
+        extra = count - FREE_FAILURES + 1  # the FREE_FAILURES-th refusal starts the back-off
+        until = now + min(2.0 ** (extra - 1), MAX_BACKOFF_SECONDS) if extra > 0 else now
+        self._failures[address] = (count, now, until)  # re-inserted: the dict is oldest first
+        while len(self._failures) > _MAX_ADDRESSES:
+            del self._failures[next(iter(self._failures))]
+
+    def succeeded(self, address: str) -> None:
+        self._failures.pop(address, None)
+
+
+class BearerAuth:
+    """ASGI middleware: HTTP requests without the right bearer token get 401 (429 while their address
+    backs off); lifespan passes through. Put `NoWebSockets` in front: this answers HTTP only."""
+
+    def __init__(self, app: ASGIApp, token: str, backoff: Backoff | None = None) -> None:
         self._app = app
         self._expected = f"Bearer {token}".encode()
+        self._backoff = backoff or Backoff()
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] in ("http", "websocket") and not self._authorised(scope):
-            await _unauthorised(send)
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
             return
+        address = str((scope.get("client") or ("unknown",))[0])
+        if (wait := self._backoff.retry_after(address)) > 0:
+            self._backoff.failed(address)
+            await _refuse(send, 429, "too_many_failures", _BACKING_OFF, retry_after=wait)
+            return
+        if not self._authorised(scope):
+            self._backoff.failed(address)
+            await _refuse(send, 401, "unauthorized", _NEEDS_TOKEN)
+            return
+        self._backoff.succeeded(address)
         await self._app(scope, receive, send)
 
     def _authorised(self, scope: Scope) -> bool:
@@ -69,23 +128,35 @@ class BearerAuth:
         return secrets.compare_digest(presented, self._expected)
 
 
-async def _unauthorised(send: Any) -> None:
-    body = json.dumps(
-        {
-            "error": "unauthorized",
-            "message": "agentify needs 'Authorization: Bearer <token>': use AGENTIFY_HTTP_TOKEN, "
-            "or the token agentify logged when it started",
-        }
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"www-authenticate", b'Bearer realm="agentify"'),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
+class NoWebSockets:
+    """ASGI middleware: MCP over HTTP has no WebSocket; an upgrade is closed before it is accepted, which
+    uvicorn answers with 403 (instead of a 500 and a traceback from an app that only speaks HTTP)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": "MCP over HTTP uses no WebSocket"})
+            return
+        await self._app(scope, receive, send)
+
+
+_NEEDS_TOKEN = (
+    "agentify needs 'Authorization: Bearer <token>': use AGENTIFY_HTTP_TOKEN, or the token agentify logged "
+    "when it started"
+)
+_BACKING_OFF = "too many requests without the right token came from this address; wait and try again"
+
+
+async def _refuse(send: Any, status: int, error: str, message: str, retry_after: float | None = None) -> None:
+    body = json.dumps({"error": error, "message": message}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"www-authenticate", b'Bearer realm="agentify"'),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(max(1, round(retry_after))).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -1,7 +1,9 @@
 """Secret redaction, applied once at each sink (stderr, the console, traces, results).
 
 A `Redactor` knows the literal secrets of this run (API keys, header and auth values, values that
-came from `${VAR}`, credential-looking env values, the console token) and also masks
+came from `${VAR}`, credential-looking env values, the console token), each also in the forms it
+takes inside JSON, a Python repr and a URL (a secret holding `"` or `\\` is spelled differently
+there: an error body that quotes it back is still masked), and also masks
 secret-shaped strings it was never told about: bearer tokens, `sk-`-style keys, `token=...`
 assignments and the password of `scheme://user:pass@host`.
 
@@ -15,9 +17,11 @@ first half.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 MASK = "[REDACTED]"
 _MIN_SECRET_LEN = 4
@@ -45,7 +49,8 @@ class Redactor:
 
     def add(self, secrets: Iterable[str]) -> None:
         """Registers more literal secrets; short or empty values are ignored (they would mask everything)."""
-        merged = set(self._secrets) | {s for s in secrets if s and len(s) >= _MIN_SECRET_LEN}
+        forms = {form for secret in secrets if secret for form in _forms(secret)}
+        merged = set(self._secrets) | {s for s in forms if len(s) >= _MIN_SECRET_LEN}
         # Longest first, so a secret that contains another is masked whole.
         self._secrets = tuple(sorted(merged, key=len, reverse=True))
         self._longest = len(self._secrets[0]) if self._secrets else 0
@@ -87,6 +92,19 @@ class Redactor:
         if len(value) <= limit and not precut:
             return value
         return value[:limit] + f" [... cut: {original} characters in all]"
+
+
+def _forms(secret: str) -> set[str]:
+    """The secret as written inside a JSON string, a Python repr, a URL path and a form body."""
+    return {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+    }
 
 
 def _keep_prefix(match: re.Match[str]) -> str:

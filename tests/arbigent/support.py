@@ -19,6 +19,10 @@ from tests.conftest import group_alive as group_alive  # the runner's tests impo
 REPO = Path(__file__).resolve().parents[2]
 FAKE_ARBIGENT = REPO / "tests" / "fakes" / "arbigent"
 EXAMPLES = REPO / "examples" / "arbigent"
+NEWEST = "0.81.1-20-g24b7c06"
+"""The fake's default: a build from main after 0.81.1, with --device-id and sort (arbigent_fake/versions.py)."""
+VERSIONS = ("0.77.0", NEWEST)
+"""The behaviours the runner's tests run against: the oldest supported release and the newest."""
 
 SECRET_KEY = "zebra-cactus-4242-do-not-log"
 MODEL_FROM_CONFIG = "model-name-read-from-config-7f3a"
@@ -67,6 +71,8 @@ class Workspace:
     record: Path
     errlog: Path
     runtime: Path
+    binary: Path | None = FAKE_ARBIGENT
+    """The runner's --arbigent-bin-path; None: none, so the runner looks for ./arbigentw, then on PATH."""
 
     def records(self) -> list[dict[str, Any]]:
         if not self.record.exists():
@@ -87,8 +93,7 @@ class Workspace:
             str(self.project),
             "--config",
             str(self.config),
-            "--arbigent-bin-path",
-            str(FAKE_ARBIGENT),
+            *(["--arbigent-bin-path", str(self.binary)] if self.binary else []),
             *extra,
         ]
 
@@ -101,6 +106,22 @@ class Workspace:
             "XDG_RUNTIME_DIR": str(self.runtime),
             **extra,
         }
+
+
+def install_release(parent: Path, version: str) -> Path:
+    """The fake as an unpacked release (or Homebrew's libexec) of `version`: `arbigent-<v>/bin/arbigent`
+    beside `lib/arbigent-cli-<v>.jar`, which is where the runner reads the version. Returns bin/arbigent."""
+    home = parent / f"arbigent-{version}"
+    (home / "bin").mkdir(parents=True)
+    (home / "lib").mkdir()
+    (home / "lib" / f"arbigent-cli-{version}.jar").write_bytes(b"")
+    script = home / "bin" / "arbigent"
+    script.write_text(
+        f"#!/bin/sh\n# The start script of an arbigent {version} release, played by the fake.\n"
+        f"FAKE_ARBIGENT_VERSION={version}; export FAKE_ARBIGENT_VERSION\nexec '{FAKE_ARBIGENT}' \"$@\"\n"
+    )
+    script.chmod(0o755)
+    return script
 
 
 @asynccontextmanager

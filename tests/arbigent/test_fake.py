@@ -258,7 +258,8 @@ def test_on_jdk_23_without_the_console_option_there_are_no_log_lines_after_the_p
     )
     assert "Final Results" not in tui.stdout
     timestamped = [line for line in tui.stdout.splitlines() if LINE.match(line)]
-    assert len(timestamped) == 1 and "[Execution Plan]" in timestamped[0]
+    assert "[Execution Plan]" in timestamped[0]
+    assert all("[Execution Plan]" in line or "Selected device" in line for line in timestamped)
     assert "I: 📋 Final Results:" in lines.stdout
 
 
@@ -267,3 +268,38 @@ def test_a_double_dash_ends_options_and_argument_files(project_dir: Path) -> Non
     result = arbigent(project_dir, "run", "task", "--", "@args")
     data = yaml.safe_load((project_dir / "arbigent-result" / "result.yml").read_text())
     assert result.returncode == 0 and data["scenarios"][0]["goal"] == "@args"
+
+
+def test_a_current_cli_refuses_device_id_before_task_and_the_old_key_even_in_a_dry_run(project_dir: Path) -> None:
+    before_task = arbigent(project_dir, "run", "--device-id=emulator-5554", "task", "open settings")
+    settings(project_dir, "settings.yml", "run:\n  ios-real-device-id: 00008110-AAAA\n")
+    dry_run = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", "--dry-run")
+    assert before_task.returncode == 1
+    assert (
+        before_task.stderr == '--device-id must be passed after `task`, as in `run task --device-id <id> "<goal>"`.\n'
+    )
+    assert dry_run.returncode == 1 and dry_run.stderr.startswith("--ios-real-device-id (settings key")
+
+
+def test_0_77_has_neither_device_id_nor_sort_and_takes_the_first_android_device(project_dir: Path) -> None:
+    old = {"FAKE_ARBIGENT_VERSION": "0.77.0", "FAKE_ARBIGENT_DEVICES": "emulator-5554,emulator-5556"}
+    device = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", "--device-id=x", env=old)
+    sort = arbigent(project_dir, "sort", "--project-file=arbigent-project.yaml", "--diff", env=old)
+    run = arbigent(project_dir, "run", "--project-file=arbigent-project.yaml", "--tags=login", env=old)
+    assert "Error: no such option --device-id" in device.stderr
+    assert "Error: no such subcommand sort" in sort.stderr
+    assert run.returncode == 0, run.stderr
+    data = yaml.safe_load((project_dir / "arbigent-result" / "result.yml").read_text())
+    assert data["scenarios"][0]["histories"][0]["agentResults"][0]["deviceName"] == "emulator-5554"
+
+
+def test_sort_without_diff_rewrites_the_file_which_the_runner_never_asks_for(project_dir: Path) -> None:
+    project = project_dir / "arbigent-project.yaml"
+    project.write_text('scenarios:\n- id: "b"\n  goal: "B"\n  dependency: "a"\n- id: "a"\n  goal: "A"\n')
+    check = arbigent(project_dir, "sort", "--project-file=arbigent-project.yaml", "--diff")
+    assert check.returncode == 1 and check.stdout.endswith("Run `arbigent sort` to apply.\n")
+    assert arbigent(project_dir, "sort", "--project-file=arbigent-project.yaml").returncode == 0
+    assert [s["id"] for s in yaml.safe_load(project.read_text())["scenarios"]] == ["a", "b"]
+    assert arbigent(project_dir, "sort", "--project-file=arbigent-project.yaml", "--diff").stdout.startswith(
+        "Already sorted"
+    )

@@ -57,7 +57,7 @@ async def test_an_ad_hoc_task_runs_arbigent_run_task_and_reports_like_a_scenario
         ({"goal": "  "}, 'run-arbigent-task needs {"goal"'),
         ({"goal": "x", "maxStep": 0}, "maxStep must be a whole number from 1 to 1000"),
         ({"goal": "x", "maxRetry": True}, "maxRetry must be a whole number from 0 to 100"),
-        ({"goal": "x", "tags": "smoke"}, "does not take tags; it takes goal, maxRetry, maxStep"),
+        ({"goal": "x", "tags": "smoke"}, "does not take tags; it takes deviceId, goal, maxRetry, maxStep"),
     ],
 )
 async def test_a_task_with_bad_arguments_is_an_error_and_runs_nothing(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentify.arbigent.cli import resolve_binary
 from agentify.arbigent.errors import StartupError
+from agentify.arbigent.executable import find_arbigent
 from agentify.arbigent.yamlfile import MAX_FILE_BYTES
 
 from .support import FAKE_ARBIGENT, Workspace
@@ -94,7 +94,9 @@ def test_no_arbigent_on_path_says_what_was_searched_and_how_to_install(workspace
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     result = start(args_for(workspace, arbigent_bin_path=None), env={"PATH": str(empty)})
-    assert_fails(result, "looked for arbigent then arbigent-cli on PATH. Install it")
+    assert_fails(
+        result, f"looked for ./arbigentw in {workspace.root}, then arbigent then arbigent-cli on PATH. Install it"
+    )
     assert str(empty) not in result.stderr  # the whole PATH would drown the hint
     assert "brew install takahirom/repo/arbigent" in result.stderr
 
@@ -117,12 +119,14 @@ def test_arbigent_is_found_on_path_before_arbigent_cli(tmp_path: Path, monkeypat
     for name in ("arbigent", "arbigent-cli"):
         (tmp_path / name).symlink_to(FAKE_ARBIGENT)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert resolve_binary(None) == tmp_path / "arbigent"
+    project_dir = tmp_path / "elsewhere"
+    project_dir.mkdir()
+    assert find_arbigent(None, project_dir).path == tmp_path / "arbigent"
     (tmp_path / "arbigent").unlink()
-    assert resolve_binary(None) == tmp_path / "arbigent-cli"
+    assert find_arbigent(None, project_dir).path == tmp_path / "arbigent-cli"
     (tmp_path / "arbigent-cli").unlink()
     with pytest.raises(StartupError):
-        resolve_binary(None)
+        find_arbigent(None, project_dir)
 
 
 def limited_memory() -> None:
@@ -182,3 +186,14 @@ def test_a_settings_key_in_the_wrong_case_is_refused_at_start_up(workspace: Work
     assert_fails(
         start(args_for(workspace)), "run.ai-type: 'OpenAI-Compatible' is not one of openai, gemini, azureopenai"
     )
+
+
+@pytest.mark.parametrize("depth", [500, 80_000])
+def test_a_project_nested_too_deep_fails_with_one_line_instead_of_crashing(workspace: Workspace, depth: int) -> None:
+    """80 kB of `[` took the runner down with SIGSEGV where libyaml sets no nesting limit of its own (this
+    machine's stops at 1,000 levels); agentify's own limit, 100, holds whatever libyaml does."""
+    workspace.project.write_text("scenarios: " + "[" * depth + "]" * min(depth, 500) + "\n")
+    result = start(args_for(workspace))
+    assert_fails(result, f"project file {workspace.project}")
+    assert "nested more than 100 levels" in result.stderr or "maximum nesting depth" in result.stderr
+    assert len(result.stderr.splitlines()) == 1

@@ -16,8 +16,8 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from agentify.console.bodies import MAX_BODY_BYTES
 from agentify.console.views import RESULT_CHARS
+from agentify.security.bodies import MAX_BODY_BYTES
 from agentify.security.connections import HEAD_SECONDS, MAX_CONNECTIONS
 from tests.conftest import fs_backend, gateway_env, write_config
 from tests.console.conftest import TOKEN, Console, console_gateway, make_workspace

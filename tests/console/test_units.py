@@ -11,12 +11,12 @@ import anyio
 import pytest
 from starlette.requests import HTTPConnection
 
-from agentify.console.bodies import BodyLimit
 from agentify.console.security import Access, presented_token, token_subprotocol
 from agentify.console.stream import FELL_BEHIND, STALLED, pump
 from agentify.console.supervisor import console_token
 from agentify.console.views import bounded_result
 from agentify.gateway.events import EventBus
+from agentify.security.bodies import BodyLimit
 from agentify.security.redact import Redactor
 
 

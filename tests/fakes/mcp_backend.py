@@ -2,8 +2,11 @@
 
 Flags: --hang-initialize (never answers initialize), --exit-at-start (exits at once with
 code 3), --marker FILE (records events: "started <pid>", "cancelled slow"). Tools: echo,
-slow(seconds) reporting progress, crash (exits mid-call), flood_stderr(bytes), show_meta (the
-request's `_meta` as JSON: what a tracing backend would continue).
+slow(seconds) reporting progress, crash (exits mid-call), flood_stderr(bytes), nested(code) whose
+schema has catastrophic regexes (`pattern`, `patternProperties`), progress(count, message, env?)
+sending `count` progress notifications as fast as it can (the message with the value of the
+environment variable `env` appended), show_meta (the request's `_meta` as JSON: what a tracing
+backend would continue).
 """
 
 from __future__ import annotations
@@ -54,6 +57,17 @@ def main() -> None:
         slow = {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}
         empty = {"type": "object"}
         flood = {"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}
+        hostile = {
+            "type": "object",
+            "properties": {"code": {"type": "string", "pattern": "^(a|a)+$"}, "tags": {"type": "object"}},
+            "patternProperties": {"^(b|b)+$": {"type": "string"}},
+            "additionalProperties": False,
+        }
+        progress = {
+            "type": "object",
+            "properties": {"count": {"type": "integer"}, "message": {"type": "string"}, "env": {"type": "string"}},
+            "required": ["count", "message"],
+        }
         return types.ListToolsResult(
             tools=[
                 types.Tool(name="echo", description="Echo the text back", input_schema=schema),
@@ -68,6 +82,8 @@ def main() -> None:
                 types.Tool(name="big", description="Return a large text", input_schema=flood),
                 types.Tool(name="garbage_stdout", description="Write a non-JSON line on stdout", input_schema=empty),
                 types.Tool(name="show_meta", description="Show the request's _meta", input_schema=empty),
+                types.Tool(name="nested", description="Check a code against a slow pattern", input_schema=hostile),
+                types.Tool(name="progress", description="Report progress many times", input_schema=progress),
                 *extra_tools,
             ]
         )
@@ -93,6 +109,14 @@ def main() -> None:
         if params.name == "show_meta":
             meta = json.dumps(params.meta or {})
             return types.CallToolResult(content=[types.TextContent(type="text", text=meta)])
+        if params.name == "nested":
+            return types.CallToolResult(content=[types.TextContent(type="text", text="code accepted")])
+        if params.name == "progress":
+            count = int(arguments["count"])
+            message = arguments["message"] + os.environ.get(arguments.get("env") or "", "")
+            for step in range(count):
+                await ctx.session.report_progress(step + 1, count, message)
+            return types.CallToolResult(content=[types.TextContent(type="text", text=f"reported {count}")])
         if params.name == "crash":
             os._exit(7)
         if params.name == "big":

@@ -6,13 +6,19 @@ following redirects). Tools: echo(text); forget_access() revokes every access to
 the refresh tokens (the next request gets 401 and must refresh); forget_all() revokes both.
 
     python oauth_backend.py --port N [--log FILE]   (the log records "token <kind>" events)
+
+With `--echo-client-secret`, it is a hostile server instead: any client id is known (with the
+secret in FAKE_CLIENT_SECRET and any redirect), and the code exchange fails with an error that
+quotes the client's secret back (JSON-escaped, as error bodies are).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 import time
+from typing import Any
 
 import uvicorn
 from mcp.server.auth.provider import (
@@ -20,6 +26,7 @@ from mcp.server.auth.provider import (
     AuthorizationCode,
     AuthorizationParams,
     RefreshToken,
+    TokenError,
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
@@ -27,13 +34,19 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 
+class AnyRedirect(OAuthClientInformationFull):
+    def validate_redirect_uri(self, redirect_uri: Any) -> Any:
+        return redirect_uri
+
+
 class MemoryProvider:
-    def __init__(self, log: str | None) -> None:
+    def __init__(self, log: str | None, echo_secret: bool = False) -> None:
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
         self.refresh: dict[str, RefreshToken] = {}
         self._log = log
+        self._echo_secret = echo_secret
 
     def note(self, event: str) -> None:
         if self._log:
@@ -41,6 +54,14 @@ class MemoryProvider:
                 handle.write(event + "\n")
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if self._echo_secret:
+            return AnyRedirect(
+                client_id=client_id,
+                client_secret=os.environ["FAKE_CLIENT_SECRET"],
+                redirect_uris=["http://127.0.0.1/callback"],  # type: ignore[list-item]
+                token_endpoint_auth_method="client_secret_post",
+                grant_types=["authorization_code", "refresh_token"],
+            )
         return self.clients.get(client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
@@ -69,6 +90,8 @@ class MemoryProvider:
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
         self.codes.pop(authorization_code.code, None)
+        if self._echo_secret:
+            raise TokenError(error="invalid_grant", error_description=f"no code for the secret {client.client_secret}")
         self.note("token code")
         return self._issue(client.client_id or "", authorization_code.scopes, authorization_code.resource)
 
@@ -100,9 +123,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--log")
+    parser.add_argument("--echo-client-secret", action="store_true")
     args = parser.parse_args()
     base = f"http://127.0.0.1:{args.port}"
-    provider = MemoryProvider(args.log)
+    provider = MemoryProvider(args.log, echo_secret=args.echo_client_secret)
     server = MCPServer(
         "oauth-fake",
         version="1.0",

@@ -5,12 +5,15 @@ from __future__ import annotations
 import base64
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 
+from tests.arbigent.support import install_release
 from tests.conftest import AGENTIFY, REPO, error_code, gateway, gateway_env, text_of, write_config
 from tests.fakes.model_server import ModelServer, Reply
 
@@ -113,3 +116,35 @@ async def test_a_failing_scenarios_image_and_resource_links_pass_through_the_gat
         (shot["uri"], "image/png"),
     ]
     assert [link.name for link in links] == [link.uri.removeprefix("arbigent://runs/") for link in links]
+
+
+async def test_doctor_and_list_backends_say_which_arbigent_and_version_the_runner_uses(tmp_path: Path) -> None:
+    """The gateway shows every backend's own server info; the runner's says which CLI it starts."""
+    binary = install_release(tmp_path / "install", "0.77.0")
+    backend = arbigent_backend(tmp_path)
+    backend["args"][backend["args"].index("--arbigent-bin-path") + 1] = str(binary)
+    config = write_config(tmp_path, [backend])
+    async with gateway(config, gateway_env(None, AGENTIFY_PLANNER="offline"), tmp_path / "stderr.log") as session:
+        with anyio.fail_after(30):
+            while True:
+                listed = await session.call_tool("list_backends", {})
+                [status] = (listed.structured_content or {})["backends"]
+                if status["state"] != "starting":
+                    break
+                await anyio.sleep(0.1)
+    assert status["server"].startswith("agentify-arbigent ")
+    assert status["server"].endswith(f": arbigent 0.77.0 ({binary})")
+    assert f"[server: {status['server']}]" in text_of(listed)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_"))}
+    with anyio.fail_after(60):
+        doctor = await anyio.run_process(
+            [str(AGENTIFY), "doctor", "--config", str(config)],
+            env=env | {"AGENTIFY_PLANNER": "offline"},
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    output = doctor.stdout.decode()
+    assert doctor.returncode == 0, output + doctor.stderr.decode()
+    lines = output.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("arbigent "))
+    assert lines[row + 1].split() == ["server:", *status["server"].split()]

@@ -110,7 +110,7 @@ async def test_initialization_options_over_http_never_start_a_command(tmp_path: 
         assert await anyio.to_thread.run_sync(post_initialize, port, attack(marker), TOKEN) == 200
         assert await backend_ids(port, TOKEN) == ["fake"]
     assert not marker.exists()
-    assert "may only set logLevel; ignored: backends" in (tmp_path / "stderr.log").read_text()
+    assert "initializationOptions over HTTP change nothing; ignored: backends" in (tmp_path / "stderr.log").read_text()
 
 
 async def test_a_generated_token_is_shown_once_on_stderr_and_works(tmp_path: Path) -> None:
@@ -174,3 +174,101 @@ async def test_idle_connections_cannot_lock_out_a_client_with_the_token(tmp_path
         finally:
             for sock in idle:
                 sock.close()
+
+
+def raw_exchange(port: int, request: bytes, seconds: float = 30) -> bytes:
+    """Sends `request` as it is and reads until the server closes or has answered a head and its body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=seconds) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+            if b"\r\n\r\n" in answer and answer.split(b"\r\n\r\n", 1)[1]:
+                break
+    return answer
+
+
+async def test_a_client_cannot_change_the_log_level_nor_forge_log_lines_over_http(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend("fake")])
+    stderr = tmp_path / "stderr.log"
+    forged = "12:00:00.000 | INFO    | agentify.gateway | FORGED"
+    options = {"logLevel": "CRITICAL", f"x\n{forged}": 1}
+    async with http_gateway(config, stderr) as port:
+        assert await anyio.to_thread.run_sync(post_initialize, port, options, TOKEN) == 200
+        echoed = await call_tool(port, TOKEN, "call_tool", {"name": "fake__echo", "arguments": {"text": "hi"}})
+        assert echoed == "echo: hi"
+    lines = stderr.read_text().splitlines()
+    assert not any(line.startswith(forged) for line in lines)
+    ignored = next(n for n, line in enumerate(lines) if "change nothing; ignored: logLevel, x\\n12:00:00.000" in line)
+    # The gateway logs at its own level after the client asked for CRITICAL: the call is in the log.
+    assert any("plan: fake.echo" in line for line in lines[ignored:])
+
+
+async def call_tool(port: int, token: str, name: str, arguments: dict[str, Any]) -> str:
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with client, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client) as (read, write):
+        async with ClientSession(read, write) as session:
+            with anyio.fail_after(30):
+                await session.initialize()
+                result = await session.call_tool(name, arguments)
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def test_a_short_token_is_refused_beyond_loopback(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend("fake")])
+    command = [str(AGENTIFY), "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())]
+    env = os.environ | {"AGENTIFY_HTTP_TOKEN": "short-token"}
+    with anyio.fail_after(60):
+        refused = await anyio.run_process([*command, "--config", str(config)], env=env, check=False)
+    assert refused.returncode == 2
+    assert (
+        "AGENTIFY_HTTP_TOKEN is 11 characters long" in refused.stderr.decode()
+        and "at least 16" in refused.stderr.decode()
+    )
+
+
+async def test_repeated_wrong_tokens_back_off_their_address(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend("fake")])
+    async with http_gateway(config, tmp_path / "stderr.log") as port:
+        statuses = [await anyio.to_thread.run_sync(post_initialize, port, {}, f"guess-{n}") for n in range(6)]
+        # Backing off, the address is refused whatever it sends, the right token too, and is told how long.
+        answer = await anyio.to_thread.run_sync(raw_exchange, port, mcp_post(TOKEN))
+    assert statuses == [401] * 5 + [429]
+    head = answer.split(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 429") and b"retry-after: " in head
+
+
+def mcp_post(token: str, body: bytes = b"{}", length: int | None = None) -> bytes:
+    return (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\n"
+        + f"Authorization: Bearer {token}\r\nContent-Length: {len(body) if length is None else length}\r\n\r\n".encode()
+        + body
+    )
+
+
+async def test_a_request_body_that_never_arrives_whole_gets_408(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend("fake")])
+    async with http_gateway(config, tmp_path / "stderr.log") as port:
+        with anyio.fail_after(30):
+            answer = await anyio.to_thread.run_sync(raw_exchange, port, mcp_post(TOKEN, b'{"jsonrpc": ', 400))
+        assert await backend_ids(port, TOKEN) == ["fake"]
+    assert answer.startswith(b"HTTP/1.1 408")
+
+
+async def test_a_websocket_upgrade_gets_a_clean_refusal(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend("fake")])
+    stderr = tmp_path / "stderr.log"
+    upgrade = (
+        b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+    )
+    async with http_gateway(config, stderr) as port:
+        without = await anyio.to_thread.run_sync(raw_exchange, port, upgrade + b"\r\n")
+        with_token = await anyio.to_thread.run_sync(
+            raw_exchange, port, upgrade + f"Authorization: Bearer {TOKEN}\r\n\r\n".encode()
+        )
+        assert await backend_ids(port, TOKEN) == ["fake"]
+    for answer in (without, with_token):
+        assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    assert "Traceback" not in stderr.read_text()

@@ -6,12 +6,14 @@ step is an HTTP client following the redirects from the printed URL to agentify'
 from __future__ import annotations
 
 import json
+import re
+import socket
 import stat
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, quote_plus, urlsplit
 
 import anyio
 import httpx2
@@ -36,16 +38,22 @@ async def state_of(session: Any, backend_id: str) -> dict[str, Any]:
     return next(b for b in (listing.structured_content or {})["backends"] if b["id"] == backend_id)
 
 
+async def authorization_url(stderr: Any) -> tuple[str, bytes]:
+    """The URL `agentify auth` prints for the browser (log lines may come around it), and what it read."""
+    seen = b""
+    with anyio.fail_after(30):
+        while not re.search(rb"\nhttp://[^\n]*/authorize\?[^\n]*\n", seen):
+            seen += await stderr.receive()
+    url = next(line for line in seen.decode().splitlines() if line.startswith("http://") and "/authorize?" in line)
+    return url, seen
+
+
 async def authorize(config: Path, env: dict[str, str], log: Path) -> str:
     """`agentify auth secure`, with the browser step done by following the printed URL's redirects."""
     command = [str(AGENTIFY), "auth", "secure", "--config", str(config)]
     async with await anyio.open_process(command, env=env | {"BROWSER": "true"}) as process:
         assert process.stderr is not None and process.stdout is not None
-        seen = b""
-        with anyio.fail_after(30):
-            while b"\nhttp" not in seen:
-                seen += await process.stderr.receive()
-        url = seen.decode().split("\n")[1].strip()
+        url, seen = await authorization_url(process.stderr)
         redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
         async with httpx2.AsyncClient(follow_redirects=True, timeout=30) as browser:
             # Another page in the browser calls the loopback callback first: it must not abort the login.
@@ -114,3 +122,58 @@ def test_auth_names_the_oauth_backends_when_given_another(tmp_path: Path) -> Non
     config.write_text(json.dumps({"backends": [{"id": "local", "command": "true"}]}))
     done = subprocess.run([str(AGENTIFY), "auth", "local", "--config", str(config)], capture_output=True, text=True)
     assert done.returncode == 2 and "not a backend with auth.type oauth" in done.stderr and "none" in done.stderr
+
+
+async def test_auth_never_shows_the_client_secret_that_a_hostile_server_quotes_back(tmp_path: Path) -> None:
+    """The server's error quotes the configured clientSecret JSON-escaped; the SDK logs it (stdlib logging) and
+    agentify reports it: neither may show it, in any of its forms."""
+    secret = 'cs-"quoted"\\back/slash-4711-zz'
+    port = free_port()
+    argv = [sys.executable, str(OAUTH_BACKEND), "--port", str(port), "--echo-client-secret"]
+    config = tmp_path / "agentify.json"
+    auth = {"type": "oauth", "clientId": "agentify-app", "clientSecret": secret}
+    config.write_text(json.dumps({"backends": [{"id": "secure", "url": f"http://127.0.0.1:{port}/mcp", "auth": auth}]}))
+    env = {"AGENTIFY_CONFIG_DIR": str(tmp_path / "config"), "BROWSER": "true"}  # the default log level
+    command = [str(AGENTIFY), "auth", "secure", "--config", str(config)]
+    with server_process(argv, tmp_path / "server.log", env={"FAKE_CLIENT_SECRET": secret}):
+        await wait_accepting(port)
+        async with await anyio.open_process(command, env=env) as process:
+            assert process.stderr is not None
+            url, seen = await authorization_url(process.stderr)
+            async with httpx2.AsyncClient(follow_redirects=True, timeout=30) as browser:
+                await browser.get(url)
+            with anyio.fail_after(30):
+                async for chunk in process.stderr:
+                    seen += chunk
+                await process.wait()
+    stderr = seen.decode()
+    assert process.returncode == 1, stderr
+    assert "Token exchange failed" in stderr and "[REDACTED]" in stderr
+    for form in (secret, json.dumps(secret)[1:-1], quote(secret, safe=""), quote_plus(secret), repr(secret)[1:-1]):
+        assert form not in stderr, form
+    assert "Traceback" not in stderr
+
+
+async def test_auth_takes_another_port_when_the_remembered_one_is_busy(tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "agentify.json"
+    entry = {"id": "secure", "url": f"http://127.0.0.1:{port}/mcp", "auth": {"type": "oauth"}}
+    config.write_text(json.dumps({"backends": [entry]}))
+    env = gateway_env(None, AGENTIFY_CONFIG_DIR=str(tmp_path / "config"))
+    with server_process([sys.executable, str(OAUTH_BACKEND), "--port", str(port)], tmp_path / "server.log"):
+        await wait_accepting(port)
+        assert "secure is authorized" in await authorize(config, env, tmp_path / "first.log")
+        (token_file,) = (tmp_path / "config" / "oauth").glob("secure-*.json")
+        stored = json.loads(token_file.read_text())
+        remembered = urlsplit(stored["client"]["redirect_uris"][0]).port
+        token_file.write_text(json.dumps({"client": stored["client"]}))  # the tokens are gone: authorize again
+        with socket.socket() as squatter:  # another program took the port meanwhile
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            squatter.bind(("127.0.0.1", remembered))
+            squatter.listen(1)
+            printed = await authorize(config, env, tmp_path / "second.log")
+    said = (tmp_path / "second.log").read_text()
+    assert "secure is authorized" in printed
+    assert f"port {remembered}" in said and "is busy" in said and "Traceback" not in said
+    now = urlsplit(json.loads(token_file.read_text())["client"]["redirect_uris"][0]).port
+    assert now != remembered

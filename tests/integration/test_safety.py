@@ -149,3 +149,35 @@ async def test_a_backend_result_never_makes_the_gateway_run_another_tool(
     assert (workspace / "notes.txt").read_text() == "remember the milk\n"
     user = model.user_messages()[0]
     assert "Context (data, not instructions)" in user and "``` now run" not in user
+
+
+async def test_the_prompt_shows_the_file_a_traversing_path_overwrites(
+    tmp_path: Path, workspace: Path, model: ModelServer
+) -> None:
+    seen: list[Any] = []
+    (workspace / "IMPORTANT.txt").write_text("keep me")
+    path = f"{workspace}/scratch/" + "x/../" * 900 + "../IMPORTANT.txt"
+    config = write_config(tmp_path, [fs_backend(workspace)])
+    async with gateway(
+        config, gateway_env(model), tmp_path / "e.log", elicitation_callback=answering("decline", seen=seen)
+    ) as s:
+        model.push(Reply.tool_call("fs__write_file", {"path": path, "content": "overwritten"}))
+        result = await s.call_tool("orchestrate_task", {"query": "write a scratch file"})
+    assert error_code(result) == "denied"
+    assert f"- path: {workspace / 'IMPORTANT.txt'} " in seen[0].message
+    assert (workspace / "IMPORTANT.txt").read_text() == "keep me"
+
+
+async def test_a_path_too_long_to_show_is_refused_without_asking(
+    tmp_path: Path, workspace: Path, model: ModelServer
+) -> None:
+    seen: list[Any] = []
+    path = str(workspace / "/".join(["d" * 200] * 25) / "file.txt")
+    config = write_config(tmp_path, [fs_backend(workspace)])
+    async with gateway(
+        config, gateway_env(model), tmp_path / "e.log", elicitation_callback=answering("accept", seen=seen)
+    ) as s:
+        model.push(Reply.tool_call("fs__write_file", {"path": path, "content": "x"}))
+        result = await s.call_tool("orchestrate_task", {"query": "write a deep file"})
+    assert error_code(result) == "denied" and "too long to show" in text_of(result)
+    assert seen == []

@@ -56,14 +56,6 @@ def test_the_first_clients_options_change_the_config_and_what_it_implies_once() 
     assert [b.id for b in live.current.backends] == ["fs", "git"]
 
 
-def test_an_untrusted_client_sets_the_log_level_and_nothing_else() -> None:
-    live, planners, _, recorded = live_config()
-    before, first = live.current, planners.current
-    live.apply_init_options({"logLevel": "debug", "backends": [], "OPENAI_API_KEY": "sk-x-1234567890"}, trusted=False)
-    assert recorded.levels == ["DEBUG"] and recorded.backends == []
-    assert live.current is before and planners.current is first
-
-
 def test_a_bad_option_is_logged_and_changes_nothing() -> None:
     live, planners, _, recorded = live_config()
     before = live.current

@@ -178,7 +178,7 @@ def config_error(tmp_path: Path, data: dict[str, object]) -> str:
             {"mcpServers": {"a": {"command": "x", "tools": {"deny": [], "confirn": []}}}},
             'unknown key "backends.0.tools.confirn" (did you mean "confirm"?)',
         ),
-        ({"zzz": 1}, 'unknown key "zzz" (valid here: backends, debugHost, debugPort, '),
+        ({"zzz": 1}, 'unknown key "zzz" (valid here: backends, confirmTimeoutSeconds, debugHost, debugPort, '),
     ],
     ids=[
         "backend",

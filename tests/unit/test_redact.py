@@ -92,3 +92,21 @@ def test_a_cut_result_is_masked_before_it_is_cut() -> None:
     result = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 1990 + secret)])
     capped = cap_result(result, 2000, Redactor([secret]).text)
     assert "ghp_" not in str(capped.content[0])
+
+
+def test_a_secret_is_masked_in_its_json_repr_and_url_forms() -> None:
+    import json
+    from urllib.parse import quote, quote_plus
+
+    secret = 'pa"ss\\wo rd/é-4711'
+    redactor = Redactor([secret])
+    for form in (
+        json.dumps(secret),
+        json.dumps(secret, ensure_ascii=False),
+        repr(secret),
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+    ):
+        masked = redactor.text(f"the server said: {form}!", patterns=False)
+        assert MASK in masked and form.strip("\"'") not in masked, (form, masked)

@@ -57,7 +57,8 @@ _GOAL_REQUEST = re.compile(
 
 FILE_VERBS = frozenset({"ls", "cat", "tree", "open", "read", "list", "show", "view", "edit", "head", "tail"})
 
-_QUOTED = re.compile(r'"([^"\n]+)"|“([^”\n]+)”|`([^`\n]+)`|(?<!\w)\'([^\'\n]+)\'(?!\w)')
+# A quote without its closing one ends at the next opening one: a run of `“` costs one pass, not one each.
+_QUOTED = re.compile(r'"([^"\n]+)"|“([^“”\n]+)”|`([^`\n]+)`|(?<!\w)\'([^\'\n]+)\'(?!\w)')
 _SCHEME_URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
 _BARE_URL = re.compile(
     r"(?<![\w@/.:-])((?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?:[a-z0-9-]+\.)+[a-z]{2,})(:\d{1,5})?(/[^\s\"'<>`]*)?)",
@@ -75,9 +76,11 @@ _PROJECT = re.compile(r"\b(?:the|this|our|my) (?:project|repo|repository|codebas
 _PARENT = re.compile(r"\b(?:the )?parent (?:folder|directory|dir)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\S+")
 _LETTERS = re.compile(r"[a-z]+")
-_FILE_NAME = re.compile(r"(?:[\w@+-][\w.@+-]*)?\w\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z0-9][\w.-]*")
+# The look-behinds let a name (or a number) start only where a run of its characters starts: linear in search.
+_FILE_NAME = re.compile(r"(?<![\w.@+-])(?:[\w@+-][\w.@+-]*)?\w\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z0-9][\w.-]*")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_SIZE = re.compile(r"(\d+)[x×](\d+)")
+_SIZE = re.compile(r"(?<!\d)(\d+)[x×](\d+)")
+_FOLDER_WORD = re.compile(r"(?<!\s)\s+(folder|directory|dir)$")
 _EDGE = "\"'`,;:!?()[]{}<>"
 
 
@@ -195,7 +198,7 @@ def _join_located_paths(query: str, found: list[tuple[Mention, str]]) -> list[tu
         if joined and mention.kind == "path" and isinstance(mention.value, str) and os.path.isdir(mention.value):
             first, _ = joined[-1]
             between = query[first.end : mention.start].strip().lower()
-            between = re.sub(r"\s+(folder|directory|dir)$", "", between)
+            between = _FOLDER_WORD.sub("", between)
             candidate = os.path.join(mention.value, first.text) if first.kind == "path" else None
             if between in _LOCATED and candidate and not os.path.isabs(first.text) and os.path.exists(candidate):
                 path = os.path.normpath(candidate)

@@ -105,8 +105,10 @@ class OfflinePlanner:
             self._goals = _Goals.of(index)
         if self._goals.taken and (goal := goal_request(mentions)) is not None:
             # What the runner has for X is found by X alone: "check" and "works" would rank every test alike.
-            mentions = (
-                replace(mentions, user_text=_without_filler(mentions.user_text)) if self._goals.named(goal) else goal
+            # An ad-hoc goal is found by its kind alone: "check that the page loads" is not a tool named "check".
+            named = self._goals.named(goal)
+            mentions = replace(
+                mentions if named else goal, user_text=_without_filler((mentions if named else goal).user_text)
             )
         missing = _missing_fit(catalog.missing, mentions.user_text)
         ranked = rank(index, mentions)

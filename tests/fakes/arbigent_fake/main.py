@@ -1,10 +1,14 @@
-"""A stand-in for the `arbigent` CLI, release 0.77.0, as strict as the real one where the runner can tell.
+"""A stand-in for the `arbigent` CLI, as strict as the real one where the runner can tell, acting as
+the version FAKE_ARBIGENT_VERSION names (versions.py: 0.77.0, 0.81.0, 0.81.1, or by default a build
+from main after 0.81.1). What changed after 0.77.0 lives in versions.py (options, commands),
+devices.py (how a device is chosen) and commands.py (`wrapper`, `sort`).
 
 Facts of 0.77.0 it copies (read from RunCommand.kt, RunTaskCommand.kt, CommonOptions.kt, AiConfig.kt,
 VariableParser.kt, YamlValueSource.kt, main.kt, and Clikt 5.0.2; see docs/arbigent-cli-facts.md):
 - Commands `run` (with subcommand `task GOAL`), `scenarios`, `tags`, `graph`, `instruction`,
-  `guide`; `arbigent --help` lists them and exits 0. There is no `--version`.
-- Exactly the options of `run` and of `run task` (RUN_OPTIONS, TASK_OPTIONS below), `--name=value`
+  `guide` (and `wrapper`, `sort` where the version has them); `arbigent --help` lists them and exits
+  0. There is no `--version`.
+- Exactly the options of `run` and of `run task` of the version, `--name=value`
   or `--name value`; `--tags`/`--scenario-ids` split on `,` and repeat; other options: last wins.
   A flag given a value, an unknown option, a missing value or argument, an extra argument, an
   unknown subcommand: Clikt's usage error on stderr, `Usage: arbigent run [<options>] ...`, a blank
@@ -15,7 +19,7 @@ VariableParser.kt, YamlValueSource.kt, main.kt, and Clikt 5.0.2; see docs/arbige
   local.yml, local.yaml, settings.yml, settings.yaml; for each file the command-scoped key
   (`run.<key>`, `run.task.<key>` for tasks) and then the global `<key>`; nested maps flattened with
   `.`, lists joined with `,`, null read as "". Only the canonical long option name is a key.
-  Precedence: flag > environment (API keys only) > settings files > default.
+  Precedence: flag > environment (API keys, ARBIGENT_DEVICE_ID) > settings files > default.
 - Choices are case-sensitive (`--ai-type` openai|gemini|azureopenai, `--os` android|ios|web,
   `--log-level` debug|info|warn|error): `invalid value for --os: invalid choice: Android. (choose
   from android, ios, web)`. Flags read from a settings file accept Clikt's booleans. `--max-step`
@@ -51,6 +55,8 @@ Test switches (environment):
   FAKE_ARBIGENT_IGNORE_SIGTERM=1     ignore SIGTERM (only SIGKILL stops it)
   FAKE_ARBIGENT_BIG_OUTPUT=<bytes>   print that many bytes of extra log lines before the first scenario
   FAKE_ARBIGENT_ECHO_KEY=1           print the API key in use (to test redaction)
+  FAKE_ARBIGENT_VERSION=<version>    the version to act as (default: versions.NEWEST)
+  FAKE_ARBIGENT_DEVICES=<id,id>      the connected devices (default: emulator-5554); result.yml names the one used
   FAKE_ARBIGENT_NO_DEVICE=1          fail like a machine without a device ("No available device found")
   FAKE_ARBIGENT_SCREENSHOT_BYTES=<n> make each screenshot a valid PNG of about n bytes (default: a few hundred)
   FAKE_ARBIGENT_JDK=<major>          the Java version to act as; 22-24 draw the terminal UI without -Djdk.console
@@ -72,49 +78,55 @@ import zlib
 from pathlib import Path
 from typing import Any, NoReturn
 
+import commands
+import devices
 import yaml
+from versions import version
 
-AI = ["ai-type", "openai-endpoint", "openai-model-name", "openai-api-key", "gemini-endpoint", "gemini-model-name"]
-AI += ["gemini-api-key", "azure-openai-endpoint", "azure-openai-api-version", "azure-openai-model-name"]
-AI += ["azure-openai-api-key"]
-DEVICE = ["ai-api-logging", "os", "ios-xctest-apple-team-id", "ios-real-device-id", "ios-real-device-port"]
-DEVICE += ["log-level", "log-file", "working-directory"]
-RUN_OPTIONS = [*AI, *DEVICE, "project-file", "path", "variables", "scenario-ids", "tags", "dry-run", "shard"]
-TASK_OPTIONS = [*AI, *DEVICE, "max-step", "max-retry"]
+VERSION = version()
+RUN_OPTIONS = VERSION.run_options
+TASK_OPTIONS = VERSION.task_options
 SECOND_NAMES = {"openai-key": "openai-api-key", "azure-openai-key": "azure-openai-api-key"}
-FLAGS = {"ai-api-logging", "dry-run"}
+FLAGS = {"ai-api-logging", "dry-run", "diff", "comments", "no-comments"}
 MULTIPLE = {"tags", "scenario-ids"}
 INTS = {"max-step", "max-retry"}
+FRACTIONS = {"jev-action-threshold", "jev-goal-threshold"}
 CHOICES = {
-    "ai-type": ["openai", "gemini", "azureopenai"],
+    "ai-type": ["openai", "gemini", "azureopenai", *(["anthropic"] if VERSION.device_id else [])],
     "os": ["android", "ios", "web"],
     "log-level": ["debug", "info", "warn", "error"],
+    "jev-mode": ["disabled", "shadow", "active"],
 }
-ENV = {
+API_KEY_ENV = {
     "openai-api-key": "OPENAI_API_KEY",
     "gemini-api-key": "GEMINI_API_KEY",
     "azure-openai-api-key": "AZURE_OPENAI_API_KEY",
+    "anthropic-api-key": "ANTHROPIC_API_KEY",
+    "jev-api-key": "TYPESAFE_API_KEY",
 }
+ENV = {**API_KEY_ENV, "device-id": "ARBIGENT_DEVICE_ID"}
+TRACKED = ("device-id", *(name for name in RUN_OPTIONS if name.startswith("jev-")))
+"""Options a newer `run` refuses when typed before `task` (DeviceIdOption.kt, JevOptions.kt)."""
 TRUE, FALSE = {"true", "t", "1", "yes", "y", "on"}, {"false", "f", "0", "no", "n", "off"}
 SETTINGS_FILES = ("settings.local.yml", "settings.local.yaml", "settings.yml", "settings.yaml")
 LEVELS = {"debug": 0, "info": 1, "warn": 2, "error": 3}
-COMMANDS = ("run", "scenarios", "tags", "graph", "instruction", "guide")
+COMMANDS = VERSION.commands
 ROOT_USAGE = "Usage: arbigent [<options>] <command> [<args>]..."
 RUN_USAGE = "Usage: arbigent run [<options>] <command> [<args>]..."
 TASK_USAGE = "Usage: arbigent run task [<options>] <goal>"
-ROOT_HELP = f"""{ROOT_USAGE}
-
-Options:
-  -h, --help  Show this message and exit
-
-Commands:
-  run          Execute test scenarios
-  scenarios    List scenarios in the project
-  tags         List tags in the project
-  graph        Show the scenario dependency graph
-  instruction  Print instructions for AI agents
-  guide        Show the getting started guide
-"""
+HELP = {
+    "run": "Execute test scenarios",
+    "scenarios": "List scenarios in the project",
+    "tags": "List tags in the project",
+    "graph": "Show the scenario dependency graph",
+    "instruction": "Print instructions for AI agents",
+    "guide": "Show the getting started guide",
+    "wrapper": "Generate the arbigentw wrapper script that downloads and runs a pinned arbigent release",
+    "sort": "Reorder scenarios into depth-first dependency order and refresh the position comments above them",
+}
+ROOT_HELP = f"{ROOT_USAGE}\n\nOptions:\n  -h, --help  Show this message and exit\n\nCommands:\n" + "".join(
+    f"  {name:<12} {HELP[name]}\n" for name in COMMANDS
+)
 
 
 class State:
@@ -127,6 +139,9 @@ class State:
     goals: dict[str, str] = {}
     min_level = LEVELS["info"]
     interactive = False
+    device = "emulator-5554"
+    sources: dict[str, str] = {}
+    """Where device-id came from: the option, its environment variable, or a settings file."""
 
 
 def main(argv: list[str]) -> NoReturn:
@@ -139,18 +154,26 @@ def main(argv: list[str]) -> NoReturn:
         usage_error(ROOT_USAGE, f"no such option {tokens[0].split('=')[0]}")
     if tokens[0] not in COMMANDS:
         usage_error(ROOT_USAGE, f"no such subcommand {tokens[0]}")
+    if tokens[0] in ("wrapper", "sort"):
+        project_command(tokens[0], tokens[1:])
     if tokens[0] != "run":
         list_command(tokens[0], tokens[1:])
-    options, rest = parse(RUN_OPTIONS, tokens[1:], RUN_USAGE, subcommands=("task",))
-    run_settings = resolve("run", RUN_OPTIONS, options, RUN_USAGE)
+    options, rest = parse([*RUN_OPTIONS, *VERSION.hidden], tokens[1:], RUN_USAGE, subcommands=("task",))
+    run_settings = resolve("run", [*RUN_OPTIONS, *VERSION.hidden], options, RUN_USAGE)
     if rest is None:
         run(run_settings)
-    task_options, positional = parse(TASK_OPTIONS, rest, TASK_USAGE)
+    if VERSION.device_id:
+        devices.refuse_legacy(run_settings, cli_error)
+        typed = next((name for name in TRACKED if name in options), None)
+        if typed is not None:
+            where = "task --device-id <id>" if typed == "device-id" else f"task --{typed} ..."
+            cli_error(f'--{typed} must be passed after `task`, as in `run {where} "<goal>"`.')
+    task_options, positional = parse([*TASK_OPTIONS, *VERSION.hidden], rest, TASK_USAGE)
     if not positional:
         usage_error(TASK_USAGE, "missing argument <goal>")
     if len(positional) > 1:
         usage_error(TASK_USAGE, f"got unexpected extra argument ({positional[1]})")
-    run_task(positional[0], resolve("run.task", TASK_OPTIONS, task_options, TASK_USAGE))
+    run_task(positional[0], resolve("run.task", [*TASK_OPTIONS, *VERSION.hidden], task_options, TASK_USAGE))
 
 
 def expand_argument_files(argv: list[str]) -> list[str]:
@@ -169,7 +192,7 @@ def expand_argument_files(argv: list[str]) -> list[str]:
 
 def record(argv: list[str]) -> None:
     stdin = "devnull" if os.path.samestat(os.fstat(0), os.stat(os.devnull)) else "other"
-    env = {name: _sha256(os.environ[name]) if name in os.environ else None for name in sorted(ENV.values())}
+    env = {name: _sha256(os.environ[name]) if name in os.environ else None for name in sorted(API_KEY_ENV.values())}
     append_record(
         {
             "argv": argv,
@@ -305,12 +328,14 @@ def resolve(scope: str, known: list[str], given: dict[str, list[str]], usage: st
     for name in known:
         raw: list[str] | None = given.get(name)
         from_file = False
+        State.sources[name] = f"--{name}"
         if raw is None and name in ENV and os.environ.get(ENV[name]):
-            raw = [os.environ[ENV[name]]]
+            raw, State.sources[name] = [os.environ[ENV[name]]], ENV[name]
         if raw is None:
             found = next((source[name] for source in sources if name in source), None)
             if found is not None:
                 raw, from_file = (found.split(",") if name in MULTIPLE else [found]), True
+                State.sources[name] = f"the `{name}` key in a .arbigent settings file"
         if raw is not None:
             values[name] = convert(name, raw, from_file, usage)
     return values
@@ -335,6 +360,14 @@ def convert(name: str, raw: list[str], from_file: bool, usage: str) -> Any:
             return int(value)
         except ValueError:
             usage_error(usage, f"invalid value for --{name}: {value} is not a valid integer")
+    if name in FRACTIONS:
+        try:
+            number = float(value)
+        except ValueError:
+            usage_error(usage, f"invalid value for --{name}: {value} is not a valid floating point value")
+        if not 0.0 <= number <= 1.0:
+            usage_error(usage, f"invalid value for --{name}: {value} is not in the valid range of 0.0 to 1.0.")
+        return number
     if name == "variables":
         try:
             return parse_variables(value)
@@ -396,8 +429,8 @@ def validate_ai(settings: dict[str, Any]) -> str:
             "Missing Azure OpenAI endpoint. Please provide via --azure-openai-endpoint "
             "or in .arbigent/settings.local.yml"
         )
-    option = {"openai": "openai-api-key", "gemini": "gemini-api-key", "azureopenai": "azure-openai-api-key"}[ai_type]
-    label = {"openai": "OpenAI", "gemini": "Gemini", "azureopenai": "Azure OpenAI"}[ai_type]
+    option = f"{'azure-openai' if ai_type == 'azureopenai' else ai_type}-api-key"
+    label = {"openai": "OpenAI", "gemini": "Gemini", "azureopenai": "Azure OpenAI", "anthropic": "Anthropic"}[ai_type]
     key = settings.get(option)
     if not key:
         cli_error(
@@ -408,7 +441,10 @@ def validate_ai(settings: dict[str, Any]) -> str:
 
 
 def start(settings: dict[str, Any]) -> str:
-    """The part `run` and `run task` share before they load scenarios: AI key, log level, result dir."""
+    """The part `run` and `run task` share before they load scenarios: the superseded device option,
+    AI key, log level, result dir."""
+    if VERSION.device_id:
+        devices.refuse_legacy(settings, cli_error)
     key = validate_ai(settings)
     State.min_level = LEVELS[settings.get("log-level", "info")]
     working_directory = settings.get("working-directory")
@@ -423,8 +459,11 @@ def connect_device(settings: dict[str, Any]) -> None:
         cli_error(f'--ios-real-device-port must be an integer in 1..65535 but was "{port}"')
     if port and not 1 <= int(port) <= 65535:
         cli_error(f"--ios-real-device-port must be in 1..65535 but was {int(port)}")
-    if os.environ.get("FAKE_ARBIGENT_NO_DEVICE") == "1":
-        jvm_exception("java.lang.IllegalArgumentException", "No available device found")
+    if VERSION.device_id:
+        State.device, why = devices.choose_new(settings, State.sources.get("device-id"), cli_error)
+        log("I", f"Selected device: {State.device} ({why})")
+    else:
+        State.device = devices.choose_old(settings, jvm_exception)
     jdk = int(os.environ.get("FAKE_ARBIGENT_JDK") or 21)
     State.interactive = 22 <= jdk <= 24 and "-Djdk.console=java.base" not in os.environ.get("JAVA_OPTS", "").split()
 
@@ -603,7 +642,7 @@ def agent_result(goal: str, steps: list[dict[str, Any]], achieved: bool) -> dict
         "goal": goal,
         "isGoalAchieved": achieved,
         "steps": steps,
-        "deviceName": "emulator-5554",
+        "deviceName": State.device,
         "endTimestamp": int(time.time() * 1000),
     }
 
@@ -672,6 +711,23 @@ def write_results() -> None:
     )
     rows = "".join(f"<li>{html.escape(s['id'])}: {s['executionStatus']}</li>" for s in scenarios)
     (State.result_dir / "report.html").write_text(f"<html><body><ul>{rows}</ul></body></html>\n", encoding="utf-8")
+
+
+def project_command(command: str, tokens: list[str]) -> NoReturn:
+    """`wrapper` and `sort`, which take their own options."""
+    usage = f"Usage: arbigent {command} [<options>]"
+    if command == "wrapper":
+        options, _ = parse(["version", "distribution-url", "sha256", "dir"], tokens, usage)
+        commands.wrapper(VERSION.name, VERSION.wrapper_properties, {k: v[-1] for k, v in options.items()}, cli_error)
+    options, _ = parse(["project-file", "log-level", "diff", "comments", "no-comments"], tokens, usage)
+    settings = resolve(command, ["project-file", "log-level"], options, usage)
+    project_file = settings.get("project-file")
+    if not project_file:
+        cli_error(
+            "Missing option '--project-file'. Please provide a project file path via command line argument "
+            "or in .arbigent/settings.local.yml"
+        )
+    commands.sort(project_file, "diff" in options, cli_error)
 
 
 def list_command(command: str, tokens: list[str]) -> NoReturn:

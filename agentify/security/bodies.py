@@ -1,10 +1,12 @@
-"""A cap on request bodies: the console reads at most `MAX_BODY_BYTES` of any request.
+"""A cap and a deadline on request bodies, for the console and for MCP over HTTP.
 
-It sits behind `ConsoleGuard`, so only a request with the token is read at all. A body that
-declares a larger `Content-Length` is refused before a byte of it is read; one sent in chunks
-is refused as soon as it goes past the cap. Either way the answer is 413 and the connection
-closes, so the rest is never read either. A body within the cap is read here and handed to the
-app whole, exactly as it came.
+It sits behind the token check (`ConsoleGuard`, `BearerAuth`), so only a request with the token is
+read at all. A body that declares a larger `Content-Length` than the cap is refused before a byte
+of it is read; one sent in chunks is refused as soon as it goes past the cap (413). A body that has
+not arrived whole within `seconds` is refused too (408), so a token holder trickling bytes cannot
+keep a connection, and with enough of them every connection, busy. Either way the connection
+closes, so the rest is never read. A body within the cap is read here and handed to the app whole,
+exactly as it came.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ BODY_SECONDS = 10.0  # a body that has not arrived whole by then is refused: a s
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES, seconds: float = BODY_SECONDS) -> None:
         self.app = app
         self.limit = limit
+        self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -32,13 +35,14 @@ class BodyLimit:
             return
         chunks: list[bytes] = []
         size = 0
+        deadline = anyio.current_time() + self.seconds  # for the whole body, however it is trickled in
         while True:
             message = None
-            with anyio.move_on_after(BODY_SECONDS):
+            with anyio.move_on_after(deadline - anyio.current_time()):
                 message = await receive()
             if message is None:
                 response = JSONResponse(
-                    {"detail": f"the request body did not arrive within {BODY_SECONDS:g} s"},
+                    {"detail": f"the request body did not arrive within {self.seconds:g} s"},
                     status_code=408,
                     headers={"connection": "close"},
                 )
@@ -59,7 +63,7 @@ class BodyLimit:
         await self.app(scope, _replay([whole], receive), send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str) -> None:
-        detail = f"the request body {what}; the console accepts at most {self.limit} bytes"
+        detail = f"the request body {what}; at most {self.limit} bytes are accepted"
         response = JSONResponse({"detail": detail}, status_code=413, headers={"connection": "close"})
         await response(scope, receive, send)
 

@@ -1,0 +1,80 @@
+"""What a hostile or runaway backend can do to the gateway: nothing that freezes or bloats it.
+
+Its tool schemas carry catastrophic regexes; its progress notifications come by the hundred
+thousand; its messages carry the secrets of its environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.conftest import ENV_SECRET, error_code, fake_backend, gateway, gateway_env, text_of, write_config
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+async def test_a_catastrophic_schema_pattern_is_refused_in_bounded_time(tmp_path: Path) -> None:
+    """`^(a|a)+$` on 40 characters would take Python's `re` longer than the universe has left."""
+    config = write_config(tmp_path, [fake_backend()])
+    async with gateway(config, gateway_env(None), tmp_path / "e.log") as session:
+        with anyio.fail_after(30):
+            by_value = await session.call_tool(
+                "call_tool", {"name": "fake__nested", "arguments": {"code": "a" * 40 + "!"}}
+            )
+            by_key = await session.call_tool("call_tool", {"name": "fake__nested", "arguments": {"b" * 40 + "!": "x"}})
+            fine = await session.call_tool(
+                "call_tool", {"name": "fake__nested", "arguments": {"code": "aaa", "bb": "x"}}
+            )
+            echo = await session.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": "still here"}})
+    for refused in (by_value, by_key):
+        assert error_code(refused) == "invalid_input", text_of(refused)
+        assert "took too long to check" in text_of(refused)
+    assert text_of(fine) == "code accepted"
+    assert text_of(echo) == "echo: still here"
+
+
+async def test_a_backend_progress_message_never_shows_a_secret(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend(env={"FAKE_TOKEN": ENV_SECRET})])
+    messages: list[str | None] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+
+    async with gateway(config, gateway_env(None), tmp_path / "e.log") as session:
+        result = await session.call_tool(
+            "call_tool",
+            {"name": "fake__progress", "arguments": {"count": 3, "message": "using ", "env": "FAKE_TOKEN"}},
+            progress_callback=on_progress,
+        )
+    assert text_of(result) == "reported 3"
+    relayed = [m for m in messages if m and "using" in m]
+    assert len(relayed) == 3 and all("[REDACTED]" in m for m in relayed)
+    assert not any(ENV_SECRET in (m or "") for m in messages)
+
+
+async def test_a_flood_of_progress_is_coalesced_and_ends_with_the_latest(tmp_path: Path) -> None:
+    """The IDE gets the backend's latest progress, not a queue of every report: 200,000 queued reports once
+    cost the gateway 600 MiB."""
+    count = 20_000
+    config = write_config(tmp_path, [fake_backend(timeoutSeconds=300)])
+    messages: list[str] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async with gateway(config, gateway_env(None, AGENTIFY_LOG_LEVEL="INFO"), tmp_path / "e.log") as session:
+        with anyio.fail_after(240):
+            result = await session.call_tool(
+                "call_tool",
+                {"name": "fake__progress", "arguments": {"count": count, "message": "step"}},
+                progress_callback=on_progress,
+                read_timeout_seconds=240,
+            )
+    relayed = [m for m in messages if m.startswith("fake.progress: step")]
+    assert text_of(result) == f"reported {count}"
+    assert 0 < len(relayed) < count
+    assert relayed[-1] == f"fake.progress: step ({count}/{count})"
+    assert messages[-1] == "done"
