@@ -12,6 +12,8 @@ from agentify.backends.manifest import ManifestStore
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig, load_sources
 from agentify.errors import ConfigError
+from agentify.gateway.task_spans import call_attributes
+from agentify.planner import Plan
 from agentify.planner.catalog import Catalog
 
 READ = types.Tool(
@@ -71,6 +73,12 @@ def test_the_catalog_names_the_shown_form_and_refuses_a_fixed_argument() -> None
     assert tool.validation_error({}) is None
     problem = tool.validation_error({"path": "/etc/passwd"})
     assert problem is not None and problem.startswith("path: fixed by tools.overrides of backend 'fs'")
+
+
+def test_the_call_span_names_the_backends_own_tool() -> None:
+    (read,) = handles(backend({"read": {"name": "read_notes"}}), Recorder(), [READ])
+    plan = Plan(backend="fs", tool="read_notes", arguments={}, planner="ide", handle=read)
+    assert call_attributes(plan, read)["gen_ai.tool.name"] == "read"
 
 
 def test_filters_name_the_backends_own_tools_and_a_manifest_keeps_the_backends_form(tmp_path: Path) -> None:
