@@ -134,7 +134,8 @@ class Catalog:
         )
 
     def find(self, backend: str, tool: str) -> CatalogTool | None:
-        """The tool by its backend id and the backend's own name for it (a plan from an earlier round)."""
+        """The tool by its backend id and the name it is shown under (`tools.overrides` applied): a plan from an
+        earlier round."""
         return self._by_origin.get((backend, tool))
 
 
