@@ -12,6 +12,8 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from agentify.backends.manifest import ManifestStore
+from agentify.config import BackendConfig
 from tests.conftest import FS_SERVER, error_code, fake_backend, fs_backend, gateway, gateway_env, text_of, write_config
 from tests.integration.ide_client import MODES, answering, ide_client
 from tests.servers import EVERYTHING
@@ -137,3 +139,27 @@ async def test_the_tool_list_follows_a_backend_whose_tools_change_in_the_2026_er
                     if "fake__grown0" in {t.name for t in (await client.list_tools()).tools}:
                         break
     assert "fake__grow" in before and "fake__grown0" not in before
+
+
+async def test_the_tool_list_follows_a_lazy_backend_started_with_other_tools_than_its_manifest(tmp_path: Path) -> None:
+    lazy = fake_backend("lazy", start="lazy")
+    echo = types.Tool(name="echo", description="Echo the text back", input_schema={"type": "object"})
+    ManifestStore(tmp_path / "cache").save(BackendConfig.model_validate(lazy), [echo])  # an older version's tools
+    send, notifications = anyio.create_memory_object_stream[None](10)
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            send.send_nowait(None)
+
+    config = write_config(tmp_path, [lazy], expose=["tools"])
+    env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"))
+    with send, notifications:
+        async with ide_client(config, env, tmp_path / "e.log", "legacy", message_handler=on_message) as client:
+            before = {t.name for t in (await client.list_tools()).tools}
+            echoed = await client.call_tool("lazy__echo", {"text": "wake up"})  # starts it
+            with anyio.fail_after(15):
+                async for _ in notifications:
+                    if "lazy__slow" in {t.name for t in (await client.list_tools()).tools}:
+                        break
+    assert before == {"lazy__echo"}  # planned from the manifest, not started
+    assert text_of(echoed) == "echo: wake up"
