@@ -13,6 +13,7 @@ Errors: `MCPError` with the JSON-RPC code the IDE should see (a backend's own re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -30,6 +31,7 @@ from agentify.errors import AgentifyError
 from agentify.gateway import cursors
 
 PROMPT_SEP = "__"
+_STARTING = (BackendState.STARTING, BackendState.RESTARTING, BackendState.STOPPED)
 _R = TypeVar("_R", bound=types.Result)
 
 
@@ -86,12 +88,13 @@ class Offerings:
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         """The owner's answer, unchanged. Raises MCPError (`not_found`, or the backend's), AgentifyError."""
-        owner = self.resource_owner(uri)
+        owner = await self.resource_owner(uri)
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         return await owner.request(request, types.ReadResourceResult)
 
-    def resource_owner(self, uri: str) -> OfferingBackend:
+    async def resource_owner(self, uri: str) -> OfferingBackend:
         """The backend that reads `uri`, when its filter lets it. Raises MCPError (`not_found`)."""
+        await self.settle()
         candidates = self._offering("resources")
         by_id = {b.spec.id: b for b in candidates}
         owner_id = self._backends.routes.owner(uri, list(by_id))
@@ -102,7 +105,7 @@ class Offerings:
 
     async def subscribe(self, uri: str, *, subscribe: bool = True) -> bool:
         """(Un)subscribes at the owner where it supports it; False where it does not (nothing to relay)."""
-        owner = self.resource_owner(uri)
+        owner = await self.resource_owner(uri)
         if not owner.offers.offers.has("subscribe"):
             return False
         request: types.ClientRequest
@@ -150,7 +153,7 @@ class Offerings:
         return types.ListPromptsResult(prompts=page.items, next_cursor=page.next_cursor)
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        backend, prompt = self._prompt_owner(name)
+        backend, prompt = await self._prompt_owner(name)
         params = types.GetPromptRequestParams(name=prompt, arguments=arguments)
         return await backend.request(types.GetPromptRequest(params=params), types.GetPromptResult)
 
@@ -158,17 +161,18 @@ class Offerings:
         """Routes a prompt argument's completion by the prompt's name, a template's by its URI."""
         ref = params.ref
         if isinstance(ref, types.PromptReference):
-            backend, prompt = self._prompt_owner(ref.name)
+            backend, prompt = await self._prompt_owner(ref.name)
             params = params.model_copy(update={"ref": ref.model_copy(update={"name": prompt})})
         else:
-            backend = self.resource_owner(ref.uri)
+            backend = await self.resource_owner(ref.uri)
         if not backend.offers.offers.has("completions") and backend.offers.offers.known:
             return types.CompleteResult(completion=types.Completion(values=[]))
         return await backend.request(types.CompleteRequest(params=params), types.CompleteResult)
 
-    def _prompt_owner(self, name: str) -> tuple[OfferingBackend, str]:
+    async def _prompt_owner(self, name: str) -> tuple[OfferingBackend, str]:
         """(backend, its own prompt name) for `<backend>__<prompt>`; where two backend ids could be the prefix
         (`a` and `a__b`), the one that lists such a prompt, else the longer id. Raises MCPError."""
+        await self.settle()
         matches = [
             (b, name[len(b.spec.id) + len(PROMPT_SEP) :])
             for b in self._offering("prompts")
@@ -197,13 +201,16 @@ class Offerings:
 
     # ----- what the gateway declares ----------------------------------------------------------
 
-    async def settle(self, seconds: float) -> None:
-        """Waits (at most `seconds`) for the backends whose offers are not known yet (first start, no manifest)."""
-        unknown = [b for b in self._backends.enabled() if not b.offers.offers.known]
-        with anyio.move_on_after(seconds):
+    async def settle(self, seconds: float | None = None) -> None:
+        """Waits for the backends whose offers are not known yet (first start, no manifest): at most `seconds`,
+        else each its own start-up timeout. Routing needs what they offer; a failed one stays unknown."""
+        unknown = [b for b in self._backends.enabled() if not b.offers.offers.known and b.state in _STARTING]
+        if not unknown:
+            return
+        with anyio.move_on_after(seconds if seconds is not None else math.inf):
             async with anyio.create_task_group() as tg:
                 for backend in unknown:
-                    tg.start_soon(backend.wait_settled, seconds)
+                    tg.start_soon(backend.wait_settled, seconds)  # None: its own start-up timeout
 
     def capabilities(self) -> dict[str, Any]:
         """What the backends offer, as the gateway's `capabilities` (wire form). A backend whose offers are not

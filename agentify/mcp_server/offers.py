@@ -78,6 +78,7 @@ class ChangeRelay:
                 await self._deliver(change)
 
     async def _deliver(self, change: Change) -> None:
+        logger.debug("relaying {} of {} {}", change.kind, change.backend, change.uri or "")
         targets = self._legacy if change.kind != "resource" else self._subscribed.get(change.uri or "", set())
         notification = _NOTIFICATIONS[change.kind](change)
         data = notification.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -115,9 +116,11 @@ class ChangeRelay:
         uris = list(params.notifications.resource_subscriptions or [])[:100]
         async with AsyncExitStack() as stack:
             for uri in uris:
-                with suppress(MCPError, AgentifyError):  # a URI nobody owns simply never fires
+                try:
                     if await self._offerings.subscribe(uri):
                         stack.push_async_callback(self._unsubscribe_quietly, uri)
+                except (MCPError, AgentifyError) as exc:  # a URI nobody owns simply never fires
+                    logger.info("not subscribed to {} at a backend: {}", uri[:200], exc)
             return await self._listen(ctx, params)
 
     async def _unsubscribe_quietly(self, uri: str) -> None:

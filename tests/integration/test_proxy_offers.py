@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.shared.subscriptions import ResourcesListChanged
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from tests.conftest import AGENTIFY, REPO, fs_backend, gateway_env, text_of, write_config
 from tests.integration.ide_client import MODES, ide_client
@@ -155,6 +155,20 @@ async def test_a_subscribed_resources_updates_reach_a_2025_ide(tmp_path: Path) -
         with anyio.fail_after(30):
             await updated.wait()
     assert set(updates) == {uri}
+
+
+async def test_a_resource_a_2026_ide_listens_to_is_subscribed_at_its_backend(tmp_path: Path) -> None:
+    uri = "demo://resource/dynamic/text/2"
+    config = write_config(tmp_path, [everything_backend()])
+    async with ide_client(config, env_for(tmp_path), tmp_path / "stderr.log", "auto") as client:
+        async with client.listen(resource_subscriptions=[uri]) as subscription:
+            toggled = await client.call_tool(
+                "call_tool", {"name": "everything__toggle-subscriber-updates", "arguments": {}}
+            )
+            assert not toggled.is_error, text_of(toggled)
+            with anyio.fail_after(30):
+                event = await subscription.__anext__()
+    assert event == ResourceUpdated(uri=uri)
 
 
 # ----- the seed's flow: a failing arbigent run, and its report and screenshot read back -----------------
