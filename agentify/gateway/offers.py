@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from agentify.backends.offers import BackendOffers, Offers
 from agentify.backends.routes import ResourceRoutes
-from agentify.backends.state import BackendState
+from agentify.backends.state import ENDED_BADLY, BackendState
 from agentify.config import BackendConfig
 from agentify.errors import AgentifyError
 from agentify.gateway import cursors
@@ -258,11 +258,7 @@ class Offerings:
         index, inner = ids.index(position.backend), position.cursor
         while True:
             backend = backends[index]
-            try:
-                page = await fetch(backend, inner)
-            except (AgentifyError, MCPError) as exc:  # a backend that cannot answer leaves the list, not the IDE
-                logger.bind(backend=backend.spec.id).warning("left out of {}: {}", listing, exc)
-                page = Page([], None)
+            page = await _fetched(listing, fetch, backend, inner)
             if page.next_cursor:
                 return Page(page.items, cursors.encode(listing, cursors.Position(backend.spec.id, page.next_cursor)))
             index, inner = index + 1, None
@@ -270,6 +266,17 @@ class Offerings:
                 return Page(page.items, None)
             if page.items:
                 return Page(page.items, cursors.encode(listing, cursors.Position(backends[index].spec.id, None)))
+
+
+async def _fetched(listing: str, fetch: Fetch, backend: OfferingBackend, cursor: str | None) -> Page:
+    """A backend that cannot answer leaves the list, not the IDE without one; a failed one is not waited for."""
+    try:
+        if backend.state in ENDED_BADLY and _cached(backend, cursor) is None:
+            raise AgentifyError(f"it is {backend.state.value}; it is retried on the next call")
+        return await fetch(backend, cursor)
+    except (AgentifyError, MCPError) as exc:
+        logger.bind(backend=backend.spec.id).warning("left out of {}: {}", listing, exc)
+        return Page([], None)
 
 
 def _cached(backend: OfferingBackend, cursor: str | None) -> Offers | None:

@@ -75,7 +75,10 @@ class ChangeRelay:
         task_status.started()
         async with self._receive:
             async for change in self._receive:
-                await self._deliver(change)
+                try:
+                    await self._deliver(change)
+                except Exception:  # the top of the relay's task: one bad delivery must not end the server
+                    logger.exception("relaying {} of backend {} failed", change.kind, change.backend)
 
     async def _deliver(self, change: Change) -> None:
         logger.debug("relaying {} of {} {}", change.kind, change.backend, change.uri or "")

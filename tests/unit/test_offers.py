@@ -140,11 +140,15 @@ class Fleet:
 
 
 @asynccontextmanager
-async def fleet(cache: Path | None, **backends: tuple[dict[str, Any], dict[str, Any]]) -> AsyncIterator[Fleet]:
-    """Supervisors of `id=(config extra, handlers)`, running; their states settled."""
+async def fleet(
+    cache: Path | None, failing: tuple[str, ...] = (), **backends: tuple[dict[str, Any], dict[str, Any]]
+) -> AsyncIterator[Fleet]:
+    """Supervisors of `id=(config extra, handlers)`, running; their states settled. `failing` ones cannot start."""
     routes = ResourceRoutes()
     manifests = ManifestStore(cache)
     connections = {name: MemoryConnection(handlers=handlers) for name, (_, handlers) in backends.items()}
+    for name in failing:
+        connections[name].fail_opens = [OSError("no such file")] * 10
     supervisors = [
         Supervisor(
             BackendConfig.model_validate({"id": name, "command": "memory", "startupTimeoutSeconds": 5} | extra),
@@ -255,3 +259,12 @@ async def test_a_backend_without_resources_adds_no_capability() -> None:
     async with fleet(None, plain=({}, {})) as backends:
         assert Offerings(backends).capabilities() == {}
         assert (await Offerings(backends).list_resources(None)).resources == []
+
+
+async def test_a_failed_backend_is_left_out_of_lists_without_waiting_for_its_restart() -> None:
+    servers = {"a": ({}, paged_server("a", 1, 10)), "b": ({}, paged_server("b", 1, 10))}
+    async with fleet(None, failing=("a",), **servers) as backends:
+        assert backends.supervisors[0].state is BackendState.FAILED
+        with anyio.fail_after(2):  # its backoff and start-up timeout would be longer
+            uris, _ = await every_resource(Offerings(backends))
+    assert uris == ["b://r/0"]
