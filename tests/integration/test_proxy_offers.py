@@ -108,6 +108,25 @@ async def test_the_filesystem_server_alone_adds_no_resources_prompts_nor_complet
         assert caps.tools is not None
 
 
+async def test_a_lazy_backend_lists_from_its_manifest_and_starts_for_a_read(tmp_path: Path) -> None:
+    eager = write_config(tmp_path, [everything_backend()])
+    async with ide_client(eager, env_for(tmp_path), tmp_path / "stderr.log", "legacy") as client:
+        await until_ready(client)
+        learnt = {str(r.uri) for r in await every_resource(client)}
+    lazy = write_config(tmp_path, [everything_backend(start="lazy")])
+    async with ide_client(lazy, env_for(tmp_path), tmp_path / "stderr.log", "legacy") as client:
+        caps = client.server_capabilities
+        listed = {str(r.uri) for r in await every_resource(client)}
+        prompts = (await client.list_prompts(cache_mode="bypass")).prompts
+        before = (await client.call_tool("list_backends", {})).structured_content or {}
+        read = await client.read_resource(sorted(listed)[0], cache_mode="bypass")
+        after = (await client.call_tool("list_backends", {})).structured_content or {}
+    assert caps.resources is not None and caps.resources.subscribe and caps.completions is not None
+    assert listed == learnt and "everything__simple-prompt" in [p.name for p in prompts]
+    assert [b["state"] for b in before["backends"]] == ["idle"]  # listed without starting it
+    assert read.contents and [b["state"] for b in after["backends"]] == ["ready"]
+
+
 async def test_denied_resources_and_prompts_are_neither_listed_nor_read(tmp_path: Path) -> None:
     backend = everything_backend(
         resources={"deny": ["demo://resource/static/document/*.md"]}, prompts={"allow": ["simple-prompt"]}
