@@ -78,7 +78,11 @@ class BackendManager:
         `resources/updated`; returns the function that stops it."""
         token = object()
         self._change_listeners[token] = listener
-        return lambda: self._change_listeners.pop(token, None) and None
+
+        def stop() -> None:
+            self._change_listeners.pop(token, None)
+
+        return stop
 
     def _changed(self, change: Change) -> None:
         for listener in list(self._change_listeners.values()):

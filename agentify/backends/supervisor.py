@@ -181,11 +181,13 @@ class Supervisor:
         if not self.spec.tools.permits(tool):
             raise Denied(f"{self.spec.id}.{tool} is not allowed by tools.allow / tools.deny of the backend's config")
         session, link = await self._acquire()
+        result: types.CallToolResult | None = None
         try:
             result = await self._call_on(session, link, tool, arguments, progress)
         except BackendUnavailable:
             if not self._auth.call_may_be_retried(link):
                 raise
+        if result is None:
             with anyio.move_on_after(self.start_limit):
                 await link.gone.wait()  # the owner ends that session, then starts one that refreshes the token
             session, link = await self._acquire()
@@ -421,7 +423,10 @@ class Supervisor:
     async def _on_message(self, message: Any) -> None:
         change = change_of(self.spec.id, message)
         if change is not None:
-            (self.tools.stale if change.kind == "tools" else self.offers.stale).set()
+            if change.kind == "tools":
+                self.tools.stale.set()
+            elif change.kind != "resource":  # one resource's update changes no list
+                self.offers.stale.set()
             if self._on_change is not None:
                 self._on_change(change)
         elif isinstance(message, Exception):
