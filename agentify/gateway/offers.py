@@ -240,32 +240,37 @@ class Offerings:
 
     async def _page(self, listing: str, cursor: str | None, what: str, fetch: Fetch) -> Page:
         """One page: the backend the cursor names (the first one without a cursor), going on to the next
-        backend while pages come back empty. Raises MCPError (INVALID_PARAMS) for a cursor not ours."""
-        backends = self._offering(what)
-        if not backends:
-            return Page([], None)
-        position = cursors.Position(backends[0].spec.id, None)
+        backend while pages come back empty. A backend learnt meanwhile to offer nothing is passed over.
+        Raises MCPError (INVALID_PARAMS) for a cursor not ours, or naming a backend that is gone."""
+        backends = list(self._backends.enabled())
+        ids = [b.spec.id for b in backends]
+        index, inner = 0, None
         if cursor is not None:
             try:
                 position = cursors.decode(listing, cursor)
             except cursors.BadCursor as exc:
                 raise MCPError(types.INVALID_PARAMS, f"invalid cursor: {exc}") from None
-        ids = [b.spec.id for b in backends]
-        if position.backend not in ids:
-            raise MCPError(
-                types.INVALID_PARAMS, f"invalid cursor: backend {position.backend!r} no longer offers {what}"
-            )
-        index, inner = ids.index(position.backend), position.cursor
-        while True:
-            backend = backends[index]
-            page = await _fetched(listing, fetch, backend, inner)
+            if position.backend not in ids:
+                raise MCPError(types.INVALID_PARAMS, f"invalid cursor: backend {position.backend!r} is gone")
+            index, inner = ids.index(position.backend), position.cursor
+        page = Page([], None)
+        while (at := _next_offering(backends, index, what)) is not None:
+            if page.items:  # the previous backend is done: the next page starts at this one
+                return Page(page.items, cursors.encode(listing, cursors.Position(ids[at], None)))
+            page = await _fetched(listing, fetch, backends[at], inner if at == index else None)
             if page.next_cursor:
-                return Page(page.items, cursors.encode(listing, cursors.Position(backend.spec.id, page.next_cursor)))
-            index, inner = index + 1, None
-            if index == len(backends):
-                return Page(page.items, None)
-            if page.items:
-                return Page(page.items, cursors.encode(listing, cursors.Position(backends[index].spec.id, None)))
+                return Page(page.items, cursors.encode(listing, cursors.Position(ids[at], page.next_cursor)))
+            index, inner = at + 1, None
+        return Page(page.items, None)
+
+
+def _next_offering(backends: Sequence[OfferingBackend], start: int, what: str) -> int | None:
+    """The index of the first backend from `start` that offers `what` (or may: not learnt yet)."""
+    for index in range(start, len(backends)):
+        offers = backends[index].offers.offers
+        if not offers.known or offers.has(what):
+            return index
+    return None
 
 
 async def _fetched(listing: str, fetch: Fetch, backend: OfferingBackend, cursor: str | None) -> Page:

@@ -268,3 +268,14 @@ async def test_a_failed_backend_is_left_out_of_lists_without_waiting_for_its_res
         with anyio.fail_after(2):  # its backoff and start-up timeout would be longer
             uris, _ = await every_resource(Offerings(backends))
     assert uris == ["b://r/0"]
+
+
+async def test_a_cursor_naming_a_backend_learnt_to_offer_nothing_goes_on_to_the_next() -> None:
+    """The first page can be given while a backend is still starting, so its offers are not known yet."""
+    servers = {"a": ({}, paged_server("a", 1, 10)), "b": ({}, {}), "c": ({}, paged_server("c", 1, 10))}
+    async with fleet(None, **servers) as backends:
+        offerings = Offerings(backends)
+        page = await offerings.list_resources(cursors.encode("resources", cursors.Position("b", None)))
+        assert ([str(r.uri) for r in page.resources], page.next_cursor) == (["c://r/0"], None)
+        with pytest.raises(MCPError, match="'gone' is gone"):
+            await offerings.list_resources(cursors.encode("resources", cursors.Position("gone", None)))
