@@ -149,6 +149,7 @@ def build_server(
                 finally:
                     stop_hearing()
                     relay.close()
+                    tg.cancel_scope.cancel()  # a delivery stuck on a client that stopped reading ends here
         finally:
             if on_closed is not None:
                 on_closed()
