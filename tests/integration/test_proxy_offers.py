@@ -15,13 +15,16 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.client.client import Client
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from tests.conftest import AGENTIFY, REPO, fs_backend, gateway_env, text_of, write_config
 from tests.integration.ide_client import MODES, ide_client
 from tests.integration.test_arbigent_gateway import offline_backend
-from tests.servers import EVERYTHING
+from tests.servers import EVERYTHING, free_port, server_process, wait_accepting
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -275,3 +278,41 @@ async def test_a_backends_resource_list_change_reaches_a_2026_ide_that_listens(t
                 await client.call_tool("orchestrate_task", {"query": "run the login tests"})
                 event = await subscription.__anext__()
     assert isinstance(event, ResourcesListChanged)
+
+
+async def test_over_http_a_2025_ide_reads_a_failing_runs_report_and_hears_the_list_change(tmp_path: Path) -> None:
+    port = free_port()
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceListChangedNotification):
+            changed.set()
+
+    env = os.environ | env_for(tmp_path, AGENTIFY_HTTP_TOKEN="test-token-123456")
+    command = [
+        str(AGENTIFY),
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--config",
+        str(arbigent_config(tmp_path)),
+    ]
+    with server_process(command, tmp_path / "stderr.log", env):
+        await wait_accepting(port, 60)
+        client = create_mcp_http_client(headers={"Authorization": "Bearer test-token-123456"})
+        async with client, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client) as (r, w):
+            async with ClientSession(r, w, message_handler=on_message) as session:
+                with anyio.fail_after(90):
+                    await session.initialize()
+                    result = await session.call_tool("orchestrate_task", {"query": "run the login tests"})
+                    [report] = [
+                        str(b.uri)
+                        for b in result.content
+                        if isinstance(b, types.ResourceLink) and str(b.uri).endswith(".html")
+                    ]
+                    page = await session.read_resource(report)
+                    await changed.wait()
+    [html] = page.contents
+    assert isinstance(html, types.TextResourceContents) and "logout" in html.text
