@@ -30,7 +30,7 @@ from agentify.config import BackendConfig
 from agentify.errors import AgentifyError
 from agentify.gateway import cursors
 
-PROMPT_SEP = "__"
+NAME_SEP = "__"  # `<backend>__<prompt>`, and a resource name two backends list
 _STARTING = (BackendState.STARTING, BackendState.RESTARTING, BackendState.STOPPED)
 _R = TypeVar("_R", bound=types.Result)
 
@@ -127,7 +127,7 @@ class Offerings:
             resources, next_cursor = result.resources, result.next_cursor
         routes.listed(spec.id, resources)
         shown = [
-            r.model_copy(update={"name": f"{spec.id}{PROMPT_SEP}{r.name}"}) if routes.shared(str(r.uri)) else r
+            r.model_copy(update={"name": f"{spec.id}{NAME_SEP}{r.name}"}) if routes.shared(str(r.uri)) else r
             for r in resources
             if spec.resources.permits(str(r.uri), r.name)
         ]
@@ -174,9 +174,9 @@ class Offerings:
         (`a` and `a__b`), the one that lists such a prompt, else the longer id. Raises MCPError."""
         await self.settle()
         matches = [
-            (b, name[len(b.spec.id) + len(PROMPT_SEP) :])
+            (b, name[len(b.spec.id) + len(NAME_SEP) :])
             for b in self._offering("prompts")
-            if name.startswith(b.spec.id + PROMPT_SEP)
+            if name.startswith(b.spec.id + NAME_SEP)
         ]
         known = [(b, p) for b, p in matches if any(k.name == p for k in b.offers.offers.prompts)]
         for backend, prompt in sorted(known or matches, key=lambda m: -len(m[0].spec.id)):
@@ -193,7 +193,7 @@ class Offerings:
             result = await backend.request(types.ListPromptsRequest(params=params), types.ListPromptsResult)
             prompts, next_cursor = result.prompts, result.next_cursor
         shown = [
-            p.model_copy(update={"name": f"{spec.id}{PROMPT_SEP}{p.name}"})
+            p.model_copy(update={"name": f"{spec.id}{NAME_SEP}{p.name}"})
             for p in prompts
             if spec.prompts.permits(p.name)
         ]
