@@ -100,9 +100,12 @@ class ChangeRelay:
             connection.exit_stack.callback(self._forget, connection)
 
     def _forget(self, connection: Connection) -> None:
+        """A closed connection; the backend's subscription stays (its updates then reach nobody) until restart."""
         self._legacy.discard(connection)
-        for connections in self._subscribed.values():
+        for uri, connections in list(self._subscribed.items()):
             connections.discard(connection)
+            if not connections:
+                del self._subscribed[uri]
 
     async def subscribe(self, connection: Connection, uri: str, *, subscribe: bool) -> None:
         """`resources/subscribe` of a 2025-11-25 client: at the owning backend, where it supports it."""
