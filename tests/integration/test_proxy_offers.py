@@ -189,7 +189,7 @@ async def test_a_resource_a_2026_ide_listens_to_is_subscribed_at_its_backend(tmp
             )
             assert not toggled.is_error, text_of(toggled)
             with anyio.fail_after(30):
-                event = await subscription.__anext__()
+                event = await anext(subscription)
     assert event == ResourceUpdated(uri=uri)
 
 
@@ -276,7 +276,7 @@ async def test_a_backends_resource_list_change_reaches_a_2026_ide_that_listens(t
         async with client.listen(resources_list_changed=True) as subscription:
             with anyio.fail_after(60):
                 await client.call_tool("orchestrate_task", {"query": "run the login tests"})
-                event = await subscription.__anext__()
+                event = await anext(subscription)
     assert isinstance(event, ResourcesListChanged)
 
 
