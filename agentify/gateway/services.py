@@ -14,7 +14,7 @@ backend session (shielded, bounded), also when the caller is cancelled. What ser
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -25,8 +25,10 @@ import mcp_types as types
 from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.manifest import cache_dir
+from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
+from agentify.gateway.offers import Offerings
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
@@ -82,6 +84,8 @@ class Services:
     backends: BackendManager
     planners: PlannerSlot
     runner: TaskRunner
+    offerings: Offerings
+    """The backends' resources, prompts and completions, as one server."""
     started: float
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
@@ -95,6 +99,10 @@ class Services:
     def forward_roots(self, roots: list[types.Root]) -> None:
         """The client's roots as they became known: what backends with `forwardRoots` are told."""
         self.backends.forward_roots(roots)
+
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]:
+        """`listener` hears every backend's `*/list_changed` and `resources/updated`; returns how to stop it."""
+        return self.backends.on_change(listener)
 
 
 @asynccontextmanager
@@ -126,6 +134,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         backends=backends,
         planners=planners,
         runner=runner,
+        offerings=Offerings(backends),
         started=time.time(),
     )
     with boot.telemetry.attached(traces):

@@ -11,11 +11,10 @@ from typing import Any, Protocol
 
 import mcp_types as types
 from loguru import logger
-from mcp.server.subscriptions import ToolsListChanged
-
+from agentify.backends.offers import Change, ChangeListener
 from agentify.gateway.exposed import DirectTools
 from agentify.gateway.services import TaskServices
-from agentify.mcp_server.changes import ChangeNotifier
+from agentify.mcp_server.offers import ChangeRelay
 
 
 class DirectServices(TaskServices, Protocol):
@@ -40,18 +39,30 @@ def listed(direct: DirectTools) -> list[types.Tool]:
     return [catalog_tool.tool.model_copy(update={"name": name}) for name, catalog_tool in direct.listed.items()]
 
 
-async def follow_tools(services: DirectServices, notifier: ChangeNotifier) -> None:
+async def follow_tools(services: DirectServices, relay: ChangeRelay) -> None:
     """Tells the clients whenever a backend's tools change while "tools" is exposed; runs until cancelled.
 
-    Compared by the backends' tool names, so a backend that restarts with the same tools says nothing."""
+    Compared by the backends' tool names once the gateway has listed them again, so a backend that restarts
+    with the same tools says nothing, and a client that lists at once sees the new tools. (A backend's own
+    `tools/list_changed` is therefore not relayed as it comes: see `heard`.)"""
     shown = _shown_tools(services)
     while True:
         await services.backends_changed()
         now = _shown_tools(services)
         if now != shown and "tools" in services.settings.current.expose:
             logger.info("the backends' tools changed: telling the clients (notifications/tools/list_changed)")
-            await notifier.publish(ToolsListChanged())
+            relay.changed(Change("*", "tools"))
         shown = now
+
+
+def heard(relay: ChangeRelay) -> ChangeListener:
+    """What the relay hears of the backends' changes: all but their tool lists, which `follow_tools` covers."""
+
+    def hear(change: Change) -> None:
+        if change.kind != "tools":
+            relay.changed(change)
+
+    return hear
 
 
 def _shown_tools(services: TaskServices) -> Any:

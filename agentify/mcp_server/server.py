@@ -22,14 +22,16 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from agentify import __version__
 from agentify._common.schemas import tool_schema
+from agentify.backends.offers import ChangeListener
 from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
+from agentify.gateway.offers import Offerings
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
-from agentify.mcp_server.changes import ChangeNotifier
 from agentify.mcp_server.client_requests import Exchange, Questions
-from agentify.mcp_server.direct import direct_tools, follow_tools, listed
+from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
+from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots
 from agentify.planner import TaskInput
@@ -94,17 +96,32 @@ class McpServices(TaskServices, Protocol):
     @property
     def redactor(self) -> Redactor: ...
 
+    @property
+    def offerings(self) -> Offerings: ...
+
     def forward_roots(self, roots: list[types.Root]) -> None: ...
+
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]: ...
 
     async def backends_changed(self) -> None: ...
 
 
 @dataclass(frozen=True)
 class McpContext:
-    """The server's lifespan context: the services, and the roots of the client session it serves."""
+    """The server's lifespan context: the services, the roots of the client session it serves, and the relay of
+    the backends' changes to its clients."""
 
     services: McpServices
     roots: ClientRoots
+    relay: ChangeRelay
+
+    @property
+    def offerings(self) -> Offerings:
+        return self.services.offerings
+
+    @property
+    def redactor(self) -> Redactor:
+        return self.services.redactor
 
 
 OpenServices = Callable[[], AbstractAsyncContextManager[McpServices]]
@@ -122,15 +139,21 @@ def build_server(
     its own config; over HTTP any client can connect, and they change nothing.
     `questions`: how long the client's answers are awaited, and which were used (`Questions`)."""
     questions = questions or Questions()
-    notifier = ChangeNotifier()
 
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
             async with open_services() as services, anyio.create_task_group() as tg:
-                tg.start_soon(follow_tools, services, notifier)
-                yield McpContext(services, ClientRoots(services.forward_roots))
-                tg.cancel_scope.cancel()
+                relay = ChangeRelay(services.offerings)
+                stop_hearing = services.on_change(heard(relay))
+                await tg.start(relay.run)
+                tg.start_soon(follow_tools, services, relay)
+                try:
+                    yield McpContext(services, ClientRoots(services.forward_roots), relay)
+                finally:
+                    stop_hearing()
+                    relay.close()
+                    tg.cancel_scope.cancel()  # a delivery stuck on a client that stopped reading ends here
         finally:
             if on_closed is not None:
                 on_closed()
@@ -138,16 +161,17 @@ def build_server(
     with warnings.catch_warnings():
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        server: Server[McpContext] = _server(lifespan, questions, notifier)
+        server: Server[McpContext] = _server(lifespan, questions)
     # The SDK's OpenTelemetry middleware stays first: a server span per request, continuing the
     # client's `_meta.traceparent`; the task's spans nest under it.
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
+    server.middleware.append(capabilities_writer(lambda ctx: ctx.lifespan_context.offerings))
+    server.middleware.append(connection_keeper(lambda ctx: ctx.lifespan_context.relay))
     server.middleware.append(questions.boundary(server.name))
-    server.middleware.append(notifier.remember)
     return server
 
 
-def _server(lifespan: Any, questions: Questions, notifier: ChangeNotifier) -> Server[McpContext]:
+def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
     async def call_tool(
         ctx: ServerRequestContext[McpContext], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
@@ -163,7 +187,7 @@ def _server(lifespan: Any, questions: Questions, notifier: ChangeNotifier) -> Se
         on_list_tools=_list_tools,
         on_call_tool=call_tool,
         on_roots_list_changed=_roots_changed,
-        on_subscriptions_listen=notifier.listen_handler(),
+        **offer_handlers(lambda ctx: ctx.lifespan_context),
     )
 
 
