@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 from loguru import logger
+
 from agentify.backends.offers import Change, ChangeListener
 from agentify.gateway.exposed import DirectTools
 from agentify.gateway.services import TaskServices
