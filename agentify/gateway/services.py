@@ -27,6 +27,7 @@ from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.manifest import cache_dir
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
+from agentify.gateway.limits import Limiter
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
@@ -79,6 +80,7 @@ class Services:
     backends: BackendManager
     planners: PlannerSlot
     runner: TaskRunner
+    limiter: Limiter
     started: float
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
@@ -100,8 +102,15 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         config.backends, on_state=lambda status: bus.publish("backend", status.as_dict()), cache_dir=cache_dir()
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
+    limiter = Limiter(config.server.limits, config.server.redis)
     runner = TaskRunner(
-        backends, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars
+        backends,
+        planners,
+        traces,
+        config.max_query_chars,
+        config.max_result_chars,
+        config.max_context_chars,
+        limiter=limiter,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     services = Services(
@@ -113,6 +122,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         backends=backends,
         planners=planners,
         runner=runner,
+        limiter=limiter,
         started=time.time(),
     )
     async with anyio.create_task_group() as tg:
@@ -125,4 +135,5 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
                 with anyio.move_on_after(SHUTDOWN_SECONDS):
                     await backends.closed.wait()
                 await planners.aclose()
+                await limiter.aclose()
             tg.cancel_scope.cancel()

@@ -22,6 +22,7 @@ from loguru import logger
 from agentify.backends import BackendManager, ToolHandle
 from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan, TaskCancelled
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
+from agentify.gateway.limits import Limiter
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
@@ -65,8 +66,10 @@ class TaskRunner:
         max_query_chars: int,
         max_result_chars: int,
         max_context_chars: int = 20_000,
+        limiter: Limiter | None = None,
     ) -> None:
         self.manager = manager
+        self.limiter = limiter
         self.planners = planners
         self.traces = traces
         self.max_query_chars = max_query_chars
@@ -175,6 +178,8 @@ class TaskRunner:
             result = None
             if execute:
                 await self._confirm(plan, reason, confirmer, trace)
+                if self.limiter is not None:
+                    await self.limiter.charge_backend(plan.backend)
                 await _report(progress, f"calling {plan.backend}.{plan.tool}")
                 result = await self._call(plan, trace, progress)
                 await _report(progress, "done")

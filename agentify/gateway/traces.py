@@ -22,6 +22,7 @@ from loguru import logger
 
 from agentify._common import files
 from agentify.gateway.events import EventBus
+from agentify.gateway.principal import current_principal
 from agentify.security.redact import Redactor
 
 TEXT_LIMIT = 2000
@@ -51,6 +52,7 @@ class Trace:
     status: str = "running"  # running | ok | error | waiting
     error: dict[str, str] | None = None
     spans: list[Span] = field(default_factory=list)
+    principal: str | None = None  # who asked (`gateway.principal`): a token's name, a JWT's sub
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
@@ -74,6 +76,7 @@ class Trace:
             status=data.get("status", "ok"),
             error=data.get("error"),
             spans=spans,
+            principal=data.get("principal"),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -95,7 +98,12 @@ class TraceStore:
             self._ring.extend(_load_tail(self._file, keep))
 
     def start(self, kind: str, task_input: dict[str, Any]) -> Trace:
-        trace = Trace(id=uuid.uuid4().hex[:16], kind=kind, input=self._redactor.data(task_input, limit=TEXT_LIMIT))
+        trace = Trace(
+            id=uuid.uuid4().hex[:16],
+            kind=kind,
+            input=self._redactor.data(task_input, limit=TEXT_LIMIT),
+            principal=current_principal(),
+        )
         self._ring.append(trace)
         self._counts.update(("total", "running"))
         self._publish(trace)
