@@ -97,7 +97,6 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     auth.add_argument("backend", help="the id of a backend with auth.type oauth")
 
     token = sub.add_parser("token", help="give people their own token for serve --transport http (server.auth tokens)")
-    token.add_argument("--config", help="config file whose server.auth.file to use (default: $AGENTIFY_CONFIG, ...)")
     token_actions = token.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
     add = token_actions.add_parser("add", help="make a token for NAME, print it once and store its hash")
     add.add_argument("name", help="who it is for: a person or a bot, as logs and traces will show it")
@@ -107,6 +106,7 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     token_actions.add_parser("list", help="the names (and scopes) that have a token")
     for action in (add, remove, token_actions.choices["list"]):
         action.add_argument("--file", help="the tokens file (default: server.auth.file of the config)")
+        action.add_argument("--config", help="the config whose server.auth.file to use")
 
     sub.add_parser("arbigent", help="the Arbigent test-runner MCP server (see `agentify arbigent --help`)")
     return parser
