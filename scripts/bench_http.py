@@ -39,12 +39,14 @@ AUTHS = ("token", "tokens", "jwt")
 
 
 @contextmanager
-def http_gateway(config: Path, port: int) -> Iterator[str]:
+def http_gateway(config: Path, port: int, shared_token: str | None = None) -> Iterator[str]:
+    """Its stderr goes to a file beside `config`."""
     env = os.environ | {"AGENTIFY_LOG_LEVEL": "WARNING", "AGENTIFY_PLANNER": "offline"}
-    env["AGENTIFY_HTTP_TOKEN"] = SHARED_TOKEN
+    if shared_token:
+        env["AGENTIFY_HTTP_TOKEN"] = shared_token
     command = [str(AGENTIFY), "serve", "--transport", "http", "--port", str(port), "--config", str(config)]
-    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    process = subprocess.Popen(command, env=env, **quiet)
+    with config.with_suffix(".log").open("w") as log:
+        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
@@ -78,12 +80,16 @@ async def run(root: Path, calls: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     try:
         with (
-            http_gateway(configs["token"], ports["token"]) as token_url,
+            http_gateway(configs["token"], ports["token"], SHARED_TOKEN) as token_url,
             http_gateway(configs["tokens"], ports["tokens"]) as tokens_url,
             http_gateway(configs["jwt"], ports["jwt"]) as jwt_url,
         ):
-            for port in ports.values():
-                await wait_accepting(port, 60)
+            for auth, port in ports.items():
+                try:
+                    await wait_accepting(port, 60)
+                except TimeoutError:
+                    log = configs[auth].with_suffix(".log").read_text()[-2000:]
+                    raise RuntimeError(f"the HTTP gateway with auth {auth} did not start:\n{log}") from None
             urls = {"token": token_url, "tokens": tokens_url, "jwt": jwt_url}
             async with (
                 stdio_session(gateway_params(configs["token"], None)) as stdio,
