@@ -3,7 +3,7 @@
 Nothing here plans, spawns or formats beyond turning MCP requests into `TaskRunner`
 calls and outcomes into results (`results.py`). It sees the gateway's services through
 `McpServices`, the part of them it uses, and keeps each client's roots (`roots.RootsBook`).
-Every request runs as its principal (`gateway.principal`: from its access token over HTTP) and,
+Every request runs as its principal (`telemetry.principal`: from its access token over HTTP) and,
 over HTTP, counts as in flight for the drain (`replica.Replica`); every `tools/call` is charged to
 its principal's rate limit first.
 """
@@ -29,7 +29,6 @@ from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.limits import Limiter
 from agentify.gateway.policy import AskingClient
-from agentify.gateway.principal import LOCAL, acting_for, current_principal
 from agentify.gateway.services import GatewayStatus, TaskServices
 from agentify.mcp_server.bearer import principal_of
 from agentify.mcp_server.client_requests import Exchange, Questions
@@ -39,6 +38,7 @@ from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
 from agentify.security.display import escaped
 from agentify.security.redact import Redactor
+from agentify.telemetry.principal import ANONYMOUS, LOCAL, acting_for, current_principal
 
 _TASK_SCHEMA = tool_schema(TaskInput)
 
@@ -114,12 +114,11 @@ class McpContext:
 
 @dataclass(frozen=True)
 class Clients:
-    """Who the server serves: over stdio one client, the user who started agentify (`LOCAL`); over HTTP
-    many, each request as the principal of its access token (`anonymous` without one: `--no-auth`),
+    """Who the server serves: over stdio one client, the user who started agentify (no principal); over
+    HTTP many, each request as the principal of its access token (`ANONYMOUS` without one: `--no-auth`),
     and a `replica` that drains."""
 
     one: bool = True
-    anonymous: str = LOCAL
     replica: Replica | None = None
 
 
@@ -157,9 +156,11 @@ def build_server(
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         server: Server[McpContext] = _server(lifespan, questions)
-    # No OpenTelemetry exporter is configured by agentify: drop the SDK's per-message span middleware.
-    server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
-    server.middleware.insert(0, _per_request(clients))  # outermost: everything after runs as the principal
+    # The SDK's OpenTelemetry middleware stays first of the SDK's: a server span per request, continuing
+    # the client's `_meta.traceparent`; the task's spans nest under it. Over HTTP the principal comes
+    # before it, so that span (`enduser.id`) and everything after run as the principal.
+    if not clients.one:
+        server.middleware.insert(0, _per_request(clients.replica))
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
     server.middleware.append(questions.boundary(server.name))
     return server
@@ -184,12 +185,12 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
     )
 
 
-def _per_request(clients: Clients) -> Callable[..., Any]:
+def _per_request(replica: Replica | None) -> Callable[..., Any]:
     async def run_as_principal(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        with acting_for(principal_of(ctx.request, clients.anonymous)):
-            if clients.replica is None or ctx.request_id is None:  # stdio, or a notification
+        with acting_for(principal_of(ctx.request, ANONYMOUS)):
+            if replica is None or ctx.request_id is None:  # a notification is no work to drain
                 return await call_next(ctx)
-            async with clients.replica.handling():
+            async with replica.handling():
                 return await call_next(ctx)
 
     return run_as_principal

@@ -55,7 +55,6 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
 
 async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None) -> None:
     """`token`: the shared token of `server.auth` type `token` (None: `--no-auth`, or another type)."""
-    from agentify.gateway.principal import ANONYMOUS
     from agentify.mcp_server.replica import Replica, ReplicaRoutes
     from agentify.mcp_server.server import Clients, build_server
     from agentify.mcp_server.team_auth import host_check, protect
@@ -70,7 +69,7 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         open_services,
         trust_init_options=False,
         questions=_questions(boot.config),
-        clients=Clients(one=False, anonymous=ANONYMOUS, replica=replica),
+        clients=Clients(one=False, replica=replica),
     )
     mcp = server.streamable_http_app(
         host=host, streamable_http_path="/mcp", transport_security=host_check(host, boot.config.server)
