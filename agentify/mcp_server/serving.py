@@ -18,12 +18,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
-import uvicorn
 from loguru import logger
 
 from agentify import __version__
 from agentify._common.errors import StartFailed
-from agentify._common.listen import EmbeddedServer, listening_socket
 from agentify._common.signals import stop_signals
 from agentify.config import Config
 from agentify.gateway.services import Boot
@@ -31,6 +29,7 @@ from agentify.mcp_server.stdio_guard import answering_parse_errors
 from agentify.security.http_auth import NoWebSockets, is_loopback
 
 if TYPE_CHECKING:
+    from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.client_requests import Questions
     from agentify.mcp_server.replica import Replica
     from agentify.mcp_server.server import OpenServices
@@ -55,6 +54,9 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
 
 async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None) -> None:
     """`token`: the shared token of `server.auth` type `token` (None: `--no-auth`, or another type)."""
+    import uvicorn  # here, as everything HTTP serving needs: stdio starts without it
+
+    from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.replica import Replica, ReplicaRoutes
     from agentify.mcp_server.server import Clients, build_server
     from agentify.mcp_server.team_auth import host_check, protect
@@ -133,6 +135,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
     Raises:
         StartFailed: the address cannot be bound (in use, not an address of this machine)."""
+    from agentify._common.listen import listening_socket
+
     try:
         return listening_socket(host, port, HTTP_CONNECTIONS)
     except socket.gaierror as exc:

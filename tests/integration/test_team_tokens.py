@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import AGENTIFY, REPO, fake_backend, text_of, wait_until, write_config
+from tests.conftest import AGENTIFY, fake_backend, text_of, wait_until, write_config
+from tests.integration.ide_client import ts_client
 from tests.integration.team import (
-    ERAS,
     add_token,
     http_client,
     http_gateway,
@@ -28,7 +27,6 @@ from tests.integration.team import (
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
-TS_SCRIPT = REPO / "tests/ts_client.mjs"
 
 
 def team_config(tmp_path: Path, **server: Any) -> Path:
@@ -43,17 +41,6 @@ def team_config(tmp_path: Path, **server: Any) -> Path:
 
 def echo(text: str) -> dict[str, Any]:
     return {"name": "fake__echo", "arguments": {"text": text}}
-
-
-async def ts_calls(url: str, token: str, mode: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    spec = {"url": url, "token": token, "mode": mode, "elicitation": None, "calls": calls}
-    node = shutil.which("node") or pytest.fail("node is not on PATH")
-    with anyio.fail_after(60):
-        done = await anyio.run_process([node, str(TS_SCRIPT), json.dumps(spec)], cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    answer: dict[str, Any] = json.loads(done.stdout)
-    assert answer["protocolVersion"] == ERAS[mode]
-    return answer
 
 
 @pytest.fixture
@@ -79,7 +66,8 @@ async def test_two_people_with_their_own_tokens_appear_as_themselves(
     async with http_gateway(config, tmp_path / "e.log", otel) as gateway:
         async with http_client(gateway.url, alice, mode) as client:
             result = await client.call_tool("call_tool", echo("from alice"))
-        answer = await ts_calls(gateway.url, bob, mode, [{"name": "call_tool", "arguments": echo("from bob")}])
+        calls = [{"name": "call_tool", "arguments": echo("from bob")}]
+        answer = await ts_client({"url": gateway.url, "token": bob, "mode": mode, "elicitation": None, "calls": calls})
         stranger = await anyio.to_thread.run_sync(initialize, gateway.url, "agt_not-a-token-of-anyone-here")
     assert stranger.status == 401
     assert text_of(result) == "echo: from alice"
