@@ -28,6 +28,7 @@ from agentify.backends.manifest import cache_dir
 from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
+from agentify.gateway.limits import Limiter
 from agentify.gateway.offers import Offerings
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
@@ -86,6 +87,7 @@ class Services:
     runner: TaskRunner
     offerings: Offerings
     """The backends' resources, prompts and completions, as one server."""
+    limiter: Limiter
     started: float
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
@@ -111,6 +113,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         config.backends, on_state=lambda status: bus.publish("backend", status.as_dict()), cache_dir=cache_dir()
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
+    limiter = Limiter(config.server.limits, config.server.redis)
     runner = TaskRunner(
         backends,
         planners,
@@ -119,6 +122,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         config.max_query_chars,
         config.max_result_chars,
         config.max_context_chars,
+        limiter=limiter,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     services = Services(
@@ -131,6 +135,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         planners=planners,
         runner=runner,
         offerings=Offerings(backends),
+        limiter=limiter,
         started=time.time(),
     )
     with boot.telemetry.attached(traces):
@@ -145,5 +150,6 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
                         await backends.closed.wait()
                     await planners.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
+                    await limiter.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
                 tg.cancel_scope.cancel()
