@@ -353,8 +353,10 @@ class Supervisor:
                     code = await link.exit_code()
                     raise LinkLost(f"exited (code {code}); restarted on the next call. {self.stderr.hint()}")
                 raise LinkLost(f"{link.lost_reason or 'the connection closed'}; reconnected on the next call")
-            if idle:  # said before the (bounded) stop, as a failure is
-                self._log.info("idle: stopping until the next call")
+            if idle:
+                if not self._idle.expired_now():
+                    continue  # a call took the session while the idle wait was ending
+                self._log.info("idle: stopping until the next call")  # said before the (bounded) stop
                 self._session = None
                 self._lifecycle.enter(BackendState.IDLE)
                 return

@@ -1,11 +1,11 @@
 """A small MCP backend for behaviours the real servers cannot be made to show on demand.
 
 Flags: --hang-initialize (never answers initialize), --exit-at-start (exits at once with
-code 3), --marker FILE (records events: "started <pid>", "cancelled slow"). Tools: echo,
-slow(seconds) reporting progress, crash (exits mid-call), flood_stderr(bytes), nested(code) whose
-schema has catastrophic regexes (`pattern`, `patternProperties`), progress(count, message, env?)
-sending `count` progress notifications as fast as it can (the message with the value of the
-environment variable `env` appended).
+code 3), --marker FILE (records events: "started <pid>", "slow <seconds>" when slow begins,
+"cancelled slow"). Tools: echo, slow(seconds) reporting progress, crash (exits mid-call),
+flood_stderr(bytes), nested(code) whose schema has catastrophic regexes (`pattern`,
+`patternProperties`), progress(count, message, env?) sending `count` progress notifications as
+fast as it can (the message with the value of the environment variable `env` appended).
 """
 
 from __future__ import annotations
@@ -94,6 +94,7 @@ def main() -> None:
             )
         if params.name == "slow":
             seconds = float(arguments["seconds"])
+            mark(f"slow {seconds:g}")
             try:
                 steps = 10
                 for step in range(steps):

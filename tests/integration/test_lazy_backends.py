@@ -75,3 +75,22 @@ async def test_a_changed_command_is_learnt_afresh(tmp_path: Path, model: ModelSe
     async with gateway(second, gateway_env(model), tmp_path / "stderr.log") as session:
         await echo_works(session, model)
         await wait_until(lambda: len(started_pids(marker)) == 2)
+
+
+@pytest.mark.parametrize("first", ["planned", "called"])
+async def test_the_first_call_to_a_lazy_backend_being_learnt_is_not_cut_off(
+    tmp_path: Path, model: ModelServer, first: str
+) -> None:
+    """No manifest yet: the start that learns the tools must not stop the backend under a call in flight,
+    whether the call comes through the planner or straight through call_tool; and the work is done once."""
+    marker = tmp_path / "lazy.log"
+    config = write_config(tmp_path, [fake_backend("lazy", "--marker", str(marker), start="lazy")])
+    async with gateway(config, gateway_env(model), tmp_path / "stderr.log") as session:
+        if first == "planned":
+            model.push(Reply.tool_call("lazy__slow", {"seconds": 1}))
+            result = await session.call_tool("orchestrate_task", {"query": "wait a second on lazy"})
+        else:
+            result = await session.call_tool("call_tool", {"name": "lazy__slow", "arguments": {"seconds": 1}})
+        assert not result.is_error, text_of(result)
+        assert text_of(result) == "slept 1.0"
+    assert [line for line in marker.read_text().splitlines() if line.startswith("slow")] == ["slow 1"]
