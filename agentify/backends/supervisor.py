@@ -184,6 +184,22 @@ class Supervisor:
         session, link = await self._acquire()
         return await self._call_on(session, link, tool, arguments, progress)
 
+    def listed_tool(self, tool: str) -> types.Tool | None:
+        """The tool as a session of this run listed it; None before any did (the manifest may only plan)."""
+        if not self.tools.listed:
+            return None
+        return next((t for t in self.tools.tools if t.name == tool), None)
+
+    async def live_tool(self, tool: str) -> types.Tool | None:
+        """`listed_tool`, starting the backend first when no session of this run has listed its tools.
+
+        Raises:
+            BackendUnavailable.
+        """
+        if not self.tools.listed:
+            await self._acquire()
+        return self.listed_tool(tool)
+
     async def _call_on(
         self, session: ClientSession, link: Link, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
     ) -> types.CallToolResult:
