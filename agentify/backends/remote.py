@@ -26,7 +26,7 @@ from mcp.shared.message import SessionMessage
 from agentify._common.errors import first, first_where
 from agentify.backends.connection import Link
 from agentify.backends.failures import AuthRequired, SessionFailure, Unexpected, Unreachable
-from agentify.backends.oauth import TokenFile, provider_for
+from agentify.backends.oauth import SecretSink, TokenFile, provider_for
 from agentify.config import BackendConfig, BearerSettings
 from agentify.security.credentials import mask_url
 
@@ -35,14 +35,14 @@ STREAM_READ_SECONDS = 300.0  # a server may hold a response stream open this lon
 
 
 class RemoteConnection:
-    def __init__(self, spec: BackendConfig) -> None:
+    def __init__(self, spec: BackendConfig, secrets: SecretSink | None = None) -> None:
         assert spec.url is not None
         self._spec = spec
         self.url = spec.url
         path = urlsplit(spec.url).path.rstrip("/")
         self.kind: str = spec.transport or ("sse" if path.endswith("/sse") else "streamable-http")
         self.may_fall_back = spec.transport is None and self.kind == "streamable-http"
-        self._tokens = TokenFile(spec) if spec.oauth else None
+        self._tokens = TokenFile(spec, secrets=secrets) if spec.oauth else None
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._spec.headers)
