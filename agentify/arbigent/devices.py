@@ -81,8 +81,9 @@ class DeviceRefusal:
         )
 
 
-_SEVERAL = re.compile(r"Several .* devices are connected|Multiple connected iPhones found")
-_NOT_FOUND = re.compile(r"No .* device with the requested device id was found")
+# The platform word between is short; a bounded gap keeps a search over a long stderr line linear.
+_SEVERAL = re.compile(r"Several .{0,40}? devices are connected|Multiple connected iPhones found")
+_NOT_FOUND = re.compile(r"No .{0,40}? device with the requested device id was found")
 _LISTED = re.compile(r"(?:^|\s)(?:Available|Candidates): (.*)$")
 _REQUESTED = re.compile(r"^Requested: (.*)$")
 

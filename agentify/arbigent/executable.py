@@ -36,9 +36,10 @@ INSTALL_HINT = (
     "(or add the project's ./arbigentw with `arbigent wrapper`)"
 )
 _SCRIPT_BYTES = 65536
-_JAR = re.compile(r"arbigent-cli-(\d[\w.+-]*?)\.jar")
+# Versions are short: bounded repeats keep a search over a long line linear.
+_JAR = re.compile(r"arbigent-cli-(\d[\w.+-]{0,63}?)\.jar")
 _CELLAR = re.compile(r"/Cellar/arbigent/(\d[^/\s\"']*)/")
-_ARCHIVE = re.compile(r"arbigent-(\d[\w.+-]*?)\.tar\.gz$")
+_ARCHIVE = re.compile(r"arbigent-(\d[\w.+-]{0,63}?)\.tar\.gz$")
 
 
 @dataclass(frozen=True)

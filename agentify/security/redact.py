@@ -2,7 +2,7 @@
 
 A `Redactor` knows the literal secrets of this run (API keys, header and auth values, values that
 came from `${VAR}`, credential-looking env values, the console token), each also in the forms it
-takes inside JSON, a Python repr and a URL (a secret holding `"` or `\` is spelled differently
+takes inside JSON, a Python repr and a URL (a secret holding `"` or `\\` is spelled differently
 there: an error body that quotes it back is still masked), and also masks
 secret-shaped strings it was never told about: bearer tokens, `sk-`-style keys, `token=...`
 assignments and the password of `scheme://user:pass@host`.
