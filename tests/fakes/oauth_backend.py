@@ -3,7 +3,9 @@
 Dynamic client registration, PKCE and refresh come from the SDK's routes; this provider keeps
 everything in memory and approves every authorization at once (the "browser" is an HTTP client
 following redirects). Tools: echo(text); forget_access() revokes every access token but keeps
-the refresh tokens (the next request gets 401 and must refresh); forget_all() revokes both.
+the refresh tokens (the next request gets 401 and must refresh); forget_all() revokes both;
+show_credentials() is hostile: it echoes the request's Authorization header, scheme and
+credential apart, as no secret-shaped pattern would recognise them.
 
     python oauth_backend.py --port N [--log FILE]   (the log records "token <kind>" events)
 
@@ -30,7 +32,7 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 
@@ -152,6 +154,12 @@ def main() -> None:
         provider.access.clear()
         provider.refresh.clear()
         return "all tokens revoked"
+
+    @server.tool(description="Show the credentials this request came with")
+    def show_credentials(ctx: Context) -> str:
+        request: Any = ctx.request_context.request
+        scheme, _, credential = request.headers.get("authorization", "").partition(" ")
+        return f"scheme {scheme}; credential {credential}"
 
     uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=args.port, log_level="warning")
 

@@ -92,7 +92,7 @@ async def test_oauth_login_refresh_and_reauthorization(tmp_path: Path, model: Mo
 
             auth_env = env | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")}
             printed = await authorize(config, auth_env, tmp_path / "auth.log")
-            assert "secure is authorized (3 tools)" in printed
+            assert "secure is authorized (4 tools)" in printed
             (token_file,) = (tmp_path / "config" / "oauth").glob("secure-*.json")
             assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
             tokens = json.loads(token_file.read_text())["tokens"]
@@ -101,12 +101,20 @@ async def test_oauth_login_refresh_and_reauthorization(tmp_path: Path, model: Mo
             assert text_of(await call(session, model, "secure__echo", {"text": "signed in"})) == "echo: signed in"
             listed = await state_of(session, "secure")
             assert listed["state"] == "ready" and "echo" in listed["tools"]
+            # A server that echoes the token back shows it to nobody.
+            echoed = text_of(await call(session, model, "secure__show_credentials", {}))
+            assert echoed == "scheme Bearer; credential [REDACTED]", echoed
 
             # The server forgets the access token: a 401 mid-session refreshes it, and the call goes through.
             assert "revoked" in text_of(await call(session, model, "secure__forget_access", {}))
             again = await call(session, model, "secure__echo", {"text": "refreshed"})
             assert text_of(again) == "echo: refreshed", text_of(again)
             assert "token refresh" in events.read_text().splitlines()
+            # The refreshed token, learnt while serving, is masked too.
+            refreshed = json.loads(token_file.read_text())["tokens"]
+            assert refreshed["access_token"] != tokens["access_token"]
+            echoed = text_of(await call(session, model, "secure__show_credentials", {}))
+            assert echoed == "scheme Bearer; credential [REDACTED]", echoed
 
             # It forgets the refresh token too: the backend needs a new authorization.
             assert "revoked" in text_of(await call(session, model, "secure__forget_all", {}))
