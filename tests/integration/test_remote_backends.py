@@ -160,12 +160,12 @@ async def test_remote_server_killed_is_unavailable_at_once_and_works_again_after
 
 def test_doctor_shows_a_remote_backend_with_its_url_masked_and_why_it_is_down(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
-    entry = {"id": "team", "url": f"http://user:{TOKEN}@127.0.0.1:{port}/mcp?token={TOKEN}&team=blue"}
+    entry = {"id": "team", "url": f"http://127.0.0.1:{port}/mcp?token={TOKEN}&team=blue"}
     config = tmp_path / "agentify.json"
     config.write_text(json.dumps({"backends": [entry]}))
     env = os.environ | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run([str(AGENTIFY), "doctor", "--config", str(config)], capture_output=True, text=True, env=env)
     assert done.returncode == 1
-    assert f"http://[REDACTED]@127.0.0.1:{port}/mcp?token=[REDACTED]" in done.stdout
+    assert f"http://127.0.0.1:{port}/mcp?token=[REDACTED]" in done.stdout
     assert "cannot connect" in done.stdout
     assert TOKEN not in done.stdout + done.stderr
