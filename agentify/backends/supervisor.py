@@ -361,10 +361,13 @@ class Supervisor:
 
         Raises:
             LinkLost: why, with what happens next.
+            AuthRequired: the link ended because the server refused the credentials (HTTP 401).
         """
         while not self._stopping.is_set():
             idle = await self._until_something_happens(link)
             if link.gone.is_set():
+                if link.refused_status == 401:  # a refused SSE message: refresh, or say which credential
+                    raise AuthRequired("the server refused the credentials")
                 if link.exit_code is not None:
                     code = await link.exit_code()
                     raise LinkLost(f"exited (code {code}); restarted on the next call. {self.stderr.hint()}")
