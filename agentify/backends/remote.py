@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from agentify._common.errors import first, first_where
+from agentify.backends.bounded_http import AnswerRefused, BoundedTransport
 from agentify.backends.connection import Link
 from agentify.backends.failures import AuthRequired, SessionFailure, Unexpected, Unreachable
 from agentify.backends.oauth import SecretSink, TokenFile, provider_for
@@ -61,6 +62,7 @@ class RemoteConnection:
             headers=self.headers(),
             auth=auth,
             timeout=httpx2.Timeout(CONNECT_SECONDS, read=STREAM_READ_SECONDS),
+            transport=BoundedTransport(self.url),
             event_hooks={"response": [on_response]} if on_response else None,
         )
 
@@ -136,6 +138,8 @@ class RemoteConnection:
             return Unreachable(
                 f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
             )
+        if isinstance(error, AnswerRefused):
+            return Unreachable(f"the OAuth flow with {where} failed: {error}")
         if isinstance(error, httpx2.TransportError):
             return Unreachable(f"the connection to {where} failed ({type(error).__name__})")
         leaf = first(exc, BaseException) or exc
