@@ -5,12 +5,15 @@ code 3), --marker FILE (records events: "started <pid>", "slow <seconds>" when s
 "cancelled slow"). Tools: echo, slow(seconds) reporting progress, crash (exits mid-call),
 flood_stderr(bytes), nested(code) whose schema has catastrophic regexes (`pattern`,
 `patternProperties`), progress(count, message, env?) sending `count` progress notifications as
-fast as it can (the message with the value of the environment variable `env` appended).
+fast as it can (the message with the value of the environment variable `env` appended),
+huge_answer(mib) writing its answer as one line of `mib` MiB with the id last (as TypeScript
+servers order it) straight onto stdout, then a small one the gateway no longer waits for.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -66,6 +69,7 @@ def main() -> None:
             "properties": {"count": {"type": "integer"}, "message": {"type": "string"}, "env": {"type": "string"}},
             "required": ["count", "message"],
         }
+        huge = {"type": "object", "properties": {"mib": {"type": "integer"}}, "required": ["mib"]}
         return types.ListToolsResult(
             tools=[
                 types.Tool(name="echo", description="Echo the text back", input_schema=schema),
@@ -81,6 +85,7 @@ def main() -> None:
                 types.Tool(name="garbage_stdout", description="Write a non-JSON line on stdout", input_schema=empty),
                 types.Tool(name="nested", description="Check a code against a slow pattern", input_schema=hostile),
                 types.Tool(name="progress", description="Report progress many times", input_schema=progress),
+                types.Tool(name="huge_answer", description="Answer with one huge message", input_schema=huge),
                 *extra_tools,
             ]
         )
@@ -116,6 +121,13 @@ def main() -> None:
             os._exit(7)
         if params.name == "big":
             return types.CallToolResult(content=[types.TextContent(type="text", text="b" * int(arguments["bytes"]))])
+        if params.name == "huge_answer":
+            chunk = b"b" * (1 << 20)
+            os.write(wire_fd, b'{"result":{"content":[{"type":"text","text":"')
+            for _ in range(int(arguments["mib"])):
+                await anyio.to_thread.run_sync(os.write, wire_fd, chunk)  # a pipe takes what it can
+            os.write(wire_fd, b'"}]},"jsonrpc":"2.0","id":' + json.dumps(ctx.request_id).encode() + b"}\n")
+            return types.CallToolResult(content=[types.TextContent(type="text", text="answered twice")])
         if params.name == "garbage_stdout":
             os.write(wire_fd, b"this is not json {{{\n")
             return types.CallToolResult(content=[types.TextContent(type="text", text="wrote garbage")])
