@@ -41,7 +41,7 @@ async def state_of(session: Any, backend_id: str) -> dict[str, Any]:
 async def authorization_url(stderr: Any) -> tuple[str, bytes]:
     """The URL `agentify auth` prints for the browser (log lines may come around it), and what it read."""
     seen = b""
-    with anyio.fail_after(30):
+    with anyio.fail_after(90):  # the command's start-up and the server's discovery, on a loaded machine
         while not re.search(rb"\nhttp://[^\n]*/authorize\?[^\n]*\n", seen):
             seen += await stderr.receive()
     url = next(line for line in seen.decode().splitlines() if line.startswith("http://") and "/authorize?" in line)
