@@ -1,4 +1,4 @@
-"""The HTTP transport of remote backends, with the OAuth flow's answers bounded.
+"""The OAuth flow's answers, bounded: event hooks for a remote backend's HTTP client.
 
 The SDK's OAuth provider reads the authorization server's answers (metadata, registration,
 tokens) whole, and httpx reads each one into memory before the provider sees it: a hostile
@@ -6,11 +6,13 @@ server's 150 MB token answer took `agentify auth` to 1 GB and was stored as the 
 answer to a request that is not for the MCP endpoint itself is cut at `ANSWER_LIMIT` bytes and
 must come uncompressed (a small gzip can unpack to gigabytes), and a token answer must be JSON
 (RFC 6749 section 5.1). The MCP endpoint's own answers (results, event streams) are not touched.
+Hooks, not a transport of our own: a client given a transport no longer honours the proxy
+variables (HTTPS_PROXY) for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx2
 
@@ -21,26 +23,30 @@ class AnswerRefused(httpx2.TransportError):
     """An OAuth answer that is too large, compressed, or (a token) not JSON."""
 
 
-class BoundedTransport(httpx2.AsyncBaseTransport):
-    def __init__(self, mcp_url: str, inner: httpx2.AsyncBaseTransport | None = None) -> None:
-        self._endpoint = _endpoint(httpx2.URL(mcp_url))
-        self._inner = inner or httpx2.AsyncHTTPTransport()
+class AnswerBounds:
+    """`hooks()` for an `httpx2.AsyncClient` that talks to the MCP endpoint at `mcp_url`."""
 
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+    def __init__(self, mcp_url: str) -> None:
+        self._endpoint = _endpoint(httpx2.URL(mcp_url))
+
+    def hooks(self) -> dict[str, list[Callable[..., Awaitable[None]]]]:
+        return {"request": [self._on_request], "response": [self._on_response]}
+
+    async def _on_request(self, request: httpx2.Request) -> None:
+        if _endpoint(request.url) != self._endpoint:
+            request.headers["Accept-Encoding"] = "identity"
+
+    async def _on_response(self, response: httpx2.Response) -> None:
+        """Runs once the head has come and before anything reads the body."""
+        request = response.request
         if _endpoint(request.url) == self._endpoint:
-            return await self._inner.handle_async_request(request)
-        request.headers["Accept-Encoding"] = "identity"
-        response = await self._inner.handle_async_request(request)
+            return
         problem = _problem(request, response)
         if problem is not None:
             await response.aclose()
             raise AnswerRefused(f"{_endpoint(request.url)} {problem}; agentify did not use it", request=request)
-        assert isinstance(response.stream, httpx2.AsyncByteStream)  # an async transport's
+        assert isinstance(response.stream, httpx2.AsyncByteStream)  # an async client's
         response.stream = _Capped(response.stream, request)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 class _Capped(httpx2.AsyncByteStream):

@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from agentify._common.errors import first, first_where
-from agentify.backends.bounded_http import AnswerRefused, BoundedTransport
+from agentify.backends.bounded_http import AnswerBounds, AnswerRefused
 from agentify.backends.connection import Link
 from agentify.backends.failures import AuthRequired, SessionFailure, Unexpected, Unreachable
 from agentify.backends.oauth import SecretSink, TokenFile, provider_for
@@ -57,13 +57,16 @@ class RemoteConnection:
     def client(
         self, auth: httpx2.Auth | None, on_response: Callable[[httpx2.Response], Awaitable[None]] | None = None
     ) -> httpx2.AsyncClient:
-        """An HTTP client with the backend's headers and bearer token, and `auth` (OAuth) if given."""
+        """An HTTP client with the backend's headers and bearer token, and `auth` (OAuth) if given; what is
+        not the MCP endpoint's own answer is bounded (`bounded_http`)."""
+        hooks = AnswerBounds(self.url).hooks()
+        if on_response is not None:
+            hooks["response"].append(on_response)
         return httpx2.AsyncClient(
             headers=self.headers(),
             auth=auth,
             timeout=httpx2.Timeout(CONNECT_SECONDS, read=STREAM_READ_SECONDS),
-            transport=BoundedTransport(self.url),
-            event_hooks={"response": [on_response]} if on_response else None,
+            event_hooks=hooks,
         )
 
     def _auth(self) -> httpx2.Auth | None:
