@@ -102,8 +102,17 @@ class BackendConfig(Model):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https"):
             raise ValueError(f"{mask_url(value)!r} is not an http:// or https:// URL")
+        if parts.username is not None or parts.password is not None:
+            # The HTTP client would turn them into Basic auth on its own, sent wherever the URL leads.
+            raise ValueError(
+                f"{mask_url(value)!r} holds a user name or password, which agentify never sends: give the "
+                'credential as a header ("headers": {"Authorization": "Basic ${CREDENTIAL}"}) or as "auth"'
+            )
         return value
 
     @model_validator(mode="after")

@@ -110,7 +110,10 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, redactor, file=config.trace_file)
     backends = BackendManager(
-        config.backends, on_state=lambda status: bus.publish("backend", status.as_dict()), cache_dir=cache_dir()
+        config.backends,
+        on_state=lambda status: bus.publish("backend", status.as_dict()),
+        cache_dir=cache_dir(),
+        secrets=redactor.add,
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     limiter = Limiter(config.server.limits, config.server.redis)
