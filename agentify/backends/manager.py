@@ -12,6 +12,7 @@ from anyio.abc import TaskGroup
 from agentify.backends.connection import Connection
 from agentify.backends.handles import ToolCatalog
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
 from agentify.backends.remote import RemoteConnection
 from agentify.backends.routes import ResourceRoutes
@@ -28,9 +29,16 @@ class BackendManager:
     """Starts every eager backend concurrently in the background and owns the supervisors' tasks."""
 
     def __init__(
-        self, specs: Iterable[BackendConfig], on_state: StateListener | None = None, *, cache_dir: Path | None = None
+        self,
+        specs: Iterable[BackendConfig],
+        on_state: StateListener | None = None,
+        *,
+        cache_dir: Path | None = None,
+        secrets: SecretSink | None = None,
     ) -> None:
+        """`secrets` hears the credentials learnt while running (OAuth tokens from the store)."""
         self._on_state = on_state
+        self._secrets = secrets
         self._roots: list[types.Root] = []
         """What backends with `forwardRoots` are told: the client's roots once known (none until then)."""
         self._manifests = ManifestStore(cache_dir)
@@ -146,7 +154,7 @@ class BackendManager:
 
     def _supervise(self, spec: BackendConfig) -> Supervisor:
         stderr = StderrLog(spec.id)
-        connection: Connection = RemoteConnection(spec) if spec.remote else StdioConnection(spec, stderr)
+        connection: Connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
         return Supervisor(
             spec,
             connection,

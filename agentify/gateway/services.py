@@ -28,6 +28,7 @@ from agentify.backends.manifest import cache_dir
 from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
+from agentify.gateway.limits import Limiter
 from agentify.gateway.offers import Offerings
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
@@ -86,6 +87,7 @@ class Services:
     runner: TaskRunner
     offerings: Offerings
     """The backends' resources, prompts and completions, as one server."""
+    limiter: Limiter
     started: float
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
@@ -112,9 +114,13 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, redactor, file=config.trace_file)
     backends = BackendManager(
-        config.backends, on_state=lambda status: bus.publish("backend", status.as_dict()), cache_dir=cache_dir()
+        config.backends,
+        on_state=lambda status: bus.publish("backend", status.as_dict()),
+        cache_dir=cache_dir(),
+        secrets=redactor.add,
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
+    limiter = Limiter(config.server.limits, config.server.redis)
     runner = TaskRunner(
         backends,
         planners,
@@ -123,6 +129,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         config.max_query_chars,
         config.max_result_chars,
         config.max_context_chars,
+        limiter=limiter,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     services = Services(
@@ -135,6 +142,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         planners=planners,
         runner=runner,
         offerings=Offerings(backends),
+        limiter=limiter,
         started=time.time(),
     )
     with boot.telemetry.attached(traces):
@@ -149,5 +157,6 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
                         await backends.closed.wait()
                     await planners.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
+                    await limiter.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
                 tg.cancel_scope.cancel()
