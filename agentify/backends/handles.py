@@ -52,7 +52,7 @@ class ToolHandle:
     def listed(self) -> types.Tool | None:
         """This tool as the backend itself listed it in this run, or None when it has not (its tools come from
         the cached manifest, a file that may have been edited) or no longer offers it."""
-        return self.caller.listed_tool(self.tool.name)
+        return self.caller.listed_tool(self.origin)
 
     async def live(self) -> types.Tool | None:
         """As `listed`, but a backend that has not listed its tools in this run is started first (as the call
@@ -61,7 +61,7 @@ class ToolHandle:
         Raises:
             BackendUnavailable: it cannot be started.
         """
-        return await self.caller.live_tool(self.tool.name)
+        return await self.caller.live_tool(self.origin)
 
 
 @dataclass(frozen=True)
