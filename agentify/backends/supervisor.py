@@ -209,10 +209,11 @@ class Supervisor:
             self._idle.end()
 
     def listed_tool(self, tool: str) -> types.Tool | None:
-        """The tool as a session of this run listed it; None before any did (the manifest may only plan)."""
+        """The tool the backend calls `tool`, as a session of this run listed it; None before any did (the manifest
+        may only plan)."""
         if not self.tools.listed:
             return None
-        return next((t for t in self.tools.tools if t.name == tool), None)
+        return self.tools.by_origin(tool)
 
     async def live_tool(self, tool: str) -> types.Tool | None:
         """`listed_tool`, starting the backend first when no session of this run has listed its tools.

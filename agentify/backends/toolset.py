@@ -48,6 +48,10 @@ class ToolSet:
         """The offered tools as the gateway shows them (`tools.overrides` applied)."""
         return [o.tool for o in self._offered]
 
+    def by_origin(self, origin: str) -> types.Tool | None:
+        """The tool the backend itself calls `origin`, as the gateway shows it (annotations are the backend's)."""
+        return next((o.tool for o in self._offered if o.origin == origin), None)
+
     def handles(self) -> tuple[ToolHandle, ...]:
         version, handles = self._handles
         if version != self.version:

@@ -142,7 +142,7 @@ async def test_the_tool_list_follows_a_backend_whose_tools_change_in_the_2026_er
 
 
 async def test_the_tool_list_follows_a_lazy_backend_started_with_other_tools_than_its_manifest(tmp_path: Path) -> None:
-    lazy = fake_backend("lazy", start="lazy")
+    lazy = fake_backend("lazy", start="lazy", cwd=str(tmp_path))  # the manifest key holds the cwd
     echo = types.Tool(name="echo", description="Echo the text back", input_schema={"type": "object"})
     ManifestStore(tmp_path / "cache").save(BackendConfig.model_validate(lazy), [echo])  # an older version's tools
     send, notifications = anyio.create_memory_object_stream[None](10)
