@@ -6,6 +6,7 @@ Validation errors become `ConfigError` in `sources.ConfigSources.resolve`.
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -29,6 +30,25 @@ class ToolFilter(Model):
 
     def permits(self, tool: str) -> bool:
         return tool not in self.deny and (self.allow is None or tool in self.allow)
+
+
+class ItemFilter(Model):
+    """Which resources or prompts of a backend the IDE sees; `*` globs match any run of characters."""
+
+    allow: list[str] | None = Field(default=None, description="Only what matches one of these (None: all).")
+    deny: list[str] = Field(default_factory=list, description="What matches one of these is never listed nor read.")
+
+    def permits(self, *keys: str | None) -> bool:
+        """Whether an item known by `keys` (a resource's URI and name, a prompt's name) is offered: no key is
+        denied, and with `allow`, some key is allowed."""
+        named = [k for k in keys if k]
+        if any(_matches(k, self.deny) for k in named):
+            return False
+        return self.allow is None or any(_matches(k, self.allow) for k in named)
+
+
+def _matches(key: str, patterns: list[str]) -> bool:
+    return any(fnmatchcase(key, pattern) for pattern in patterns)
 
 
 class BearerSettings(Model):
@@ -65,6 +85,12 @@ class BackendConfig(Model):
     enabled: bool = True
     allow_destructive: bool = False
     tools: ToolFilter = Field(default_factory=ToolFilter)
+    resources: ItemFilter = Field(
+        default_factory=ItemFilter, description="Resource URIs or names (`*` globs) the IDE may list and read."
+    )
+    prompts: ItemFilter = Field(
+        default_factory=ItemFilter, description="Prompt names (as the backend gives them, `*` globs) the IDE may get."
+    )
 
     @field_validator("id")
     @classmethod
@@ -76,8 +102,17 @@ class BackendConfig(Model):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https"):
             raise ValueError(f"{mask_url(value)!r} is not an http:// or https:// URL")
+        if parts.username is not None or parts.password is not None:
+            # The HTTP client would turn them into Basic auth on its own, sent wherever the URL leads.
+            raise ValueError(
+                f"{mask_url(value)!r} holds a user name or password, which agentify never sends: give the "
+                'credential as a header ("headers": {"Authorization": "Basic ${CREDENTIAL}"}) or as "auth"'
+            )
         return value
 
     @model_validator(mode="after")

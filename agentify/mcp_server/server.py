@@ -16,6 +16,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import anyio
 import mcp_types as types
 from loguru import logger
 from mcp.server import Server
@@ -24,14 +25,17 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from agentify import __version__
 from agentify._common.schemas import tool_schema
+from agentify.backends.offers import ChangeListener
 from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.limits import Limiter
+from agentify.gateway.offers import Offerings
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
 from agentify.mcp_server.bearer import principal_of
 from agentify.mcp_server.client_requests import Exchange, Questions
+from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
 from agentify.mcp_server.replica import Replica
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots, RootsBook
@@ -99,17 +103,32 @@ class McpServices(TaskServices, Protocol):
     def redactor(self) -> Redactor: ...
 
     @property
+    def offerings(self) -> Offerings: ...
+
+    @property
     def limiter(self) -> Limiter: ...
 
     def forward_roots(self, roots: list[types.Root]) -> None: ...
 
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]: ...
+
 
 @dataclass(frozen=True)
 class McpContext:
-    """The server's lifespan context: the services, and the roots of each client it serves."""
+    """The server's lifespan context: the services, the roots of each client it serves, and the relay of the
+    backends' changes to its clients."""
 
     services: McpServices
     roots: RootsBook
+    relay: ChangeRelay
+
+    @property
+    def offerings(self) -> Offerings:
+        return self.services.offerings
+
+    @property
+    def redactor(self) -> Redactor:
+        return self.services.redactor
 
 
 @dataclass(frozen=True)
@@ -144,10 +163,18 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
-            async with open_services() as services:
+            async with open_services() as services, anyio.create_task_group() as tg:
                 if clients.replica is not None:
                     clients.replica.statuses = lambda: services.status().backends
-                yield McpContext(services, RootsBook(services.forward_roots, one_client=clients.one))
+                relay = ChangeRelay(services.offerings)
+                stop_hearing = services.on_change(relay.changed)
+                await tg.start(relay.run)
+                try:
+                    yield McpContext(services, RootsBook(services.forward_roots, one_client=clients.one), relay)
+                finally:
+                    stop_hearing()
+                    relay.close()
+                    tg.cancel_scope.cancel()  # a delivery stuck on a client that stopped reading ends here
         finally:
             if on_closed is not None:
                 on_closed()
@@ -162,6 +189,8 @@ def build_server(
     if not clients.one:
         server.middleware.insert(0, _per_request(clients.replica))
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
+    server.middleware.append(capabilities_writer(lambda ctx: ctx.lifespan_context.offerings))
+    server.middleware.append(connection_keeper(lambda ctx: ctx.lifespan_context.relay))
     server.middleware.append(questions.boundary(server.name))
     return server
 
@@ -182,6 +211,7 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
         on_list_tools=_list_tools,
         on_call_tool=call_tool,
         on_roots_list_changed=_roots_changed,
+        **offer_handlers(lambda ctx: ctx.lifespan_context),
     )
 
 
