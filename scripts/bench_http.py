@@ -5,6 +5,8 @@ One gateway over stdio and three over HTTP on 127.0.0.1, each with one of the `s
 server-filesystem, measured in interleaved rounds on one persistent session each (2025-11-25, as
 IDEs keep one). Every HTTP call pays its auth check: a constant-time compare, a sha256 and a lookup,
 or a cached JWT verification. Ratios are p50 over HTTP / p50 over stdio; the target is <= 1.2.
+Beside them, the floor (scripts/floor_proxy.py: the SDK alone, forwarding to the same backend) over
+stdio and over HTTP: its ratio is what the SDK's HTTP transport itself costs.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +23,7 @@ from typing import Any
 import anyio
 from bench_support import (
     AGENTIFY,
+    FS,
     fs_spec,
     gateway_params,
     http_session,
@@ -28,6 +32,7 @@ from bench_support import (
     throughput,
     tools_call,
 )
+from mcp.client.stdio import StdioServerParameters
 
 from agentify.security.team_tokens import digest
 from tests.fakes.jwks_issuer import JwksIssuer
@@ -36,6 +41,23 @@ from tests.servers import free_port, wait_accepting
 SHARED_TOKEN = "bench-shared-token-0123456789"
 PERSON_TOKEN = "agt_bench-person-token-0123456789"
 AUTHS = ("token", "tokens", "jwt")
+FLOOR = Path(__file__).with_name("floor_proxy.py")
+
+
+@contextmanager
+def background(command: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[None]:
+    """A server process, its stderr in `log`, stopped on the way out."""
+    with log.open("w") as out:
+        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out)
+    try:
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
 
 
 @contextmanager
@@ -45,17 +67,8 @@ def http_gateway(config: Path, port: int, shared_token: str | None = None) -> It
     if shared_token:
         env["AGENTIFY_HTTP_TOKEN"] = shared_token
     command = [str(AGENTIFY), "serve", "--transport", "http", "--port", str(port), "--config", str(config)]
-    with config.with_suffix(".log").open("w") as log:
-        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
-    try:
+    with background(command, config.with_suffix(".log"), env):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
 
 
 def _config(path: Path, root: Path, server: dict[str, Any]) -> Path:
@@ -68,7 +81,8 @@ async def run(root: Path, calls: int) -> dict[str, Any]:
     call = {"name": "fs__read_text_file", "arguments": {"path": target}}
     issuer = JwksIssuer().start()
     (root / "tokens.json").write_text(json.dumps({"tokens": [{"name": "bench", "sha256": digest(PERSON_TOKEN)}]}))
-    ports = {auth: free_port() for auth in AUTHS}
+    ports = {auth: free_port() for auth in (*AUTHS, "floor")}
+    floor = [sys.executable, str(FLOOR), "node", str(FS), str(root)]
     jwt_url = f"http://127.0.0.1:{ports['jwt']}/mcp"
     servers = {
         "token": {},
@@ -83,24 +97,29 @@ async def run(root: Path, calls: int) -> dict[str, Any]:
             http_gateway(configs["token"], ports["token"], SHARED_TOKEN) as token_url,
             http_gateway(configs["tokens"], ports["tokens"]) as tokens_url,
             http_gateway(configs["jwt"], ports["jwt"]) as jwt_url,
+            background([*floor[:2], "--http", str(ports["floor"]), *floor[2:]], root / "bench-http-floor.log"),
         ):
             for auth, port in ports.items():
                 try:
                     await wait_accepting(port, 60)
                 except TimeoutError:
-                    log = configs[auth].with_suffix(".log").read_text()[-2000:]
-                    raise RuntimeError(f"the HTTP gateway with auth {auth} did not start:\n{log}") from None
+                    log = (root / f"bench-http-{auth}.log").read_text()  # beside each config
+                    raise RuntimeError(f"the HTTP server {auth} did not start:\n{log[-2000:]}") from None
             urls = {"token": token_url, "tokens": tokens_url, "jwt": jwt_url}
             async with (
                 stdio_session(gateway_params(configs["token"], None)) as stdio,
                 http_session(urls["token"], tokens["token"]) as token,
                 http_session(urls["tokens"], tokens["tokens"]) as person,
                 http_session(urls["jwt"], tokens["jwt"]) as jwt,
+                stdio_session(StdioServerParameters(command=floor[0], args=floor[1:])) as floor_stdio,
+                http_session(f"http://127.0.0.1:{ports['floor']}/mcp") as floor_http,
             ):
                 sessions = {"stdio": stdio, "http_token": token, "http_tokens": person, "http_jwt": jwt}
                 targets = {
                     name: (lambda s=session: tools_call(s, "call_tool", call)) for name, session in sessions.items()
                 }
+                for name, session in (("floor_stdio", floor_stdio), ("floor_http", floor_http)):
+                    targets[name] = lambda s=session: tools_call(s, "read_text_file", call["arguments"])
                 for one in targets.values():  # warm-up: imports, tool lists, the JWKS, caches
                     await throughput(one, 50, 1)
                 for name, (p50, p95) in (await interleaved_percentiles(targets, calls)).items():
@@ -109,6 +128,7 @@ async def run(root: Path, calls: int) -> dict[str, Any]:
         issuer.stop()
     for auth in AUTHS:
         results[f"http_{auth}_vs_stdio_p50"] = results[f"http_{auth}_p50_ms"] / results["stdio_p50_ms"]
+    results["floor_http_vs_stdio_p50"] = results["floor_http_p50_ms"] / results["floor_stdio_p50_ms"]
     return results
 
 
@@ -120,6 +140,9 @@ ROWS = (
     ("http_token_vs_stdio_p50", "{http_token_vs_stdio_p50:.2f}", "target <= 1.2"),
     ("http_tokens_vs_stdio_p50", "{http_tokens_vs_stdio_p50:.2f}", "target <= 1.2"),
     ("http_jwt_vs_stdio_p50", "{http_jwt_vs_stdio_p50:.2f}", "target <= 1.2"),
+    ("floor proxy p50 / p95 over stdio", "{floor_stdio_p50_ms:.2f} / {floor_stdio_p95_ms:.2f} ms", ""),
+    ("floor proxy p50 / p95 over HTTP", "{floor_http_p50_ms:.2f} / {floor_http_p95_ms:.2f} ms", ""),
+    ("floor_http_vs_stdio_p50 (the SDK's own)", "{floor_http_vs_stdio_p50:.2f}", ""),
 )
 
 

@@ -9,12 +9,16 @@ JSON-RPC on both sides.
 Like the gateway, it drops the SDK's OpenTelemetry middleware (no exporter is configured) and
 forwards calls with `send_request`, so neither side validates results against output schemas.
 
-Usage: python scripts/floor_proxy.py COMMAND [ARG...]   (the backend to forward to)
+With `--http PORT` it serves streamable HTTP on 127.0.0.1 instead (uvicorn, no auth, TCP_NODELAY
+as the gateway's socket has it): what the SDK's HTTP transport costs above its stdio one.
+
+Usage: python scripts/floor_proxy.py [--http PORT] COMMAND [ARG...]   (the backend to forward to)
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -55,13 +59,26 @@ def build_proxy(backend: StdioServerParameters) -> Server[ClientSession]:
     return server
 
 
-async def main(command: str, args: list[str]) -> None:
+async def main(command: str, args: list[str], http_port: int | None) -> None:
     server = build_proxy(StdioServerParameters(command=command, args=args))
+    if http_port is not None:
+        import uvicorn
+
+        app = server.streamable_http_app(host="127.0.0.1", streamable_http_path="/mcp")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", http_port))
+        sock.listen(64)
+        await uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).serve(sockets=[sock])
+        return
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options(NotificationOptions()))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit("usage: floor_proxy.py COMMAND [ARG...]  (the backend MCP server to forward to)")
-    anyio.run(main, sys.argv[1], sys.argv[2:])
+    argv = sys.argv[1:]
+    port = int(argv[1]) if argv[:1] == ["--http"] and len(argv) > 1 else None
+    argv = argv[2:] if port is not None else argv
+    if not argv:
+        sys.exit("usage: floor_proxy.py [--http PORT] COMMAND [ARG...]  (the backend MCP server to forward to)")
+    anyio.run(main, argv[0], argv[1:], port)

@@ -47,6 +47,14 @@ def test_secret_shapes_are_still_masked() -> None:
     assert "postgres://app:" + MASK + "@db/x" in text
 
 
+def test_a_person_token_and_a_jwt_quoted_by_mistake_are_masked() -> None:
+    person = "agt_Qx3-abcdefghijklmnopqrstuvwxyz012345"
+    jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLWJ5dGVz"
+    text = Redactor().text(f"the client sent {person} then {jwt}.")
+    assert "Qx3-abcdefghijklmnop" not in text and "eyJzdWIiOiJhbGljZSJ9" not in text and "c2lnbmF0dXJl" not in text
+    assert text.startswith("the client sent agt_")
+
+
 def test_a_secret_straddling_the_cut_leaks_no_part_of_it() -> None:
     secret = "ghp_" + "Z9" * 20
     redactor = Redactor([secret])
