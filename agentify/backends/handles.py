@@ -12,12 +12,17 @@ from typing import Any, Protocol
 import mcp_types as types
 from mcp.shared.dispatcher import ProgressFnT
 
+from agentify.backends.questions import Answerer
 from agentify.config import BackendConfig
 
 
 class ToolCaller(Protocol):
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None = None,
+        answerer: Answerer | None = None,
     ) -> types.CallToolResult: ...
 
 
@@ -31,13 +36,15 @@ class ToolHandle:
     spec: BackendConfig
     caller: ToolCaller
 
-    async def call(self, arguments: dict[str, Any], progress: ProgressFnT | None = None) -> types.CallToolResult:
-        """Calls the tool; a lazy or stopped backend is started first.
+    async def call(
+        self, arguments: dict[str, Any], progress: ProgressFnT | None = None, answerer: Answerer | None = None
+    ) -> types.CallToolResult:
+        """Calls the tool; a lazy or stopped backend is started first. `answerer` answers the backend's questions.
 
         Raises:
-            BackendUnavailable, BackendError, TaskTimeout, Denied.
+            BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises.
         """
-        return await self.caller.call(self.tool.name, arguments, progress)
+        return await self.caller.call(self.tool.name, arguments, progress, answerer)
 
 
 @dataclass(frozen=True)

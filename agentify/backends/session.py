@@ -12,13 +12,18 @@ from mcp.shared.exceptions import MCPError
 
 from agentify import __version__
 from agentify.backends.connection import Connection, Link
+from agentify.backends.era import Era
 from agentify.backends.failures import AuthRequired, StartRejected, StartTimeout, WrongTransport
+from agentify.backends.questions import InFlight
 
 RootsGetter = Callable[[], Sequence[types.Root]]
 
 
-def client_session(link: Link, on_message: MessageHandlerFnT, roots: RootsGetter | None) -> ClientSession:
-    """A session over `link`; with `roots`, it answers `roots/list` from them (and so advertises roots)."""
+def client_session(
+    link: Link, on_message: MessageHandlerFnT, roots: RootsGetter | None, questions: InFlight
+) -> ClientSession:
+    """A session over `link`; with `roots`, it answers `roots/list` from them (and so advertises roots).
+    It advertises elicitation (form and URL) and sampling: `questions` hands them to the call that asked."""
     list_roots = None
     if roots is not None:
         getter = roots
@@ -31,6 +36,8 @@ def client_session(link: Link, on_message: MessageHandlerFnT, roots: RootsGetter
         link.write_stream,
         message_handler=on_message,
         list_roots_callback=list_roots,
+        elicitation_callback=questions.elicit,
+        sampling_callback=questions.sample,
         client_info=types.Implementation(name="agentify", version=__version__),
     )
 
@@ -57,9 +64,9 @@ async def list_tools(session: ClientSession) -> list[types.Tool]:
 
 
 async def start(
-    session: ClientSession, link: Link, connection: Connection, limit: float, stderr_hint: Callable[[], str]
+    session: ClientSession, link: Link, connection: Connection, era: Era, limit: float, stderr_hint: Callable[[], str]
 ) -> list[types.Tool]:
-    """`initialize` and `tools/list` within `limit` seconds: the tools.
+    """`initialize` or `server/discover` (as `era` says) and `tools/list` within `limit` seconds: the tools.
 
     Raises:
         StartTimeout: not within `limit`.
@@ -69,7 +76,7 @@ async def start(
     """
     try:
         with anyio.fail_after(limit):
-            await session.initialize()
+            await era.open(session)
             return await list_tools(session)
     except TimeoutError:
         raise StartTimeout(

@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from agentify.backends.auth_recovery import AuthRecovery, Refusal
 from agentify.backends.calls import call_tool, refused, unavailable
 from agentify.backends.connection import Connection, Link
+from agentify.backends.era import PINNED_HINT, Era, lacks_back_channel
 from agentify.backends.failures import (
     AuthRequired,
     LinkLost,
@@ -38,18 +39,20 @@ from agentify.backends.failures import (
     StartRejected,
     StartTimeout,
     Unexpected,
+    WrongEra,
     WrongTransport,
     mapped,
 )
 from agentify.backends.handles import ToolHandle
 from agentify.backends.idle import IdleClock
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.questions import Answerer, InFlight
 from agentify.backends.session import RootsGetter, client_session, list_tools, server_line, start
 from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig
-from agentify.errors import BackendUnavailable, Denied
+from agentify.errors import BackendError, BackendUnavailable, Denied
 
 StateListener = Callable[[BackendStatus], None]
 
@@ -58,6 +61,10 @@ BACKOFF_MAX = 30.0
 STABLE_AFTER = 60.0  # seconds alive after which the backoff starts over
 SETTLE_SLACK = 1.0  # a waiter's margin over the start-up timeout, so it sees the owner's verdict
 _LIVE = (BackendState.STARTING, BackendState.RESTARTING, BackendState.READY)
+
+
+class _EraFellBack(Exception):
+    """A call failed because its session's era has no back-channel, and the era fell back (`era.py`)."""
 
 
 @dataclass
@@ -105,6 +112,9 @@ class Supervisor:
         self._backoff = Backoff()
         self._on_state = on_state
         self._roots = roots
+        self._era = Era(spec)
+        self._questions = InFlight(spec.id)
+        self._reopen = anyio.Event()  # set when the era fell back: the live session ends and a new one starts
         self._session: ClientSession | None = None
         self._link: Link | None = None
         self._demand = anyio.Event()
@@ -164,34 +174,58 @@ class Supervisor:
             self._demand.set()
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None = None,
+        answerer: Answerer | None = None,
     ) -> types.CallToolResult:
-        """Calls one tool, starting the backend first if needed.
+        """Calls one tool, starting the backend first if needed; `answerer` answers the backend's questions.
 
         Raises:
-            Denied, BackendUnavailable, BackendError, TaskTimeout.
+            Denied, BackendUnavailable, BackendError, TaskTimeout; what the answerer raises (`questions.py`).
         """
         if not self.spec.tools.permits(tool):
             raise Denied(f"{self.spec.id}.{tool} is not allowed by tools.allow / tools.deny of the backend's config")
         session, link = await self._acquire()
         try:
-            return await self._call_on(session, link, tool, arguments, progress)
+            return await self._call_on(session, link, tool, arguments, progress, answerer)
         except BackendUnavailable:
             if not self._auth.call_may_be_retried(link):
                 raise
+        except _EraFellBack:
+            self._reopen.set()
         with anyio.move_on_after(self.start_limit):
-            await link.gone.wait()  # the owner ends that session, then starts one that refreshes the token
+            await link.gone.wait()  # the owner ends that session, then starts one (a refreshed token, an older era)
         session, link = await self._acquire()
-        return await self._call_on(session, link, tool, arguments, progress)
+        return await self._call_on(session, link, tool, arguments, progress, answerer)
 
     async def _call_on(
-        self, session: ClientSession, link: Link, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
+        self,
+        session: ClientSession,
+        link: Link,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
+        answerer: Answerer | None,
     ) -> types.CallToolResult:
         self._idle.begin()
         try:
-            return await call_tool(session, link, self.spec, tool, arguments, progress, self.stderr.hint())
+            result = await call_tool(
+                session, link, self.spec, tool, arguments, progress, self.stderr.hint(), self._questions, answerer
+            )
+        except BackendError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, MCPError) and lacks_back_channel(session, cause):
+                if self._era.fall_back():
+                    raise _EraFellBack from exc
+                raise BackendError(exc.message + PINNED_HINT) from cause
+            raise
         finally:
             self._idle.end()
+        if result.is_error and lacks_back_channel(session, result) and self._era.fall_back():
+            raise _EraFellBack
+        return result
 
     async def send_roots_changed(self) -> None:
         """Tells a live session that forwards roots that they changed; nothing when not running."""
@@ -279,9 +313,13 @@ class Supervisor:
                     link = await stack.enter_async_context(self.connection.open())
                     self._link = link
                     roots = self._roots if self.spec.forward_roots else None
-                    session = await stack.enter_async_context(client_session(link, self._on_message, roots))
+                    session = await stack.enter_async_context(
+                        client_session(link, self._on_message, roots, self._questions)
+                    )
                     try:
-                        tools = await start(session, link, self.connection, self.start_limit, self.stderr.hint)
+                        tools = await start(
+                            session, link, self.connection, self._era, self.start_limit, self.stderr.hint
+                        )
                     except (StartTimeout, StartRejected) as failure:
                         # Said before the (bounded, seconds long) stop of the process below, so that
                         # callers waiting on this start see the reason, not "starting".
@@ -291,7 +329,7 @@ class Supervisor:
                     await self._serve(session, link)
             return False
         except SessionFailure as failure:
-            if not isinstance(failure, WrongTransport | AuthRequired):
+            if not isinstance(failure, WrongTransport | WrongEra | AuthRequired):
                 ended = str(failure)
             return self._ended_by(failure)
         finally:
@@ -308,6 +346,9 @@ class Supervisor:
             return False
         if isinstance(failure, WrongTransport):
             self._log.info("the server does not speak streamable HTTP; trying the SSE transport")
+            return True
+        if isinstance(failure, WrongEra):
+            self._lifecycle.enter(BackendState.STARTING)
             return True
         if isinstance(failure, AuthRequired):
             return self._after_refusal()
@@ -353,6 +394,9 @@ class Supervisor:
                     code = await link.exit_code()
                     raise LinkLost(f"exited (code {code}); restarted on the next call. {self.stderr.hint()}")
                 raise LinkLost(f"{link.lost_reason or 'the connection closed'}; reconnected on the next call")
+            if self._reopen.is_set():
+                self._reopen = anyio.Event()
+                raise WrongEra("reopening the session in the 2025-11-25 protocol")
             if idle:  # said before the (bounded) stop, as a failure is
                 self._log.info("idle: stopping until the next call")
                 self._session = None
@@ -376,7 +420,7 @@ class Supervisor:
                 idle = True
                 tg.cancel_scope.cancel()
 
-            for event in (link.gone, self.tools.stale, self._stopping):
+            for event in (link.gone, self.tools.stale, self._stopping, self._reopen):
                 tg.start_soon(until, event)
             tg.start_soon(until_idle)
         return idle

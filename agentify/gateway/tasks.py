@@ -20,6 +20,7 @@ import mcp_types as types
 from loguru import logger
 
 from agentify.backends import BackendManager, ToolHandle
+from agentify.backends.questions import Answerer
 from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan, TaskCancelled
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
@@ -94,13 +95,14 @@ class TaskRunner:
         confirmer: Confirmer | None = None,
         given: Plan | None = None,
         default_cwd: str | None = None,
+        answerer: Answerer | None = None,
     ) -> TaskOutcome:
         """A task in words: validate, plan, (confirm, call).
 
         `given` is a plan chosen in an earlier round of the same `tools/call` (2026-07-28, where a
         confirmation is a round trip): it is checked against the catalog again instead of planning
         anew. `default_cwd` is the working directory of a task whose context names none (the
-        client's first root)."""
+        client's first root). `answerer` answers the backend's own questions (`backend_questions.py`)."""
 
         async def decide(trace: Trace) -> Plan:
             span = self.traces.span(trace, "validate")
@@ -113,10 +115,16 @@ class TaskRunner:
             await _report(progress, "planning")
             return await self._plan(task, trace, sampler, given)
 
-        return await self._run("orchestrate" if execute else "plan", raw_input, decide, execute, progress, confirmer)
+        kind = "orchestrate" if execute else "plan"
+        return await self._run(kind, raw_input, decide, execute, progress, confirmer, answerer)
 
     async def call(
-        self, raw_input: Any, *, progress: Progress | None = None, confirmer: Confirmer | None = None
+        self,
+        raw_input: Any,
+        *,
+        progress: Progress | None = None,
+        confirmer: Confirmer | None = None,
+        answerer: Answerer | None = None,
     ) -> TaskOutcome:
         """`call_tool`: the IDE's model chose the tool and its arguments; all else is `run`'s path."""
 
@@ -130,7 +138,7 @@ class TaskRunner:
             self.traces.end_span(trace, span, backend=plan.backend, tool=plan.tool, arguments=plan.arguments)
             return plan
 
-        return await self._run("call", raw_input, decide, True, progress, confirmer)
+        return await self._run("call", raw_input, decide, True, progress, confirmer, answerer)
 
     async def search(self, raw_input: Any) -> tuple[SearchInput, list[Ranked]]:
         """`search_tools`: the best-ranked tools for a query, by the index the planners use; traced."""
@@ -162,6 +170,7 @@ class TaskRunner:
         execute: bool,
         progress: Progress | None,
         confirmer: Confirmer | None,
+        answerer: Answerer | None = None,
     ) -> TaskOutcome:
         trace = self.traces.start(kind, _as_dict(raw_input))
         started = time.monotonic()
@@ -176,7 +185,7 @@ class TaskRunner:
             if execute:
                 await self._confirm(plan, reason, confirmer, trace)
                 await _report(progress, f"calling {plan.backend}.{plan.tool}")
-                result = await self._call(plan, trace, progress)
+                result = await self._call(plan, trace, progress, answerer)
                 await _report(progress, "done")
             outcome = TaskOutcome(
                 plan=plan,
@@ -285,7 +294,9 @@ class TaskRunner:
         )
         return plan
 
-    async def _call(self, plan: Plan, trace: Any, report: Progress | None) -> types.CallToolResult:
+    async def _call(
+        self, plan: Plan, trace: Any, report: Progress | None, answerer: Answerer | None
+    ) -> types.CallToolResult:
         span = self.traces.span(trace, "call")
         span.attributes.update(backend=plan.backend, tool=plan.tool)
 
@@ -297,7 +308,7 @@ class TaskRunner:
                 await forward(f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 
         try:
-            result = await _handle(plan).call(plan.arguments, relay)
+            result = await _handle(plan).call(plan.arguments, relay, answerer)
             if forward is not None:
                 with anyio.move_on_after(PROGRESS_SETTLE_SECONDS):  # the last report before "done"
                     await forward.settled()
@@ -306,6 +317,9 @@ class TaskRunner:
             raise
         except anyio.get_cancelled_exc_class():
             self.traces.end_span(trace, span, error="cancelled")
+            raise
+        except AskingClient as asking:  # 2026-07-28: the backend's question goes to the client's next round
+            self.traces.end_span(trace, span, waiting=f"asked the client for {asking.what}")
             raise
         size = sum(block_size(block) for block in result.content)
         capped = cap_result(result, self.max_result_chars, self.traces.mask_literal)

@@ -1,0 +1,98 @@
+"""The relay between a backend's questions and the IDE: the `Answerer` a backend call gets.
+
+Transport-agnostic: the IDE side is the `ClientQuestions` protocol (the MCP server's `Exchange`, which
+knows the IDE's era), the backend side is `agentify.backends.questions`. What the relay decides:
+- a question the IDE cannot answer (no elicitation, no URL mode, no sampling, no roots) is answered to
+  the backend with an error that says so: the backend's own fallback decides what happens then;
+- a form question names the backend that asks, so the user knows who wants to know;
+- an IDE that does not answer within `seconds` (2025-11-25) gets the same treatment, never a hang;
+- a 2026-07-28 IDE answers in its next round: every question of the round is collected first, then
+  `AskingClient` ends this round (the backend call is made again in the next one, with the answers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
+
+from agentify.backends.questions import Answers
+from agentify.gateway.policy import AskingClient
+
+Result = TypeVar("Result", bound=BaseModel)
+
+
+class ClientQuestions(Protocol):
+    """What the IDE side offers: whether it can answer a kind of question, and asking it (any era)."""
+
+    def can_answer(self, request: types.InputRequest) -> bool: ...
+
+    async def ask(self, request: types.InputRequest, result_type: type[Result], what: str) -> Result:
+        """Raises AskingClient (2026-07-28, answered in the next round) or MCPError (refused, failed)."""
+        ...
+
+
+class BackendQuestionRelay:
+    def __init__(self, client: ClientQuestions, seconds: float) -> None:
+        self._client = client
+        self._seconds = seconds
+
+    async def answer(self, backend: str, requests: Mapping[str, types.InputRequest]) -> Answers:
+        answers: dict[str, types.InputResponse] = {}
+        asking: AskingClient | None = None
+        for key, asked in requests.items():
+            request = _signed(asked, backend)
+            what = _what(request, backend)
+            if not self._client.can_answer(request):
+                return types.ErrorData(code=types.INVALID_REQUEST, message=f"the user's client cannot answer {what}")
+            try:
+                with anyio.fail_after(self._seconds):
+                    answers[key] = await self._client.ask(request, _result_type(request), what)
+            except AskingClient as exc:  # keep collecting: the IDE gets every question of this round at once
+                asking = exc
+            except TimeoutError:
+                return types.ErrorData(
+                    code=types.REQUEST_TIMEOUT, message=f"nobody answered {what} within {self._seconds:g} s"
+                )
+            except MCPError as exc:
+                return exc.error
+        if asking is not None:
+            raise asking
+        return answers
+
+
+def _signed(request: types.InputRequest, backend: str) -> types.InputRequest:
+    """A form or URL question with the asking backend's id in front of its message."""
+    if not isinstance(request, types.ElicitRequest):
+        return request
+    params = request.params.model_copy(update={"message": f"[{backend}] {request.params.message}"})
+    return types.ElicitRequest(params=params)
+
+
+def _what(request: types.InputRequest, backend: str) -> str:
+    if isinstance(request, types.ElicitRequest):
+        kind = "a URL to open" if isinstance(request.params, types.ElicitRequestURLParams) else "a question"
+        return f"{kind} from backend {backend!r}"
+    if isinstance(request, types.CreateMessageRequest):
+        return f"a reply of its model (sampling) for backend {backend!r}"
+    return f"its roots, for backend {backend!r}"
+
+
+AnswerType = (
+    type[types.ElicitResult]
+    | type[types.CreateMessageResult]
+    | type[types.CreateMessageResultWithTools]
+    | type[types.ListRootsResult]
+)
+
+
+def _result_type(request: types.InputRequest) -> AnswerType:
+    if isinstance(request, types.ElicitRequest):
+        return types.ElicitResult
+    if isinstance(request, types.CreateMessageRequest):
+        return types.CreateMessageResultWithTools if request.params.tools else types.CreateMessageResult
+    return types.ListRootsResult
