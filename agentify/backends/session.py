@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
 import mcp_types as types
+from loguru import logger
 from mcp.client.session import ClientSession, MessageHandlerFnT
+from mcp.client.subscriptions import Subscription, SubscriptionLost, ToolsListChanged, listen
 from mcp.shared.exceptions import MCPError
 
 from agentify import __version__
 from agentify.backends.connection import Connection, Link
-from agentify.backends.era import Era
+from agentify.backends.era import Era, is_modern
 from agentify.backends.failures import AuthRequired, StartRejected, StartTimeout, WrongTransport
 from agentify.backends.questions import InFlight
 
+LISTEN_ACK_SECONDS = 10.0  # how long a 2026-07-28 server may take to acknowledge subscriptions/listen
 RootsGetter = Callable[[], Sequence[types.Root]]
 
 
@@ -93,3 +97,36 @@ async def start(
             reason = f"exited with code {code}" if code is not None else f"failed: {exc.error.message}"
             raise StartRejected(f"{reason} during start-up. {stderr_hint()}") from exc
         raise StartRejected(f"failed during start-up: {link.lost_reason or exc.error.message}") from exc
+
+
+@asynccontextmanager
+async def tool_changes(session: ClientSession, on_change: Callable[[], None]) -> AsyncIterator[None]:
+    """Calls `on_change` when the server's tools change, for as long as the block runs.
+
+    On 2025-11-25 the server sends `notifications/tools/list_changed` by itself (the message handler
+    sees it); on 2026-07-28 only to a client that listens (`subscriptions/listen`), so this listens.
+    A server that offers no such notifications, or refuses to be listened to, is simply not heard."""
+    found = session.discover_result
+    tools = found.capabilities.tools if found is not None else None
+    async with AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        if is_modern(session) and tools is not None and tools.list_changed:
+            try:
+                with anyio.fail_after(LISTEN_ACK_SECONDS):
+                    subscription = await stack.enter_async_context(listen(session, tools_list_changed=True))
+                tg.start_soon(_hear, subscription, on_change)
+            except (MCPError, SubscriptionLost, TimeoutError) as exc:
+                logger.info("the server's tool changes cannot be listened to ({}); its tools are listed once", exc)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def _hear(subscription: Subscription, on_change: Callable[[], None]) -> None:
+    try:
+        async for event in subscription:
+            if isinstance(event, ToolsListChanged):
+                on_change()
+    except SubscriptionLost:
+        logger.info("the server ended its tool-change subscription")

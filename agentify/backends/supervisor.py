@@ -47,7 +47,7 @@ from agentify.backends.handles import ToolHandle
 from agentify.backends.idle import IdleClock
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.questions import Answerer, InFlight
-from agentify.backends.session import RootsGetter, client_session, list_tools, server_line, start
+from agentify.backends.session import RootsGetter, client_session, list_tools, server_line, start, tool_changes
 from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
@@ -325,6 +325,8 @@ class Supervisor:
                         # callers waiting on this start see the reason, not "starting".
                         self._fail(failure)
                         return False
+                    # Listening before READY: a change right after the first call is heard.
+                    await stack.enter_async_context(tool_changes(session, lambda: self.tools.stale.set()))
                     self._ready(session, tools)
                     await self._serve(session, link)
             return False

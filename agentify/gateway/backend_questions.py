@@ -12,6 +12,7 @@ knows the IDE's era), the backend side is `agentify.backends.questions`. What th
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Protocol, TypeVar
 
@@ -29,6 +30,9 @@ Result = TypeVar("Result", bound=BaseModel)
 class ClientQuestions(Protocol):
     """What the IDE side offers: whether it can answer a kind of question, and asking it (any era)."""
 
+    round_trips: bool
+    """Whether the IDE speaks 2026-07-28 (it answers in its next round) rather than 2025-11-25."""
+
     def can_answer(self, request: types.InputRequest) -> bool: ...
 
     async def ask(self, request: types.InputRequest, result_type: type[Result], what: str) -> Result:
@@ -45,7 +49,7 @@ class BackendQuestionRelay:
         answers: dict[str, types.InputResponse] = {}
         asking: AskingClient | None = None
         for key, asked in requests.items():
-            request = _signed(asked, backend)
+            request = _signed(asked, backend, by_request=not self._client.round_trips)
             what = _what(request, backend)
             if not self._client.can_answer(request):
                 return types.ErrorData(code=types.INVALID_REQUEST, message=f"the user's client cannot answer {what}")
@@ -65,12 +69,17 @@ class BackendQuestionRelay:
         return answers
 
 
-def _signed(request: types.InputRequest, backend: str) -> types.InputRequest:
-    """A form or URL question with the asking backend's id in front of its message."""
+def _signed(request: types.InputRequest, backend: str, *, by_request: bool) -> types.InputRequest:
+    """A form or URL question with the asking backend's id in front of its message.
+
+    A URL question of a 2026-07-28 backend has no `elicitationId`, which a 2025-11-25 request must
+    carry: it gets one made from the URL (the same question, the same id)."""
     if not isinstance(request, types.ElicitRequest):
         return request
-    params = request.params.model_copy(update={"message": f"[{backend}] {request.params.message}"})
-    return types.ElicitRequest(params=params)
+    update: dict[str, str] = {"message": f"[{backend}] {request.params.message}"}
+    if by_request and isinstance(request.params, types.ElicitRequestURLParams) and not request.params.elicitation_id:
+        update["elicitation_id"] = "agentify-" + hashlib.sha256(request.params.url.encode()).hexdigest()[:16]
+    return types.ElicitRequest(params=request.params.model_copy(update=update))
 
 
 def _what(request: types.InputRequest, backend: str) -> str:
