@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,21 @@ from tests.conftest import AGENTIFY, REPO, fs_backend, gateway_env, write_config
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 SCRIPT = REPO / "tests/ts_client.mjs"
+ASKING = REPO / "tests/fakes/asking_backend.py"
 TS_CLIENT = REPO / "node_modules/@modelcontextprotocol/client/package.json"
 ERAS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
 
-async def drive(tmp_path: Path, mode: str, elicitation: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
+async def drive(
+    tmp_path: Path,
+    mode: str,
+    elicitation: str | None,
+    calls: list[dict[str, Any]],
+    backends: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     if not TS_CLIENT.exists():
         pytest.fail(f"{TS_CLIENT} is missing: run scripts/setup.sh (npm install) first")
-    config = write_config(tmp_path, [fs_backend(tmp_path / "workspace")])
+    config = write_config(tmp_path, backends or [fs_backend(tmp_path / "workspace")])
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")} | gateway_env(None)
     spec = {
         "command": str(AGENTIFY),
@@ -94,3 +102,16 @@ async def test_ts_client_without_elicitation_is_told_how_to_allow(tmp_path: Path
     assert code(denied) == "denied" and "allowDestructive: true" in text(denied)
     assert not target.exists()
     assert text(still) == "remember the milk\n"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_ts_client_answers_a_backends_own_question(tmp_path: Path, era: str) -> None:
+    """The backend asks by request (2025-11-25 backend) or with an InputRequiredResult (2026-07-28 one);
+    the TypeScript client answers in its 2026-07-28 rounds."""
+    backend = {"id": "ask", "command": sys.executable, "args": [str(ASKING), "--era", era]}
+    confirm = {"name": "call_tool", "arguments": {"name": "ask__confirm", "arguments": {"path": "old.txt"}}}
+    answer = await drive(tmp_path, "auto", "accept", [confirm], backends=[backend])
+    [result] = answer["results"]
+    assert text(result) == "deleted old.txt", result
+    [asked] = answer["asked"]
+    assert asked["message"] == "[ask] Delete old.txt?"

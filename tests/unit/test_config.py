@@ -254,3 +254,13 @@ def test_a_bad_environment_value_names_its_variable(tmp_path: Path) -> None:
         load_sources(path, {}, {"AGENTIFY_PLANNER": "magic"}).resolve()
     with pytest.raises(ConfigError, match=r"planner\.shortlist \(from the command line\)"):
         load_sources(path, {"planner": {"shortlist": 0}}, {}).resolve()
+
+
+def test_a_backend_protocol_is_one_of_three_and_anything_else_names_the_choices(tmp_path: Path) -> None:
+    pinned = load_sources(
+        write(tmp_path, {"backends": [{"id": "a", "command": "x", "protocol": "2025-11-25"}]}), {}, {}
+    )
+    assert pinned.resolve().backends[0].protocol == "2025-11-25"
+    message = config_error(tmp_path, {"backends": [{"id": "a", "command": "x", "protocol": "2026"}]})
+    assert "backends.0.protocol" in message
+    assert all(choice in message for choice in ("'auto'", "'2025-11-25'", "'2026-07-28'")), message
