@@ -320,6 +320,7 @@ class TaskRunner:
             raise
         except AskingClient as asking:  # 2026-07-28: the backend's question goes to the client's next round
             self.traces.end_span(trace, span, waiting=f"asked the client for {asking.what}")
+            asking.plan = plan
             raise
         size = sum(block_size(block) for block in result.content)
         capped = cap_result(result, self.max_result_chars, self.traces.mask_literal)

@@ -230,6 +230,8 @@ async def _call_tool(
             answerer=answerer,
         )
     except AskingClient as asking:  # 2026-07-28: the client answers and calls again
+        if asking.plan is not None:  # a backend asked: the next round calls the same plan, not a new one
+            exchange.keep_plan(asking.plan)
         return exchange.input_required(asking.trace_id)
     except AgentifyError as exc:  # TaskRunner turns every failure, bugs included, into one
         return error_result(exc, services.redactor)

@@ -18,6 +18,7 @@ import mcp_types as types
 import pytest
 
 from tests.conftest import REPO, error_code, gateway_env, text_of, write_config
+from tests.fakes.model_server import ModelServer, Reply
 from tests.integration.ide_client import MODES, ide_client
 from tests.servers import free_port, server_process, wait_accepting
 
@@ -151,6 +152,22 @@ async def test_an_ide_that_cannot_answer_gets_the_backends_fallback_or_denied(
     else:  # it can only wait for an answer that never comes: the call ends, and says why
         assert error_code(result) == "denied", result
         assert "cannot answer a question from backend 'ask'" in text_of(result)
+
+
+async def test_a_task_whose_backend_asks_runs_its_plan_again_in_the_next_round_not_a_new_one(
+    tmp_path: Path, model: ModelServer
+) -> None:
+    """2026-07-28: the round that carries the answer calls the backend with the plan already made."""
+    model.push(Reply.tool_call("ask__confirm", {"path": "old.txt"}))
+    answers = Answers()
+    config = write_config(tmp_path, [asking("ask", "--era", "modern")])
+    async with ide_client(
+        config, gateway_env(model), tmp_path / "e.log", "auto", elicitation_callback=answers.elicit
+    ) as client:
+        result = await client.call_tool("orchestrate_task", {"query": "delete old.txt"})
+    assert text_of(result) == "deleted old.txt", result
+    assert len(model.requests) == 1, "planned once"
+    assert len(answers.asked) == 1
 
 
 @contextmanager
