@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from agentify.backends.connection import Link
 from agentify.backends.questions import Answerer, InFlight, resolve
+from agentify.backends.session import RootsGetter
 from agentify.config import BackendConfig
 from agentify.errors import AgentifyError, BackendError, BackendUnavailable, TaskTimeout
 
@@ -37,11 +38,13 @@ async def call_tool(
     stderr_hint: str,
     in_flight: InFlight,
     answerer: Answerer | None = None,
+    roots: RootsGetter | None = None,
 ) -> types.CallToolResult:
     """One `tools/call` with the backend's timeout. Cancelling the caller cancels the backend's call.
 
     `in_flight`: the backend's calls that can take questions; `answerer`: who answers this one's
-    (`questions.py`); without one, a backend that asks is told this client cannot answer.
+    (`questions.py`); without one, a backend that asks is told this client cannot answer. `roots`: what
+    a 2026-07-28 backend's `roots/list` question is answered with (forwardRoots), else no roots.
 
     Raises:
         TaskTimeout, BackendError, BackendUnavailable, Denied; what the answerer raises (`questions.py`).
@@ -59,7 +62,7 @@ async def call_tool(
     try:
         with in_flight.call(answerer) as scope:
             with scope, anyio.fail_after(timeout):
-                return await resolve(await send(), send, answerer, spec.id)
+                return await resolve(await send(), send, answerer, spec.id, roots)
         raise AssertionError("a call ended by a question raises as it leaves InFlight.call")
     except TimeoutError:
         raise TaskTimeout(

@@ -1,4 +1,4 @@
-"""A backend's questions during a call (elicitation, sampling, roots), on the backend's side of the gateway.
+"""A backend's questions during a call (elicitation, sampling), on the backend's side of the gateway.
 
 A backend asks in one of two ways, and both reach the `Answerer` the caller gave (the gateway's relay
 to the IDE, `gateway/backend_questions.py`):
@@ -16,7 +16,7 @@ is cancelled, and the IDE's next round makes the call again, now with the answer
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,6 +29,7 @@ from agentify.errors import Denied
 MAX_ROUNDS = 10  # InputRequiredResult rounds of one call, as the SDKs' clients allow
 STATE_ONLY_WAIT = 0.1  # a round that carries only requestState: the backend is busy, ask again after this
 
+CANNOT_ANSWER = "the client of this call cannot answer questions"
 Answers = dict[str, types.InputResponse] | types.ErrorData
 
 
@@ -42,7 +43,7 @@ class Answerer(Protocol):
 
 @dataclass(eq=False)
 class _Call:
-    answerer: Answerer
+    answerer: Answerer | None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     ended_by: BaseException | None = None
 
@@ -57,9 +58,6 @@ class InFlight:
     @contextmanager
     def call(self, answerer: Answerer | None) -> Iterator[anyio.CancelScope]:
         """A call in flight: run it inside the scope yielded. Re-raises what ended it from a question."""
-        if answerer is None:
-            yield anyio.CancelScope()
-            return
         call = _Call(answerer)
         self._calls.append(call)
         try:
@@ -88,6 +86,8 @@ class InFlight:
                 message=f"agentify cannot tell which call this question belongs to ({why}), so it was not shown",
             )
         call = self._calls[0]
+        if call.answerer is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=CANNOT_ANSWER)
         try:
             answers = await call.answerer.answer(self._backend, {"question": request})
         except Exception as exc:  # the answerer's verdict on the call: it is raised in the call's own task
@@ -103,9 +103,16 @@ Send = Callable[[types.InputResponses | None, str | None], Awaitable[types.CallT
 
 
 async def resolve(
-    first: types.CallToolResult | types.InputRequiredResult, send: Send, answerer: Answerer | None, backend: str
+    first: types.CallToolResult | types.InputRequiredResult,
+    send: Send,
+    answerer: Answerer | None,
+    backend: str,
+    roots: Callable[[], Sequence[types.Root]] | None,
 ) -> types.CallToolResult:
     """The call's result, after answering the `InputRequiredResult` rounds (2026-07-28 backends).
+
+    A `roots/list` among the questions is answered here, as a 2025-11-25 session's is: with the IDE's
+    roots where the backend has `forwardRoots` (`roots`), else with none.
 
     Raises:
         Denied: the client cannot answer (there is no `answerer`, or it returned an error), or the
@@ -118,11 +125,13 @@ async def resolve(
             return result
         responses: types.InputResponses | None = None
         if result.input_requests:
-            answers = await answerer.answer(backend, result.input_requests) if answerer is not None else None
-            if not isinstance(answers, dict):
-                why = answers.message if answers is not None else "this client cannot answer questions"
+            asked = {k: r for k, r in result.input_requests.items() if not isinstance(r, types.ListRootsRequest)}
+            answers = await answerer.answer(backend, asked) if answerer is not None and asked else {}
+            if not isinstance(answers, dict) or len(answers) < len(asked):
+                why = answers.message if isinstance(answers, types.ErrorData) else CANNOT_ANSWER
                 raise Denied(f"backend {backend!r} asked a question before it would go on, and it got no answer: {why}")
-            responses = answers
+            listed = types.ListRootsResult(roots=list(roots()) if roots is not None else [])
+            responses = {k: answers.get(k, listed) for k in result.input_requests}
         else:
             await anyio.sleep(STATE_ONLY_WAIT)
         result = await send(responses, result.request_state)

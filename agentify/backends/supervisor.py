@@ -211,8 +211,10 @@ class Supervisor:
     ) -> types.CallToolResult:
         self._idle.begin()
         try:
+            roots = self._roots if self.spec.forward_roots else None
+            hint = self.stderr.hint()
             result = await call_tool(
-                session, link, self.spec, tool, arguments, progress, self.stderr.hint(), self._questions, answerer
+                session, link, self.spec, tool, arguments, progress, hint, self._questions, answerer, roots
             )
         except BackendError as exc:
             cause = exc.__cause__
