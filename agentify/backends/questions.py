@@ -26,6 +26,7 @@ import mcp_types as types
 
 from agentify.errors import Denied
 
+CANCEL_FIRST_SECONDS = 2.0  # how long a withdrawn question's answer waits for its call's cancel to go out
 MAX_ROUNDS = 10  # InputRequiredResult rounds of one call, as the SDKs' clients allow
 STATE_ONLY_WAIT = 0.1  # a round that carries only requestState: the backend is busy, ask again after this
 
@@ -46,6 +47,7 @@ class _Call:
     answerer: Answerer | None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     ended_by: BaseException | None = None
+    left: anyio.Event = field(default_factory=anyio.Event)
 
 
 class InFlight:
@@ -64,6 +66,7 @@ class InFlight:
             yield call.scope
         finally:
             self._calls.remove(call)
+            call.left.set()
         if call.ended_by is not None:
             raise call.ended_by
 
@@ -93,6 +96,9 @@ class InFlight:
         except Exception as exc:  # the answerer's verdict on the call: it is raised in the call's own task
             call.ended_by = exc
             call.scope.cancel()
+            # The backend hears of the cancel before the answer, so its fallback cannot act on the call.
+            with anyio.move_on_after(CANCEL_FIRST_SECONDS):
+                await call.left.wait()
             return types.ErrorData(
                 code=types.INVALID_REQUEST, message="the question was withdrawn: the call is made again with its answer"
             )

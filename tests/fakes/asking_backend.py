@@ -1,6 +1,6 @@
 """A backend that asks its user and the client's model, in the era and the way a test chooses.
 
-    python asking_backend.py [--era both|modern|legacy] [--ask natural|request] [--port N]
+    python asking_backend.py [--era both|modern|legacy] [--ask natural|request] [--port N] [--marker FILE]
 
 --era modern refuses `initialize` (a 2026-07-28-only server); --era legacy answers `server/discover`
 with "method not found" before the SDK sees it (a 2025-11-25-only server, as older SDKs are).
@@ -10,7 +10,8 @@ Over stdio without --port, else streamable HTTP at http://127.0.0.1:N/mcp.
 
 Tools: era() names the session's protocol; confirm(path) asks a form question ("deleted" on accept,
 else "kept", and its own fallback text when the question fails); login() asks a URL-mode question;
-summarize(text) asks the client's model (sampling).
+summarize(text) asks the client's model (sampling). --marker records one line per question asked
+("asked <tool>") and per call that ran to its end ("<result text>").
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ from mcp_types.version import is_version_at_least
 MODERN = "2026-07-28"
 
 
-def build(ask_mode: str, era: str) -> Server[Any]:
+def build(ask_mode: str, era: str, marker: str | None = None) -> Server[Any]:
+    def mark(line: str) -> None:
+        if marker:
+            with open(marker, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         empty: dict[str, Any] = {"type": "object"}
         text = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
@@ -77,14 +83,17 @@ def build(ask_mode: str, era: str) -> Server[Any]:
                 max_tokens=50,
             )
             request, kind = types.CreateMessageRequest(params=sampling), types.CreateMessageResult
+        mark(f"asked {params.name}")
         try:
             answer = await ask(ctx, params, request, kind)
         except NoBackChannelError:
             raise  # the trap: a server that asks only by request cannot ask on a 2026-07-28 session
         except MCPError as exc:  # this backend's own fallback when its question cannot be answered
+            mark("fallback")
             return _text(f"fallback: could not ask ({exc.error.message})")
         if isinstance(answer, types.InputRequiredResult):
             return answer
+        mark(f"answered {params.name}")
         if params.name == "confirm":
             verdict = "deleted" if answer.action == "accept" else f"kept ({answer.action})"
             return _text(f"{verdict} {arguments['path']}")
@@ -186,8 +195,9 @@ def main() -> None:
     parser.add_argument("--era", choices=["both", "modern", "legacy"], default="both")
     parser.add_argument("--ask", choices=["natural", "request"], default="natural")
     parser.add_argument("--port", type=int)
+    parser.add_argument("--marker")
     args = parser.parse_args()
-    server = build(args.ask, args.era)
+    server = build(args.ask, args.era, args.marker)
     if args.port:
         serve_http(server, args.port, args.era == "legacy")
     else:

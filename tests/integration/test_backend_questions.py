@@ -154,6 +154,22 @@ async def test_an_ide_that_cannot_answer_gets_the_backends_fallback_or_denied(
         assert "cannot answer a question from backend 'ask'" in text_of(result)
 
 
+async def test_a_question_withdrawn_for_the_next_round_cancels_the_call_before_its_fallback_can_act(
+    tmp_path: Path,
+) -> None:
+    """2026-07-28 IDE, backend asking by request: round one ends the backend call before the backend
+    hears that its question went unanswered, so its fallback never runs; round two answers it."""
+    marker = tmp_path / "marker.txt"
+    answers = Answers()
+    config = write_config(tmp_path, [asking("ask", "--era", "legacy", "--marker", str(marker))])
+    async with ide_client(
+        config, gateway_env(None), tmp_path / "e.log", "auto", elicitation_callback=answers.elicit
+    ) as client:
+        result = await call(client, "ask__confirm", {"path": "old.txt"})
+    assert text_of(result) == "deleted old.txt", result
+    assert marker.read_text().splitlines() == ["asked confirm", "asked confirm", "answered confirm"]
+
+
 async def test_a_task_whose_backend_asks_runs_its_plan_again_in_the_next_round_not_a_new_one(
     tmp_path: Path, model: ModelServer
 ) -> None:
