@@ -14,6 +14,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from opentelemetry import propagate
 from pydantic import TypeAdapter, ValidationError
 
 from agentify.backends.connection import Link
@@ -41,6 +42,8 @@ async def call_tool(
     roots: RootsGetter | None = None,
 ) -> types.CallToolResult:
     """One `tools/call` with the backend's timeout. Cancelling the caller cancels the backend's call.
+    The caller's trace context goes in the request's `_meta` (`traceparent`), so a backend that
+    traces continues the task's trace.
 
     `in_flight`: the backend's calls that can take questions; `answerer`: who answers this one's
     (`questions.py`); without one, a backend that asks is told this client cannot answer. `roots`: what
@@ -50,12 +53,14 @@ async def call_tool(
         TaskTimeout, BackendError, BackendUnavailable, Denied; what the answerer raises (`questions.py`).
     """
     timeout = spec.timeout_seconds
+    meta: types.RequestParamsMeta = {}
+    propagate.inject(meta)
 
     async def send(
         responses: types.InputResponses | None = None, state: str | None = None
     ) -> types.CallToolResult | types.InputRequiredResult:
         params = types.CallToolRequestParams(
-            name=tool, arguments=arguments, input_responses=responses, request_state=state
+            name=tool, arguments=arguments, input_responses=responses, request_state=state, _meta=meta or None
         )
         return await session.send_request(types.CallToolRequest(params=params), _RESULT, progress_callback=progress)
 
