@@ -10,6 +10,8 @@ the session is reopened, and the call is made once more. A pinned `protocol` is 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import mcp_types as types
 from loguru import logger
 from mcp.client._probe import negotiate_auto  # the SDK's own auto-mode policy, so both eras are probed alike
@@ -18,10 +20,15 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import is_version_at_least
 
 from agentify.config import BackendConfig
+from agentify.errors import BackendError
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 NO_BACK_CHANNEL = "no back-channel"  # the SDK's NoBackChannelError words, as a server returns them
+
+
+class EraFellBack(Exception):
+    """A call failed because its session's era has no back-channel, and the era fell back: call it again."""
 
 
 class Era:
@@ -43,6 +50,26 @@ class Era:
             await session.discover()
         else:
             await negotiate_auto(session)
+
+    async def watch(self, session: ClientSession, call: Awaitable[types.CallToolResult]) -> types.CallToolResult:
+        """The call's result.
+
+        Raises:
+            EraFellBack: it failed for want of a back-channel, and the era fell back (reopen, call again).
+            BackendError: as the call does; for want of a back-channel on a pinned era, with `PINNED_HINT`.
+        """
+        try:
+            result = await call
+        except BackendError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, MCPError) and lacks_back_channel(session, cause):
+                if self.fall_back():
+                    raise EraFellBack from exc
+                raise BackendError(exc.message + PINNED_HINT) from cause
+            raise
+        if result.is_error and lacks_back_channel(session, result) and self.fall_back():
+            raise EraFellBack
+        return result
 
     def fall_back(self) -> bool:
         """After a call failed for want of a back-channel (`lacks_back_channel`): True when the era now falls

@@ -31,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from agentify.backends.auth_recovery import AuthRecovery, Refusal
 from agentify.backends.calls import call_tool, refused, unavailable
 from agentify.backends.connection import Connection, Link
-from agentify.backends.era import PINNED_HINT, Era, lacks_back_channel
+from agentify.backends.era import Era, EraFellBack
 from agentify.backends.failures import (
     AuthRequired,
     LinkLost,
@@ -52,7 +52,7 @@ from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig
-from agentify.errors import BackendError, BackendUnavailable, Denied
+from agentify.errors import BackendUnavailable, Denied
 
 StateListener = Callable[[BackendStatus], None]
 
@@ -61,10 +61,6 @@ BACKOFF_MAX = 30.0
 STABLE_AFTER = 60.0  # seconds alive after which the backoff starts over
 SETTLE_SLACK = 1.0  # a waiter's margin over the start-up timeout, so it sees the owner's verdict
 _LIVE = (BackendState.STARTING, BackendState.RESTARTING, BackendState.READY)
-
-
-class _EraFellBack(Exception):
-    """A call failed because its session's era has no back-channel, and the era fell back (`era.py`)."""
 
 
 @dataclass
@@ -193,7 +189,7 @@ class Supervisor:
         except BackendUnavailable:
             if not self._auth.call_may_be_retried(link):
                 raise
-        except _EraFellBack:
+        except EraFellBack:
             self._reopen.set()
         with anyio.move_on_after(self.start_limit):
             await link.gone.wait()  # the owner ends that session, then starts one (a refreshed token, an older era)
@@ -210,24 +206,15 @@ class Supervisor:
         answerer: Answerer | None,
     ) -> types.CallToolResult:
         self._idle.begin()
+        roots = self._roots if self.spec.forward_roots else None
+        hint = self.stderr.hint()
         try:
-            roots = self._roots if self.spec.forward_roots else None
-            hint = self.stderr.hint()
-            result = await call_tool(
+            call = call_tool(
                 session, link, self.spec, tool, arguments, progress, hint, self._questions, answerer, roots
             )
-        except BackendError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, MCPError) and lacks_back_channel(session, cause):
-                if self._era.fall_back():
-                    raise _EraFellBack from exc
-                raise BackendError(exc.message + PINNED_HINT) from cause
-            raise
+            return await self._era.watch(session, call)
         finally:
             self._idle.end()
-        if result.is_error and lacks_back_channel(session, result) and self._era.fall_back():
-            raise _EraFellBack
-        return result
 
     async def send_roots_changed(self) -> None:
         """Tells a live session that forwards roots that they changed; nothing when not running."""
