@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
@@ -49,7 +49,7 @@ class BackendQuestionRelay:
         answers: dict[str, types.InputResponse] = {}
         asking: AskingClient | None = None
         for key, asked in requests.items():
-            request = _signed(asked, backend, by_request=not self._client.round_trips)
+            request = _relayed(asked, backend, by_request=not self._client.round_trips)
             what = _what(request, backend)
             if not self._client.can_answer(request):
                 return types.ErrorData(code=types.INVALID_REQUEST, message=f"the user's client cannot answer {what}")
@@ -69,17 +69,22 @@ class BackendQuestionRelay:
         return answers
 
 
-def _signed(request: types.InputRequest, backend: str, *, by_request: bool) -> types.InputRequest:
-    """A form or URL question with the asking backend's id in front of its message.
+def _relayed(request: types.InputRequest, backend: str, *, by_request: bool) -> types.InputRequest:
+    """The question as the IDE gets it: a form or URL question with the asking backend's id in front of
+    its message, and without the backend's `_meta` (its own trace context, new in every round, which
+    would make the same question look new to the round that carries its answer).
 
     A URL question of a 2026-07-28 backend has no `elicitationId`, which a 2025-11-25 request must
     carry: it gets one made from the URL (the same question, the same id)."""
-    if not isinstance(request, types.ElicitRequest):
+    if request.params is None:
         return request
-    update: dict[str, str] = {"message": f"[{backend}] {request.params.message}"}
-    if by_request and isinstance(request.params, types.ElicitRequestURLParams) and not request.params.elicitation_id:
-        update["elicitation_id"] = "agentify-" + hashlib.sha256(request.params.url.encode()).hexdigest()[:16]
-    return types.ElicitRequest(params=request.params.model_copy(update=update))
+    update: dict[str, Any] = {"meta": None}
+    if isinstance(request, types.ElicitRequest):
+        update["message"] = f"[{backend}] {request.params.message}"
+        params = request.params
+        if by_request and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:
+            update["elicitation_id"] = "agentify-" + hashlib.sha256(params.url.encode()).hexdigest()[:16]
+    return request.model_copy(update={"params": request.params.model_copy(update=update)})
 
 
 def _what(request: types.InputRequest, backend: str) -> str:

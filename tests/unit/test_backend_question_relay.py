@@ -72,3 +72,12 @@ async def test_an_ide_that_cannot_answer_or_does_not_in_time_gives_the_backend_a
     with anyio.fail_after(5):
         late = await BackendQuestionRelay(Ide(silent=True), 0.05).answer("gh", {"q": FORM})
     assert isinstance(late, types.ErrorData) and "nobody answered" in late.message
+
+
+async def test_the_backends_own_meta_stays_behind_so_the_same_question_looks_the_same_every_round() -> None:
+    ide = Ide()
+    for trace in ("00-aa-01", "00-bb-01"):
+        params = FORM.params.model_copy(update={"meta": {"traceparent": trace}})
+        await BackendQuestionRelay(ide, 5).answer("gh", {"q": types.ElicitRequest(params=params)})
+    first, second = ide.asked
+    assert first == second and first.params.meta is None
