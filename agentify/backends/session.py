@@ -10,7 +10,7 @@ import anyio
 import mcp_types as types
 from loguru import logger
 from mcp.client.session import ClientSession, MessageHandlerFnT
-from mcp.client.subscriptions import Subscription, SubscriptionLost, ToolsListChanged, listen
+from mcp.client.subscriptions import Subscription, SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
 
 from agentify import __version__
@@ -100,33 +100,43 @@ async def start(
 
 
 @asynccontextmanager
-async def tool_changes(session: ClientSession, on_change: Callable[[], None]) -> AsyncIterator[None]:
-    """Calls `on_change` when the server's tools change, for as long as the block runs.
+async def listening(session: ClientSession) -> AsyncIterator[None]:
+    """Hears the server's list changes for as long as the block runs, on a 2026-07-28 session.
 
-    On 2025-11-25 the server sends `notifications/tools/list_changed` by itself (the message handler
-    sees it); on 2026-07-28 only to a client that listens (`subscriptions/listen`), so this listens.
+    On 2025-11-25 a server sends `notifications/*/list_changed` by itself; on 2026-07-28 only to a
+    client that listens (`subscriptions/listen`), so this listens for the lists the server says change.
+    The notifications reach the session's message handler either way; the stream is only drained here.
     A server that offers no such notifications, or refuses to be listened to, is simply not heard."""
     found = session.discover_result
-    tools = found.capabilities.tools if found is not None else None
+    offered = found.capabilities if found is not None else None
+    tools = bool(offered and offered.tools and offered.tools.list_changed)
+    prompts = bool(offered and offered.prompts and offered.prompts.list_changed)
+    resources = bool(offered and offered.resources and offered.resources.list_changed)
     async with AsyncExitStack() as stack:
         tg = await stack.enter_async_context(anyio.create_task_group())
-        if is_modern(session) and tools is not None and tools.list_changed:
+        if is_modern(session) and (tools or prompts or resources):
             try:
                 with anyio.fail_after(LISTEN_ACK_SECONDS):
-                    subscription = await stack.enter_async_context(listen(session, tools_list_changed=True))
-                tg.start_soon(_hear, subscription, on_change)
+                    subscription = await stack.enter_async_context(
+                        listen(
+                            session,
+                            tools_list_changed=tools,
+                            prompts_list_changed=prompts,
+                            resources_list_changed=resources,
+                        )
+                    )
+                tg.start_soon(_drain, subscription)
             except (MCPError, SubscriptionLost, TimeoutError) as exc:
-                logger.info("the server's tool changes cannot be listened to ({}); its tools are listed once", exc)
+                logger.info("the server's list changes cannot be listened to ({}); its lists are read once", exc)
         try:
             yield
         finally:
             tg.cancel_scope.cancel()
 
 
-async def _hear(subscription: Subscription, on_change: Callable[[], None]) -> None:
+async def _drain(subscription: Subscription) -> None:
     try:
-        async for event in subscription:
-            if isinstance(event, ToolsListChanged):
-                on_change()
+        async for _ in subscription:
+            pass  # the message handler saw it already
     except SubscriptionLost:
-        logger.info("the server ended its tool-change subscription")
+        logger.info("the server ended its list-change subscription")

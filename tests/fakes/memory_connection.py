@@ -33,8 +33,12 @@ def tool(name: str) -> types.Tool:
 class MemoryConnection:
     kind = "memory"
 
-    def __init__(self, tools: list[str] | None = None, *, hang_listing: bool = False) -> None:
+    def __init__(
+        self, tools: list[str] | None = None, *, hang_listing: bool = False, handlers: dict[str, Any] | None = None
+    ) -> None:
+        """`handlers`: more `Server(...)` handlers (resources, prompts...) for the server to offer."""
         self.tools = [tool(name) for name in (tools or ["echo", "grow"])]
+        self.handlers = handlers or {}
         self.hang_listing = hang_listing
         self.fail_opens: list[BaseException] = []
         self.metas: list[dict[str, Any]] = []
@@ -117,6 +121,5 @@ class MemoryConnection:
                 await bus.publish(ToolsListChanged())
             return types.CallToolResult(content=[types.TextContent(text=f"{params.name} ran")])
 
-        return Server(
-            "memory", on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=ListenHandler(bus)
-        )
+        listen = {"on_subscriptions_listen": ListenHandler(bus)}
+        return Server("memory", on_list_tools=list_tools, on_call_tool=call_tool, **(listen | self.handlers))

@@ -277,3 +277,12 @@ def test_a_backend_protocol_is_one_of_three_and_anything_else_names_the_choices(
     message = config_error(tmp_path, {"backends": [{"id": "a", "command": "x", "protocol": "2026"}]})
     assert "backends.0.protocol" in message
     assert all(choice in message for choice in ("'auto'", "'2025-11-25'", "'2026-07-28'")), message
+
+
+def test_resources_and_prompts_filters_sit_beside_tools(tmp_path: Path) -> None:
+    backend = {"id": "a", "command": "x", "resources": {"deny": ["*.html"]}, "prompts": {"allow": ["greet"]}}
+    config = load_sources(write(tmp_path, {"backends": [backend]}), {}, {}).resolve(None)
+    [spec] = config.backends
+    assert not spec.resources.permits("arbigent://runs/1/report.html") and spec.prompts.permits("greet")
+    with pytest.raises(ConfigError, match=r'unknown key "backends\.0\.prompts\.confirm"'):
+        load_sources(write(tmp_path, {"backends": [backend | {"prompts": {"confirm": []}}]}), {}, {}).resolve(None)
