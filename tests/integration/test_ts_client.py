@@ -26,8 +26,10 @@ async def drive(
     elicitation: str | None,
     calls: list[dict[str, Any]],
     backends: list[dict[str, Any]] | None = None,
+    **top: Any,
 ) -> dict[str, Any]:
-    config = write_config(tmp_path, backends or [fs_backend(tmp_path / "workspace")])
+    """`backends`: instead of the filesystem server; `top`: more top-level config keys."""
+    config = write_config(tmp_path, backends or [fs_backend(tmp_path / "workspace")], **top)
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")} | gateway_env(None)
     spec = {
         "command": str(AGENTIFY),
@@ -102,3 +104,12 @@ async def test_ts_client_answers_a_backends_own_question(tmp_path: Path, era: st
     assert text(result) == "deleted old.txt", result
     [asked] = answer["asked"]
     assert asked["message"] == "[ask] Delete old.txt?"
+
+
+async def test_ts_client_confirms_a_backend_tool_shown_directly(tmp_path: Path, workspace: Path) -> None:
+    target = workspace / "out.txt"
+    call = {"name": "fs__write_file", "arguments": {"path": str(target), "content": "ts"}}
+    answer = await drive(tmp_path, "auto", "accept", [call], expose=["tools"])
+    [result] = answer["results"]
+    assert not result.get("isError"), text(result)
+    assert target.read_text() == "ts" and len(answer["asked"]) == 1
