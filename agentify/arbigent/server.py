@@ -26,6 +26,7 @@ from loguru import logger
 from mcp.server import NotificationOptions, Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourcesListChanged, ToolsListChanged
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -69,6 +70,8 @@ class ArbigentServer:
         self._lint = "sort" in runs.config.cli.commands
         self._poll_seconds = poll_seconds
         self._session: ServerSession | None = None
+        # 2026-07-28 clients hear of changes only through subscriptions/listen, fed from this bus.
+        self._changes = InMemorySubscriptionBus()
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version=__version__,
@@ -85,6 +88,7 @@ class ArbigentServer:
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
             on_read_resource=self._read_resource,
+            on_subscriptions_listen=ListenHandler(self._changes),
         )
         self.server.middleware.append(self._remember_session)
 
@@ -131,6 +135,7 @@ class ArbigentServer:
         except Exception:  # the top of a tool call: log the traceback once, answer with isError
             logger.exception("{} failed unexpectedly", params.name)
             return _error(f"internal error in the arbigent runner while running {params.name}; see the runner's log")
+        await self._changes.publish(ResourcesListChanged())
         if self._session is not None:  # a lost notification must not turn a finished run into an error
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
                 await self._session.send_resource_list_changed()
@@ -216,6 +221,7 @@ class ArbigentServer:
             logger.debug("project file {} read; the tools stay the same", path)
             return
         logger.info("project file {} changed; now serving {} tools", path, len(tools_for(catalog, lint=self._lint)))
+        await self._changes.publish(ToolsListChanged())
         session = self._session
         if session is not None:
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):

@@ -15,15 +15,20 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from opentelemetry import propagate
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from agentify.backends.connection import Link
+from agentify.backends.questions import Answerer, InFlight, resolve
+from agentify.backends.session import RootsGetter
 from agentify.config import BackendConfig
 from agentify.errors import AgentifyError, BackendError, BackendUnavailable, TaskTimeout
 
 _R = TypeVar("_R", bound=types.Result)
 
 LINK_END_WAIT = 2.0  # how long a failed call waits to learn why its connection ended
+_RESULT: TypeAdapter[types.CallToolResult | types.InputRequiredResult] = TypeAdapter(
+    types.CallToolResult | types.InputRequiredResult
+)
 
 
 async def call_tool(
@@ -34,22 +39,38 @@ async def call_tool(
     arguments: dict[str, Any],
     progress: ProgressFnT | None,
     stderr_hint: str,
+    in_flight: InFlight,
+    answerer: Answerer | None = None,
+    roots: RootsGetter | None = None,
 ) -> types.CallToolResult:
     """One `tools/call` with the backend's timeout. Cancelling the caller cancels the backend's call.
     The caller's trace context goes in the request's `_meta` (`traceparent`), so a backend that
     traces continues the task's trace.
 
+    `in_flight`: the backend's calls that can take questions; `answerer`: who answers this one's
+    (`questions.py`); without one, a backend that asks is told this client cannot answer. `roots`: what
+    a 2026-07-28 backend's `roots/list` question is answered with (forwardRoots), else no roots.
+
     Raises:
-        TaskTimeout, BackendError, BackendUnavailable.
+        TaskTimeout, BackendError, BackendUnavailable, Denied; what the answerer raises (`questions.py`).
     """
     timeout = spec.timeout_seconds
     meta: types.RequestParamsMeta = {}
     propagate.inject(meta)
-    params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta or None)
-    request = types.CallToolRequest(params=params)
+
+    async def send(
+        responses: types.InputResponses | None = None, state: str | None = None
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        params = types.CallToolRequestParams(
+            name=tool, arguments=arguments, input_responses=responses, request_state=state, _meta=meta or None
+        )
+        return await session.send_request(types.CallToolRequest(params=params), _RESULT, progress_callback=progress)
+
     try:
-        with anyio.fail_after(timeout):
-            return await session.send_request(request, types.CallToolResult, progress_callback=progress)
+        with in_flight.call(answerer) as scope:
+            with scope, anyio.fail_after(timeout):
+                return await resolve(await send(), send, answerer, spec.id, roots)
+        raise AssertionError("a call ended by a question raises as it leaves InFlight.call")
     except TimeoutError:
         raise TaskTimeout(
             f"{spec.id}.{tool} did not answer within {timeout:g} s and was cancelled. "

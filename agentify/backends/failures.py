@@ -7,7 +7,8 @@
     ├── LinkLost            a ready session's link went away (the process exited, the server left)
     ├── Unexpected          anything nobody foresaw (a bug): the only kind logged with its traceback
     ├── AuthRequired        the server refused the credentials (HTTP 401): `AuthRecovery` decides
-    └── WrongTransport      streamable HTTP was refused in the way that means "use SSE": start again
+    ├── WrongTransport      streamable HTTP was refused in the way that means "use SSE": start again
+    └── WrongEra            the session's era cannot carry the backend's questions: start again on 2025-11-25
 
 What a transport or the SDK raises while a session opens or serves is translated in one place,
 `mapped`, as httpx's `map_httpcore_exceptions` does: the connection names its own expected errors
@@ -68,3 +69,7 @@ def mapped(translate: Callable[[BaseException], SessionFailure]) -> Iterator[Non
         if found is not None:
             raise found from None
         raise translate(exc) from exc
+
+
+class WrongEra(SessionFailure):
+    """A 2026-07-28 session whose server asks by server-to-client request: reopened on 2025-11-25 (`era.py`)."""

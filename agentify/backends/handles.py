@@ -14,12 +14,17 @@ import mcp_types as types
 from mcp.shared.dispatcher import ProgressFnT
 
 from agentify.backends.overrides import merged
+from agentify.backends.questions import Answerer
 from agentify.config import BackendConfig
 
 
 class ToolCaller(Protocol):
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None = None,
+        answerer: Answerer | None = None,
     ) -> types.CallToolResult: ...
 
     def listed_tool(self, tool: str) -> types.Tool | None: ...
@@ -41,13 +46,15 @@ class ToolHandle:
     pinned: Mapping[str, Any] = field(default_factory=dict)
     """Arguments fixed by `tools.overrides`: sent with every call, never shown."""
 
-    async def call(self, arguments: dict[str, Any], progress: ProgressFnT | None = None) -> types.CallToolResult:
-        """Calls the tool; a lazy or stopped backend is started first.
+    async def call(
+        self, arguments: dict[str, Any], progress: ProgressFnT | None = None, answerer: Answerer | None = None
+    ) -> types.CallToolResult:
+        """Calls the tool; a lazy or stopped backend is started first. `answerer` answers the backend's questions.
 
         Raises:
-            BackendUnavailable, BackendError, TaskTimeout, Denied.
+            BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises.
         """
-        return await self.caller.call(self.origin, merged(arguments, self.pinned), progress)
+        return await self.caller.call(self.origin, merged(arguments, self.pinned), progress, answerer)
 
     def listed(self) -> types.Tool | None:
         """This tool as the backend itself listed it in this run, or None when it has not (its tools come from

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
 import mcp_types as types
+from loguru import logger
 from mcp.client.session import ClientSession, MessageHandlerFnT
+from mcp.client.subscriptions import Subscription, SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
 
 from agentify import __version__
 from agentify.backends.connection import Connection, Link
+from agentify.backends.era import Era, is_modern
 from agentify.backends.failures import AuthRequired, StartRejected, StartTimeout, WrongTransport
+from agentify.backends.questions import InFlight
 
+LISTEN_ACK_SECONDS = 10.0  # how long a 2026-07-28 server may take to acknowledge subscriptions/listen
 RootsGetter = Callable[[], Sequence[types.Root]]
 
 
-def client_session(link: Link, on_message: MessageHandlerFnT, roots: RootsGetter | None) -> ClientSession:
-    """A session over `link`; with `roots`, it answers `roots/list` from them (and so advertises roots)."""
+def client_session(
+    link: Link, on_message: MessageHandlerFnT, roots: RootsGetter | None, questions: InFlight
+) -> ClientSession:
+    """A session over `link`; with `roots`, it answers `roots/list` from them (and so advertises roots).
+    It advertises elicitation (form and URL) and sampling: `questions` hands them to the call that asked."""
     list_roots = None
     if roots is not None:
         getter = roots
@@ -31,6 +40,8 @@ def client_session(link: Link, on_message: MessageHandlerFnT, roots: RootsGetter
         link.write_stream,
         message_handler=on_message,
         list_roots_callback=list_roots,
+        elicitation_callback=questions.elicit,
+        sampling_callback=questions.sample,
         client_info=types.Implementation(name="agentify", version=__version__),
     )
 
@@ -57,9 +68,9 @@ async def list_tools(session: ClientSession) -> list[types.Tool]:
 
 
 async def start(
-    session: ClientSession, link: Link, connection: Connection, limit: float, stderr_hint: Callable[[], str]
+    session: ClientSession, link: Link, connection: Connection, era: Era, limit: float, stderr_hint: Callable[[], str]
 ) -> list[types.Tool]:
-    """`initialize` and `tools/list` within `limit` seconds: the tools.
+    """`initialize` or `server/discover` (as `era` says) and `tools/list` within `limit` seconds: the tools.
 
     Raises:
         StartTimeout: not within `limit`.
@@ -69,7 +80,7 @@ async def start(
     """
     try:
         with anyio.fail_after(limit):
-            await session.initialize()
+            await era.open(session)
             return await list_tools(session)
     except TimeoutError:
         raise StartTimeout(
@@ -86,3 +97,46 @@ async def start(
             reason = f"exited with code {code}" if code is not None else f"failed: {exc.error.message}"
             raise StartRejected(f"{reason} during start-up. {stderr_hint()}") from exc
         raise StartRejected(f"failed during start-up: {link.lost_reason or exc.error.message}") from exc
+
+
+@asynccontextmanager
+async def listening(session: ClientSession) -> AsyncIterator[None]:
+    """Hears the server's list changes for as long as the block runs, on a 2026-07-28 session.
+
+    On 2025-11-25 a server sends `notifications/*/list_changed` by itself; on 2026-07-28 only to a
+    client that listens (`subscriptions/listen`), so this listens for the lists the server says change.
+    The notifications reach the session's message handler either way; the stream is only drained here.
+    A server that offers no such notifications, or refuses to be listened to, is simply not heard."""
+    found = session.discover_result
+    offered = found.capabilities if found is not None else None
+    tools = bool(offered and offered.tools and offered.tools.list_changed)
+    prompts = bool(offered and offered.prompts and offered.prompts.list_changed)
+    resources = bool(offered and offered.resources and offered.resources.list_changed)
+    async with AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        if is_modern(session) and (tools or prompts or resources):
+            try:
+                with anyio.fail_after(LISTEN_ACK_SECONDS):
+                    subscription = await stack.enter_async_context(
+                        listen(
+                            session,
+                            tools_list_changed=tools,
+                            prompts_list_changed=prompts,
+                            resources_list_changed=resources,
+                        )
+                    )
+                tg.start_soon(_drain, subscription)
+            except (MCPError, SubscriptionLost, TimeoutError) as exc:
+                logger.info("the server's list changes cannot be listened to ({}); its lists are read once", exc)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def _drain(subscription: Subscription) -> None:
+    try:
+        async for _ in subscription:
+            pass  # the message handler saw it already
+    except SubscriptionLost:
+        logger.info("the server ended its list-change subscription")

@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from agentify.backends.auth_recovery import AuthRecovery, Refusal
 from agentify.backends.calls import call_tool, refused, send_request, unavailable
 from agentify.backends.connection import Connection, Link
+from agentify.backends.era import Era, EraFellBack
 from agentify.backends.failures import (
     AuthRequired,
     LinkLost,
@@ -38,6 +39,7 @@ from agentify.backends.failures import (
     StartRejected,
     StartTimeout,
     Unexpected,
+    WrongEra,
     WrongTransport,
     mapped,
 )
@@ -45,8 +47,9 @@ from agentify.backends.handles import ToolHandle
 from agentify.backends.idle import IdleClock
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.offers import BackendOffers, ChangeListener, change_of
+from agentify.backends.questions import Answerer, InFlight
 from agentify.backends.routes import ResourceRoutes
-from agentify.backends.session import RootsGetter, client_session, list_tools, server_line, start
+from agentify.backends.session import RootsGetter, client_session, list_tools, listening, server_line, start
 from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
@@ -112,6 +115,9 @@ class Supervisor:
         self._backoff = Backoff()
         self._on_state = on_state
         self._roots = roots
+        self._era = Era(spec)
+        self._questions = InFlight(spec.id)
+        self._reopen = anyio.Event()  # set when the era fell back: the live session ends and a new one starts
         self._session: ClientSession | None = None
         self._link: Link | None = None
         self._demand = anyio.Event()
@@ -171,27 +177,33 @@ class Supervisor:
             self._demand.set()
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None = None,
+        answerer: Answerer | None = None,
     ) -> types.CallToolResult:
-        """Calls one tool, starting the backend first if needed.
+        """Calls one tool, starting the backend first if needed; `answerer` answers the backend's questions.
 
         Raises:
-            Denied, BackendUnavailable, BackendError, TaskTimeout.
+            Denied, BackendUnavailable, BackendError, TaskTimeout; what the answerer raises (`questions.py`).
         """
         if not self.spec.tools.permits(tool):
             raise Denied(f"{self.spec.id}.{tool} is not allowed by tools.allow / tools.deny of the backend's config")
         session, link = await self._acquire()
         result: types.CallToolResult | None = None
         try:
-            result = await self._call_on(session, link, tool, arguments, progress)
+            result = await self._call_on(session, link, tool, arguments, progress, answerer)
         except BackendUnavailable:
             if not self._auth.call_may_be_retried(link):
                 raise
+        except EraFellBack:
+            self._reopen.set()
         if result is None:
             with anyio.move_on_after(self.start_limit):
-                await link.gone.wait()  # the owner ends that session, then starts one that refreshes the token
+                await link.gone.wait()  # the owner ends that session, then starts one (a refreshed token, an older era)
             session, link = await self._acquire()
-            result = await self._call_on(session, link, tool, arguments, progress)
+            result = await self._call_on(session, link, tool, arguments, progress, answerer)
         self.offers.routes.carried(self.spec.id, result)  # the links it gave are read from here
         return result
 
@@ -226,11 +238,22 @@ class Supervisor:
         return self.listed_tool(tool)
 
     async def _call_on(
-        self, session: ClientSession, link: Link, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
+        self,
+        session: ClientSession,
+        link: Link,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
+        answerer: Answerer | None,
     ) -> types.CallToolResult:
         self._idle.begin()
+        roots = self._roots if self.spec.forward_roots else None
+        hint = self.stderr.hint()
         try:
-            return await call_tool(session, link, self.spec, tool, arguments, progress, self.stderr.hint())
+            call = call_tool(
+                session, link, self.spec, tool, arguments, progress, hint, self._questions, answerer, roots
+            )
+            return await self._era.watch(session, call)
         finally:
             self._idle.end()
 
@@ -320,21 +343,27 @@ class Supervisor:
                     link = await stack.enter_async_context(self.connection.open())
                     self._link = link
                     roots = self._roots if self.spec.forward_roots else None
-                    session = await stack.enter_async_context(client_session(link, self._on_message, roots))
+                    session = await stack.enter_async_context(
+                        client_session(link, self._on_message, roots, self._questions)
+                    )
                     try:
-                        tools = await start(session, link, self.connection, self.start_limit, self.stderr.hint)
+                        tools = await start(
+                            session, link, self.connection, self._era, self.start_limit, self.stderr.hint
+                        )
                     except (StartTimeout, StartRejected) as failure:
                         # Said before the (bounded, seconds long) stop of the process below, so that
                         # callers waiting on this start see the reason, not "starting".
                         self._fail(failure)
                         return False
                     await self.offers.learn(session, self.start_limit)  # before READY: what waits sees them
+                    # Listening before READY too: a change right after the first call is heard.
+                    await stack.enter_async_context(listening(session))
                     self._ready(session, tools)
                     self.offers.keep()
                     await self._serve(session, link)
             return False
         except SessionFailure as failure:
-            if not isinstance(failure, WrongTransport | AuthRequired):
+            if not isinstance(failure, WrongTransport | WrongEra | AuthRequired):
                 ended = str(failure)
             return self._ended_by(failure)
         finally:
@@ -351,6 +380,9 @@ class Supervisor:
             return False
         if isinstance(failure, WrongTransport):
             self._log.info("the server does not speak streamable HTTP; trying the SSE transport")
+            return True
+        if isinstance(failure, WrongEra):
+            self._lifecycle.enter(BackendState.STARTING)
             return True
         if isinstance(failure, AuthRequired):
             return self._after_refusal()
@@ -399,6 +431,9 @@ class Supervisor:
                     code = await link.exit_code()
                     raise LinkLost(f"exited (code {code}); restarted on the next call. {self.stderr.hint()}")
                 raise LinkLost(f"{link.lost_reason or 'the connection closed'}; reconnected on the next call")
+            if self._reopen.is_set():
+                self._reopen = anyio.Event()
+                raise WrongEra("reopening the session in the 2025-11-25 protocol")
             if idle:
                 if not self._idle.expired_now():
                     continue  # a call took the session while the idle wait was ending
@@ -427,7 +462,7 @@ class Supervisor:
                 idle = True
                 tg.cancel_scope.cancel()
 
-            for event in (link.gone, self.tools.stale, self.offers.stale, self._stopping):
+            for event in (link.gone, self.tools.stale, self.offers.stale, self._stopping, self._reopen):
                 tg.start_soon(until, event)
             tg.start_soon(until_idle)
         return idle

@@ -103,6 +103,9 @@ class OAuthSettings(Model):
 
 
 Transport = Literal["streamable-http", "sse"]
+Protocol = Literal["auto", "2025-11-25", "2026-07-28"]
+"""How a backend session opens: `auto` probes `server/discover` and falls back to `initialize` (the SDK's
+auto mode); a version pins that era (`2025-11-25` is the one where a backend can ask by request)."""
 
 
 class BackendConfig(Model):
@@ -115,6 +118,7 @@ class BackendConfig(Model):
     start: Literal["eager", "lazy"] = "eager"
     idle_stop_seconds: float | None = Field(default=None, gt=0)
     forward_roots: bool = False
+    protocol: Protocol = "auto"
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None

@@ -36,6 +36,8 @@ class AskingClient(Exception):
         super().__init__(what)
         self.what = what
         self.trace_id: str | None = None
+        self.plan: Plan | None = None
+        """The plan whose backend call asked (a backend's own question): the next round runs it again."""
 
 
 class Confirmer(Protocol):

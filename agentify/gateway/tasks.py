@@ -25,6 +25,7 @@ from opentelemetry.trace import SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from agentify.backends import BackendManager, ToolHandle
+from agentify.backends.questions import Answerer
 from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.limits import Limiter
@@ -122,13 +123,14 @@ class TaskRunner:
         confirmer: Confirmer | None = None,
         given: Plan | None = None,
         default_cwd: str | None = None,
+        answerer: Answerer | None = None,
     ) -> TaskOutcome:
         """A task in words: validate, plan, (confirm, call).
 
         `given` is a plan chosen in an earlier round of the same `tools/call` (2026-07-28, where a
         confirmation is a round trip): it is checked against the catalog again instead of planning
         anew. `default_cwd` is the working directory of a task whose context names none (the
-        client's first root)."""
+        client's first root). `answerer` answers the backend's own questions (`backend_questions.py`)."""
 
         async def decide() -> Plan:
             with step(self.tracer, "validate"):
@@ -136,10 +138,16 @@ class TaskRunner:
             await _report(progress, "planning")
             return await self._plan(task, sampler, given)
 
-        return await self._run("orchestrate" if execute else "plan", raw_input, decide, execute, progress, confirmer)
+        kind = "orchestrate" if execute else "plan"
+        return await self._run(kind, raw_input, decide, execute, progress, confirmer, answerer)
 
     async def call(
-        self, raw_input: Any, *, progress: Progress | None = None, confirmer: Confirmer | None = None
+        self,
+        raw_input: Any,
+        *,
+        progress: Progress | None = None,
+        confirmer: Confirmer | None = None,
+        answerer: Answerer | None = None,
     ) -> TaskOutcome:
         """`call_tool`: the IDE's model chose the tool and its arguments; all else is `run`'s path."""
 
@@ -151,7 +159,7 @@ class TaskRunner:
                 )
             return plan
 
-        return await self._run("call", raw_input, decide, True, progress, confirmer)
+        return await self._run("call", raw_input, decide, True, progress, confirmer, answerer)
 
     async def search(self, raw_input: Any) -> tuple[SearchInput, list[Ranked]]:
         """`search_tools`: the best-ranked tools for a query, by the index the planners use; traced."""
@@ -169,6 +177,7 @@ class TaskRunner:
         execute: bool,
         progress: Progress | None,
         confirmer: Confirmer | None,
+        answerer: Answerer | None = None,
     ) -> TaskOutcome:
         started = time.monotonic()
         with self._task(kind, raw_input) as trace_id:
@@ -184,7 +193,7 @@ class TaskRunner:
                 if self.limiter is not None:
                     await self.limiter.charge_backend(plan.backend)
                 await _report(progress, f"calling {plan.backend}.{plan.tool}")
-                result = await self._call(plan, progress)
+                result = await self._call(plan, progress, answerer)
                 await _report(progress, "done")
             return TaskOutcome(
                 plan=plan,
@@ -282,7 +291,7 @@ class TaskRunner:
             span.set_attributes(plan_attributes(plan))
         return plan
 
-    async def _call(self, plan: Plan, report: Progress | None) -> types.CallToolResult:
+    async def _call(self, plan: Plan, report: Progress | None, answerer: Answerer | None) -> types.CallToolResult:
         handle = _handle(plan)
 
         forward = LatestProgress(report) if report is not None else None
@@ -294,7 +303,11 @@ class TaskRunner:
 
         attributes = call_attributes(plan, handle)
         with step(self.tracer, f"tools/call {handle.origin}", kind=SpanKind.CLIENT, attributes=attributes) as span:
-            result = await handle.call(plan.arguments, relay)
+            try:
+                result = await handle.call(plan.arguments, relay, answerer)
+            except AskingClient as asking:  # 2026-07-28: a backend's question, answered in the client's next round
+                asking.plan = plan
+                raise
             if forward is not None:
                 with anyio.move_on_after(PROGRESS_SETTLE_SECONDS):  # the last report before "done"
                     await forward.settled()

@@ -119,6 +119,23 @@ class Exchange:
             return None  # no elicitation, or URL mode only: a form cannot be shown
         return ExchangeConfirmer(self, self._questions.seconds)
 
+    def can_answer(self, request: types.InputRequest) -> bool:
+        """Whether the client declared the capability this question needs (a backend's question, relayed)."""
+        capabilities = self._capabilities
+        if capabilities is None:
+            return False
+        if isinstance(request, types.ElicitRequest):
+            elicitation = capabilities.elicitation
+            if elicitation is None:
+                return False
+            if isinstance(request.params, types.ElicitRequestURLParams):
+                return elicitation.url is not None
+            return elicitation.form is not None or elicitation.url is None  # an empty capability means forms
+        if isinstance(request, types.CreateMessageRequest):
+            sampling = capabilities.sampling
+            return sampling is not None and (not request.params.tools or sampling.tools is not None)
+        return capabilities.roots is not None
+
     def offers_roots(self) -> bool:
         capabilities = self._capabilities
         return capabilities is not None and capabilities.roots is not None

@@ -28,6 +28,7 @@ from agentify._common.schemas import tool_schema
 from agentify.backends.offers import ChangeListener
 from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
+from agentify.gateway.backend_questions import BackendQuestionRelay
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.limits import Limiter
 from agentify.gateway.offers import Offerings
@@ -203,7 +204,7 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
     async def call_tool(
         ctx: ServerRequestContext[McpContext], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        return await _call_tool(ctx, params, Exchange(ctx, params, questions))
+        return await _call_tool(ctx, params, Exchange(ctx, params, questions), questions.seconds)
 
     return Server(
         "agentify",
@@ -257,7 +258,10 @@ async def _list_tools(
 
 
 async def _call_tool(
-    ctx: ServerRequestContext[McpContext], params: types.CallToolRequestParams, exchange: Exchange
+    ctx: ServerRequestContext[McpContext],
+    params: types.CallToolRequestParams,
+    exchange: Exchange,
+    questions_seconds: float,
 ) -> types.CallToolResult | types.InputRequiredResult:
     services = ctx.lifespan_context.services
     arguments = params.arguments or {}
@@ -290,8 +294,11 @@ async def _call_tool(
         if name == "search_tools":
             request, found = await services.runner.search(arguments)
             return search_result(request.query, found, services.redactor)
+        answerer = BackendQuestionRelay(exchange, questions_seconds)
         if name == "call_tool":
-            outcome = await services.runner.call(arguments, progress=progress, confirmer=exchange.confirmer())
+            outcome = await services.runner.call(
+                arguments, progress=progress, confirmer=exchange.confirmer(), answerer=answerer
+            )
             return outcome_result(outcome, services.redactor)
         execute = name == "orchestrate_task"
         outcome = await services.runner.run(
@@ -302,8 +309,11 @@ async def _call_tool(
             confirmer=exchange.confirmer(),
             given=exchange.plan if execute else None,
             default_cwd=await _default_cwd(ctx.lifespan_context.roots.of(ctx.request), exchange, arguments),
+            answerer=answerer,
         )
     except AskingClient as asking:  # 2026-07-28: the client answers and calls again
+        if asking.plan is not None:  # a backend asked: the next round calls the same plan, not a new one
+            exchange.keep_plan(asking.plan)
         return exchange.input_required(asking.trace_id)
     except AgentifyError as exc:  # TaskRunner turns every failure, bugs included, into one
         return error_result(exc, services.redactor)

@@ -25,6 +25,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 
 def main() -> None:
@@ -52,6 +53,7 @@ def main() -> None:
         child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
         mark(f"child {child.pid}")
     extra_tools: list[types.Tool] = []
+    changes = InMemorySubscriptionBus()
     wire_fd = os.dup(1)  # the SDK diverts fd 1 while serving; keep the real stdout for garbage_stdout
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -138,7 +140,8 @@ def main() -> None:
             return types.CallToolResult(content=[types.TextContent(type="text", text="wrote garbage")])
         if params.name == "grow":
             extra_tools.append(types.Tool(name=f"grown{len(extra_tools)}", input_schema={"type": "object"}))
-            await ctx.session.send_tool_list_changed()
+            await ctx.session.send_tool_list_changed()  # 2025-11-25 clients
+            await changes.publish(ToolsListChanged())  # 2026-07-28 clients, which listen
             return types.CallToolResult(content=[types.TextContent(type="text", text="grown")])
         if params.name == "flood_stderr":
             chunk = "x" * 99 + "\n"
@@ -148,7 +151,13 @@ def main() -> None:
             return types.CallToolResult(content=[types.TextContent(type="text", text="flooded")])
         return types.CallToolResult(content=[types.TextContent(type="text", text="unknown tool")], is_error=True)
 
-    server = Server("fake-backend", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server(
+        "fake-backend",
+        version="1.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(changes),
+    )
 
     async def run() -> None:
         async with stdio_server() as (read, write):

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.message import SessionMessage
 
 from agentify.backends.connection import Link
@@ -109,11 +110,16 @@ class MemoryConnection:
                 await anyio.sleep_forever()
             return types.ListToolsResult(tools=list(self.tools))
 
+        bus = InMemorySubscriptionBus()
+
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             self.metas.append(dict(params.meta or {}))
             if params.name == "grow":
                 self.tools.append(tool(f"grown{len(self.tools)}"))
+                # 2025-11-25 clients hear it on the session; 2026-07-28 ones through subscriptions/listen.
                 await ctx.session.send_tool_list_changed()
+                await bus.publish(ToolsListChanged())
             return types.CallToolResult(content=[types.TextContent(text=f"{params.name} ran")])
 
-        return Server("memory", on_list_tools=list_tools, on_call_tool=call_tool, **self.handlers)
+        listen = {"on_subscriptions_listen": ListenHandler(bus)}
+        return Server("memory", on_list_tools=list_tools, on_call_tool=call_tool, **(listen | self.handlers))

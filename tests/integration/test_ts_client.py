@@ -7,22 +7,29 @@ It negotiates 2026-07-28 with this gateway ("auto"), where a confirmation is an
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import AGENTIFY, fs_backend, gateway_env, write_config
+from tests.conftest import AGENTIFY, REPO, fs_backend, gateway_env, write_config
 from tests.integration.ide_client import ts_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+ASKING = REPO / "tests/fakes/asking_backend.py"
 
 
 async def drive(
-    tmp_path: Path, mode: str, elicitation: str | None, calls: list[dict[str, Any]], **top: Any
+    tmp_path: Path,
+    mode: str,
+    elicitation: str | None,
+    calls: list[dict[str, Any]],
+    backends: list[dict[str, Any]] | None = None,
+    **top: Any,
 ) -> dict[str, Any]:
-    """`top`: more top-level config keys."""
-    config = write_config(tmp_path, [fs_backend(tmp_path / "workspace")], **top)
+    """`backends`: instead of the filesystem server; `top`: more top-level config keys."""
+    config = write_config(tmp_path, backends or [fs_backend(tmp_path / "workspace")], **top)
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")} | gateway_env(None)
     spec = {
         "command": str(AGENTIFY),
@@ -84,6 +91,19 @@ async def test_ts_client_without_elicitation_is_told_how_to_allow(tmp_path: Path
     assert code(denied) == "denied" and "allowDestructive: true" in text(denied)
     assert not target.exists()
     assert text(still) == "remember the milk\n"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_ts_client_answers_a_backends_own_question(tmp_path: Path, era: str) -> None:
+    """The backend asks by request (2025-11-25 backend) or with an InputRequiredResult (2026-07-28 one);
+    the TypeScript client answers in its 2026-07-28 rounds."""
+    backend = {"id": "ask", "command": sys.executable, "args": [str(ASKING), "--era", era]}
+    confirm = {"name": "call_tool", "arguments": {"name": "ask__confirm", "arguments": {"path": "old.txt"}}}
+    answer = await drive(tmp_path, "auto", "accept", [confirm], backends=[backend])
+    [result] = answer["results"]
+    assert text(result) == "deleted old.txt", result
+    [asked] = answer["asked"]
+    assert asked["message"] == "[ask] Delete old.txt?"
 
 
 async def test_ts_client_confirms_a_backend_tool_shown_directly(tmp_path: Path, workspace: Path) -> None:

@@ -278,6 +278,16 @@ def test_a_bad_environment_value_names_its_variable(tmp_path: Path) -> None:
         load_sources(path, {"planner": {"shortlist": 0}}, {}).resolve()
 
 
+def test_a_backend_protocol_is_one_of_three_and_anything_else_names_the_choices(tmp_path: Path) -> None:
+    pinned = load_sources(
+        write(tmp_path, {"backends": [{"id": "a", "command": "x", "protocol": "2025-11-25"}]}), {}, {}
+    )
+    assert pinned.resolve().backends[0].protocol == "2025-11-25"
+    message = config_error(tmp_path, {"backends": [{"id": "a", "command": "x", "protocol": "2026"}]})
+    assert "backends.0.protocol" in message
+    assert all(choice in message for choice in ("'auto'", "'2025-11-25'", "'2026-07-28'")), message
+
+
 def test_resources_and_prompts_filters_sit_beside_tools(tmp_path: Path) -> None:
     backend = {"id": "a", "command": "x", "resources": {"deny": ["*.html"]}, "prompts": {"allow": ["greet"]}}
     config = load_sources(write(tmp_path, {"backends": [backend]}), {}, {}).resolve(None)

@@ -230,9 +230,10 @@ async def test_prompts_and_completions_reach_the_backend_under_its_own_names() -
             ref=types.ResourceTemplateReference(uri="ab://t/{id}"), argument=argument
         )
         assert (await offerings.complete(template)).completion.values == ["ab:ab://t/{id}:y"]
+        # The memory server serves subscriptions/listen: on 2026-07-28 it can announce changes and updates.
         assert offerings.capabilities() == {
-            "resources": {"subscribe": False, "listChanged": False},
-            "prompts": {"listChanged": False},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
             "completions": {},
         }
 

@@ -35,7 +35,9 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    async def call(self, tool: str, arguments: dict[str, Any], progress: Any = None) -> types.CallToolResult:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: Any = None, answerer: Any = None
+    ) -> types.CallToolResult:
         self.calls.append((tool, arguments))
         return types.CallToolResult(content=[])
 

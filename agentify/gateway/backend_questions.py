@@ -1,0 +1,112 @@
+"""The relay between a backend's questions and the IDE: the `Answerer` a backend call gets.
+
+Transport-agnostic: the IDE side is the `ClientQuestions` protocol (the MCP server's `Exchange`, which
+knows the IDE's era), the backend side is `agentify.backends.questions`. What the relay decides:
+- a question the IDE cannot answer (no elicitation, no URL mode, no sampling, no roots) is answered to
+  the backend with an error that says so: the backend's own fallback decides what happens then;
+- a form question names the backend that asks, so the user knows who wants to know;
+- an IDE that does not answer within `seconds` (2025-11-25) gets the same treatment, never a hang;
+- a 2026-07-28 IDE answers in its next round: every question of the round is collected first, then
+  `AskingClient` ends this round (the backend call is made again in the next one, with the answers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any, Protocol, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
+
+from agentify.backends.questions import Answers
+from agentify.gateway.policy import AskingClient
+
+Result = TypeVar("Result", bound=BaseModel)
+
+
+class ClientQuestions(Protocol):
+    """What the IDE side offers: whether it can answer a kind of question, and asking it (any era)."""
+
+    round_trips: bool
+    """Whether the IDE speaks 2026-07-28 (it answers in its next round) rather than 2025-11-25."""
+
+    def can_answer(self, request: types.InputRequest) -> bool: ...
+
+    async def ask(self, request: types.InputRequest, result_type: type[Result], what: str) -> Result:
+        """Raises AskingClient (2026-07-28, answered in the next round) or MCPError (refused, failed)."""
+        ...
+
+
+class BackendQuestionRelay:
+    def __init__(self, client: ClientQuestions, seconds: float) -> None:
+        self._client = client
+        self._seconds = seconds
+
+    async def answer(self, backend: str, requests: Mapping[str, types.InputRequest]) -> Answers:
+        answers: dict[str, types.InputResponse] = {}
+        asking: AskingClient | None = None
+        for key, asked in requests.items():
+            request = _relayed(asked, backend, by_request=not self._client.round_trips)
+            what = _what(request, backend)
+            if not self._client.can_answer(request):
+                return types.ErrorData(code=types.INVALID_REQUEST, message=f"the user's client cannot answer {what}")
+            try:
+                with anyio.fail_after(self._seconds):
+                    answers[key] = await self._client.ask(request, _result_type(request), what)
+            except AskingClient as exc:  # keep collecting: the IDE gets every question of this round at once
+                asking = exc
+            except TimeoutError:
+                return types.ErrorData(
+                    code=types.REQUEST_TIMEOUT, message=f"nobody answered {what} within {self._seconds:g} s"
+                )
+            except MCPError as exc:
+                return exc.error
+        if asking is not None:
+            raise asking
+        return answers
+
+
+def _relayed(request: types.InputRequest, backend: str, *, by_request: bool) -> types.InputRequest:
+    """The question as the IDE gets it: a form or URL question with the asking backend's id in front of
+    its message, and without the backend's `_meta` (its own trace context, new in every round, which
+    would make the same question look new to the round that carries its answer).
+
+    A URL question of a 2026-07-28 backend has no `elicitationId`, which a 2025-11-25 request must
+    carry: it gets one made from the URL (the same question, the same id)."""
+    if request.params is None:
+        return request
+    update: dict[str, Any] = {"meta": None}
+    if isinstance(request, types.ElicitRequest):
+        update["message"] = f"[{backend}] {request.params.message}"
+        params = request.params
+        if by_request and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:
+            update["elicitation_id"] = "agentify-" + hashlib.sha256(params.url.encode()).hexdigest()[:16]
+    return request.model_copy(update={"params": request.params.model_copy(update=update)})
+
+
+def _what(request: types.InputRequest, backend: str) -> str:
+    if isinstance(request, types.ElicitRequest):
+        kind = "a URL to open" if isinstance(request.params, types.ElicitRequestURLParams) else "a question"
+        return f"{kind} from backend {backend!r}"
+    if isinstance(request, types.CreateMessageRequest):
+        return f"a reply of its model (sampling) for backend {backend!r}"
+    return f"its roots, for backend {backend!r}"
+
+
+AnswerType = (
+    type[types.ElicitResult]
+    | type[types.CreateMessageResult]
+    | type[types.CreateMessageResultWithTools]
+    | type[types.ListRootsResult]
+)
+
+
+def _result_type(request: types.InputRequest) -> AnswerType:
+    if isinstance(request, types.ElicitRequest):
+        return types.ElicitResult
+    if isinstance(request, types.CreateMessageRequest):
+        return types.CreateMessageResultWithTools if request.params.tools else types.CreateMessageResult
+    return types.ListRootsResult

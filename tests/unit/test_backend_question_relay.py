@@ -1,0 +1,83 @@
+"""The relay between a backend's questions and the IDE, against a scripted IDE side (in process)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+
+from agentify.gateway.backend_questions import BackendQuestionRelay
+from agentify.gateway.policy import AskingClient
+
+pytestmark = pytest.mark.anyio
+
+FORM = types.ElicitRequest(
+    params=types.ElicitRequestFormParams(message="Delete it?", requested_schema={"type": "object", "properties": {}})
+)
+URL = types.ElicitRequest(params=types.ElicitRequestURLParams(message="Log in", url="https://login.example.test/"))
+
+
+class Ide:
+    """An IDE side that answers "accept", asks in rounds, never answers, or offers nothing."""
+
+    def __init__(self, *, round_trips: bool = False, answers: bool = True, silent: bool = False) -> None:
+        self.round_trips = round_trips
+        self.answers = answers
+        self.silent = silent
+        self.asked: list[types.InputRequest] = []
+
+    def can_answer(self, request: types.InputRequest) -> bool:
+        return self.answers
+
+    async def ask(self, request: types.InputRequest, result_type: type[Any], what: str) -> Any:
+        self.asked.append(request)
+        if self.round_trips:
+            raise AskingClient(what)
+        if self.silent:
+            await anyio.sleep_forever()
+        return types.ElicitResult(action="accept", content={})
+
+
+async def test_a_question_names_the_backend_and_the_answer_comes_back() -> None:
+    ide = Ide()
+    answers = await BackendQuestionRelay(ide, 5).answer("gh", {"q": FORM})
+    assert answers == {"q": types.ElicitResult(action="accept", content={})}
+    [asked] = ide.asked
+    assert isinstance(asked, types.ElicitRequest) and asked.params.message == "[gh] Delete it?"
+
+
+async def test_a_2026_ide_gets_every_question_of_the_round_before_it_answers() -> None:
+    ide = Ide(round_trips=True)
+    with pytest.raises(AskingClient):
+        await BackendQuestionRelay(ide, 5).answer("gh", {"a": FORM, "b": URL})
+    assert len(ide.asked) == 2
+    url = ide.asked[1]
+    assert isinstance(url, types.ElicitRequest) and isinstance(url.params, types.ElicitRequestURLParams)
+    assert url.params.elicitation_id is None, "a 2026-07-28 IDE gets the question as the backend asked it"
+
+
+async def test_a_2025_ide_gets_an_elicitation_id_for_a_url_question_that_had_none() -> None:
+    ide = Ide()
+    await BackendQuestionRelay(ide, 5).answer("gh", {"q": URL})
+    [url] = ide.asked
+    assert isinstance(url, types.ElicitRequest) and isinstance(url.params, types.ElicitRequestURLParams)
+    assert url.params.elicitation_id and url.params.elicitation_id.startswith("agentify-")
+
+
+async def test_an_ide_that_cannot_answer_or_does_not_in_time_gives_the_backend_an_error_not_a_hang() -> None:
+    refused = await BackendQuestionRelay(Ide(answers=False), 5).answer("gh", {"q": FORM})
+    assert isinstance(refused, types.ErrorData) and "cannot answer a question from backend 'gh'" in refused.message
+    with anyio.fail_after(5):
+        late = await BackendQuestionRelay(Ide(silent=True), 0.05).answer("gh", {"q": FORM})
+    assert isinstance(late, types.ErrorData) and "nobody answered" in late.message
+
+
+async def test_the_backends_own_meta_stays_behind_so_the_same_question_looks_the_same_every_round() -> None:
+    ide = Ide()
+    for trace in ("00-aa-01", "00-bb-01"):
+        params = FORM.params.model_copy(update={"meta": {"traceparent": trace}})
+        await BackendQuestionRelay(ide, 5).answer("gh", {"q": types.ElicitRequest(params=params)})
+    first, second = ide.asked
+    assert first == second and first.params.meta is None
