@@ -77,6 +77,8 @@ async def doctor(boot: Boot) -> int:
         print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {boot.redactor.text(detail)}")
         if status.server:
             print(f"{'':<{width}}  server: {boot.redactor.text(status.server)}")
+        if spec.enabled and status.last_error and spec.command:
+            print(f"{'':<{width}}  relative paths resolve against: {spec.cwd}")
     if not statuses:
         print("(no backends configured: see backends.example.json)")
         broken = True

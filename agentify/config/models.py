@@ -29,6 +29,11 @@ class ToolFilter(_Model):
     allow: list[str] | None = Field(default=None, description="Only these tools are offered (None: all).")
     deny: list[str] = Field(default_factory=list, description="These tools are never offered nor called.")
     confirm: list[str] = Field(default_factory=list, description="These tools run only after the user confirms.")
+    auto_approve: list[str] = Field(
+        default_factory=list,
+        description="These tools run without asking even when their server marks them destructive "
+        "(Cline's autoApprove); tools.confirm still asks.",
+    )
 
     def permits(self, tool: str) -> bool:
         return tool not in self.deny and (self.allow is None or tool in self.allow)

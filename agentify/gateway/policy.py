@@ -2,8 +2,8 @@
 
 A call needs confirmation when its tool is listed in the backend's `tools.confirm`, or when
 the backend marks it destructive (`destructiveHint: true` and not `readOnlyHint`) and the
-backend does not set `allowDestructive: true`. Tools without annotations are not treated as
-destructive. Denied tools (`tools.deny`) never reach the planner at all (`ToolFilter`).
+backend does not set `allowDestructive: true` nor list it in `tools.autoApprove`. Tools without
+annotations are not treated as destructive. Denied tools (`tools.deny`) never reach the planner at all (`ToolFilter`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def confirmation_reason(spec: BackendConfig, tool: types.Tool) -> str | None:
         return f"{tool.name} is listed in tools.confirm of backend {spec.id!r}"
     hints = tool.annotations
     destructive = bool(hints and hints.destructive_hint and not hints.read_only_hint)
-    if destructive and not spec.allow_destructive:
+    if destructive and not spec.allow_destructive and tool.name not in spec.tools.auto_approve:
         return f"{spec.id}.{tool.name} is marked destructive by its server"
     return None
 
