@@ -11,6 +11,7 @@
     ├── TaskTimeout                    timeout
     ├── TaskCancelled                  cancelled
     ├── Denied                         denied
+    │   └── Declined                   denied (the user said no: logged at INFO, not as a failure)
     └── InternalError                  internal_error (a bug in agentify itself: see its log by trace id)
 
     ConfigError                        (start-up only: exit code 2, never reaches a client; defined in
@@ -32,6 +33,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailable",
     "ConfigError",
+    "Declined",
     "Denied",
     "InternalError",
     "InvalidInput",
@@ -93,6 +95,10 @@ class TaskCancelled(AgentifyError):
 
 class Denied(AgentifyError):
     code = "denied"
+
+
+class Declined(Denied):
+    """The user said no: an answer, not a failure (logged at INFO)."""
 
 
 class InternalError(AgentifyError):

@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 import mcp_types as types
 
 from agentify.config import BackendConfig
-from agentify.errors import Denied
+from agentify.errors import Declined, Denied
 from agentify.gateway.confirm_prompt import unshowable
 from agentify.planner import Plan
 
@@ -74,4 +74,4 @@ async def enforce(plan: Plan, spec: BackendConfig, reason: str | None, confirmer
     if answer == "accept":
         return
     verb = "declined" if answer == "decline" else "dismissed"
-    raise Denied(f"you {verb} the confirmation for {call}, so it was not run.")
+    raise Declined(f"you {verb} the confirmation for {call}, so it was not run.")

@@ -20,7 +20,7 @@ import mcp_types as types
 from loguru import logger
 
 from agentify.backends import BackendManager, ToolHandle
-from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan, TaskCancelled
+from agentify.errors import AgentifyError, Declined, InternalError, InvalidInput, InvalidPlan, TaskCancelled
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
@@ -189,7 +189,7 @@ class TaskRunner:
             return outcome
         except AgentifyError as exc:
             exc.trace_id = trace.id
-            log.warning("task failed ({}): {}", exc.code, exc.message)
+            log.log("INFO" if isinstance(exc, Declined) else "WARNING", "task failed ({}): {}", exc.code, exc.message)
             self.traces.finish(trace, exc.code, exc.message)
             raise
         except AskingClient as asking:
