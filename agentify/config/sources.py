@@ -76,6 +76,13 @@ class ConfigSources:
         config._expanded = frozenset(self.expanded)
         return config
 
+    def reread(self, environ: Mapping[str, str] | None = None) -> ConfigSources:
+        """The same sources with the file read again (the flags kept, the environment read again).
+
+        Raises:
+            ConfigError: the file is gone, unreadable or invalid."""
+        return load_sources(str(self.file_path) if self.file_path else None, self.flags, environ)
+
     def _origin(self, location: tuple[str | int, ...]) -> str | None:
         """Where a failing value came from, when not from the file: the flag or the variable."""
         if _lookup(self.flags, location):

@@ -27,6 +27,7 @@ from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_in
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
 from agentify.mcp_server.client_requests import Exchange, Questions
+from agentify.mcp_server.notify import ToolChanges
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots
 from agentify.planner import TaskInput
@@ -117,11 +118,13 @@ def build_server(
     its own config; over HTTP any client can connect, and they change nothing.
     `questions`: how long the client's answers are awaited, and which were used (`Questions`)."""
     questions = questions or Questions()
+    changes = ToolChanges()
 
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
             async with open_services() as services:
+                services.settings.reloaded.append(changes.tools_changed)
                 yield McpContext(services, ClientRoots(services.forward_roots))
         finally:
             if on_closed is not None:
@@ -130,15 +133,16 @@ def build_server(
     with warnings.catch_warnings():
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        server: Server[McpContext] = _server(lifespan, questions)
+        server: Server[McpContext] = _server(lifespan, questions, changes)
     # No OpenTelemetry exporter is configured by agentify: drop the SDK's per-message span middleware.
     server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    server.middleware.append(changes.remember)
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
     server.middleware.append(questions.boundary(server.name))
     return server
 
 
-def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
+def _server(lifespan: Any, questions: Questions, changes: ToolChanges) -> Server[McpContext]:
     async def call_tool(
         ctx: ServerRequestContext[McpContext], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
@@ -154,6 +158,7 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
         on_list_tools=_list_tools,
         on_call_tool=call_tool,
         on_roots_list_changed=_roots_changed,
+        on_subscriptions_listen=changes.listen,
     )
 
 
