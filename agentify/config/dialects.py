@@ -183,6 +183,7 @@ def _tool_lists(entry: dict[str, Any], server: dict[str, Any]) -> None:
 
 def from_init_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """Maps the seed's `initializationOptions` keys onto config keys."""
+    options = drop_itself(dict(options), "initializationOptions")
     layer: dict[str, Any] = {}
     if "logLevel" in options:
         layer["logLevel"] = options["logLevel"]
@@ -195,6 +196,4 @@ def from_init_options(options: Mapping[str, Any]) -> dict[str, Any]:
         layer.update(normalise_backends({"mcpServers": backends}, "initializationOptions"))
     elif backends is not None:
         layer["backends"] = backends
-    if isinstance(layer.get("backends"), list):
-        layer["backends"] = drop_itself(layer["backends"], "initializationOptions")
     return layer

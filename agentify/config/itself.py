@@ -32,19 +32,30 @@ def starts_gateway(command: str, args: list[Any]) -> bool:
     return rest[:1] != ["arbigent"]
 
 
-def drop_itself(backends: list[Any], source: str) -> list[Any]:
-    """`backends` without the entries that start agentify's gateway; each dropped one is logged once."""
-    kept = []
-    for entry in backends:
-        if isinstance(entry, dict) and isinstance(entry.get("command"), str):
-            args = entry.get("args")
-            if starts_gateway(entry["command"], args if isinstance(args, list) else []):
-                logger.warning(
-                    "backend {!r} in the {} starts agentify itself: skipped (a gateway inside its own gateway "
-                    "would start itself without end). Remove it from the backends agentify reads.",
-                    entry.get("id"),
-                    source,
-                )
-                continue
-        kept.append(entry)
+def drop_itself(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """`data` (a config file or `initializationOptions`) without the backends that start agentify's gateway,
+    in `backends` and in the `mcpServers` / `servers` maps; each is logged once. Done before `${...}` is
+    expanded: agentify's own entry in a VS Code file may use an `${input:...}` that only VS Code can ask."""
+    kept = dict(data)
+    for key in ("backends", "mcpServers", "servers"):
+        entries = data.get(key)
+        if isinstance(entries, list):
+            kept[key] = [e for e in entries if not _itself(e, e.get("id") if isinstance(e, dict) else None, source)]
+        elif isinstance(entries, dict):
+            kept[key] = {k: e for k, e in entries.items() if not _itself(e, k, source)}
     return kept
+
+
+def _itself(entry: Any, name: Any, source: str) -> bool:
+    if not (isinstance(entry, dict) and isinstance(entry.get("command"), str)):
+        return False
+    args = entry.get("args")
+    if not starts_gateway(entry["command"], args if isinstance(args, list) else []):
+        return False
+    logger.warning(
+        "backend {!r} in the {} starts agentify itself: skipped (a gateway inside its own gateway would start "
+        "itself without end). Remove it from the backends agentify reads.",
+        name,
+        source,
+    )
+    return True

@@ -113,11 +113,9 @@ def load_sources(
     expanded: set[str] = set()
     if path.exists() or path_text:
         places = {"workspaceFolder": str(workspace_folder(path)), "userHome": str(Path.home())}
-        data = _read_json(path)
+        data = drop_itself(_read_json(path), f"config file {path}")
         data.pop("inputs", None)  # VS Code's prompts: only VS Code asks them; `${input:...}` is an error
         file_layer = normalise_backends(_expand(data, environ, "config", expanded, places), f"config file {path}", path)
-        if isinstance(file_layer.get("backends"), list):
-            file_layer["backends"] = drop_itself(file_layer["backends"], f"config file {path}")
     return ConfigSources(
         file=file_layer,
         expanded=expanded,

@@ -142,3 +142,25 @@ def test_jsonc_keeps_strings_and_positions() -> None:
     with pytest.raises(json.JSONDecodeError) as caught:
         json.loads(strip_jsonc('{\n  // c\n  "a": 1 "b": 2\n}'))
     assert caught.value.lineno == 3
+
+
+def test_the_ides_own_agentify_entry_is_skipped_before_its_inputs_are_read(tmp_path: Path, log: list[str]) -> None:
+    (tmp_path / ".vscode").mkdir()
+    path = tmp_path / ".vscode" / "mcp.json"
+    agentify = {"type": "stdio", "command": "/opt/agentify/.venv/bin/agentify", "args": ["serve", "--config", "x"]}
+    runner = {"command": "agentify", "args": ["arbigent", "--project", "p.yaml"]}
+    path.write_text(
+        json.dumps(
+            {
+                "servers": {
+                    "agentify": agentify | {"env": {"OPENAI_API_KEY": "${input:openai-key}"}},
+                    "python-agentify": {"command": "python3", "args": ["-m", "agentify"]},
+                    "runner": runner,
+                },
+                "inputs": [{"id": "openai-key", "type": "promptString", "password": True}],
+            }
+        )
+    )
+    assert [b.id for b in load(path).backends] == ["runner"]  # the arbigent runner is a backend like any other
+    skipped = [line for line in log if "starts agentify itself: skipped" in line]
+    assert len(skipped) == 2 and "'agentify'" in skipped[0] and "'python-agentify'" in skipped[1], skipped
