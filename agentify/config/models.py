@@ -134,6 +134,13 @@ class PlannerConfig(_Model):
     shortlist: int = Field(default=24, ge=1)
 
 
+class OtelConfig(_Model):
+    capture_content: bool = Field(
+        default=False,
+        description="Export task input, tool arguments and results on spans (redacted, cut); off: they stay local.",
+    )
+
+
 class Config(_Model):
     backends: list[BackendConfig] = Field(default_factory=list)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
@@ -141,6 +148,7 @@ class Config(_Model):
     debug_host: str = "127.0.0.1"
     log_level: LogLevel = "INFO"
     trace_file: str | None = None
+    otel: OtelConfig = Field(default_factory=OtelConfig)
     max_query_chars: int = Field(default=20_000, ge=1)
     max_context_chars: int = Field(default=20_000, ge=100)
     max_result_chars: int = Field(default=1_000_000, ge=1000)

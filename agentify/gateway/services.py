@@ -34,19 +34,22 @@ from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.telemetry.setup import Telemetry
 
 SHUTDOWN_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
 class Boot:
-    """What the composition root prepared before any service opens: the config, and the log sink
-    with the redactor it masks with (configured first, so start-up errors are logged masked)."""
+    """What the composition root prepared before any service opens: the config, the log sink with
+    the redactor it masks with (configured first, so start-up errors are logged masked), and the
+    process's tracing."""
 
     sources: ConfigSources
     config: Config
     logs: LogSetup
     redactor: Redactor
+    telemetry: Telemetry
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,13 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     runner = TaskRunner(
-        backends, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars
+        backends,
+        planners,
+        boot.telemetry.tracer,
+        redactor,
+        config.max_query_chars,
+        config.max_result_chars,
+        config.max_context_chars,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     services = Services(
@@ -118,21 +127,24 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         runner=runner,
         started=time.time(),
     )
-    async with anyio.create_task_group() as tg:
-        await tg.start(backends.run)
-        watching = anyio.CancelScope()
-        if reload and settings.file_path is not None:
-            tg.start_soon(_watch, watching, settings, settings.file_path)
-        try:
-            yield services
-        finally:
-            watching.cancel()  # first: no reload may start a backend while they close
-            with anyio.CancelScope(shield=True):
-                backends.close()
-                with anyio.move_on_after(SHUTDOWN_SECONDS):
-                    await backends.closed.wait()
-                await planners.aclose()
-            tg.cancel_scope.cancel()
+    with boot.telemetry.attached(traces):
+        async with anyio.create_task_group() as tg:
+            await tg.start(backends.run)
+            watching = anyio.CancelScope()
+            if reload and settings.file_path is not None:
+                tg.start_soon(_watch, watching, settings, settings.file_path)
+            try:
+                yield services
+            finally:
+                watching.cancel()  # first: no reload may start a backend while they close
+                with anyio.CancelScope(shield=True):
+                    backends.close()
+                    with anyio.move_on_after(SHUTDOWN_SECONDS):
+                        await backends.closed.wait()
+                    await planners.aclose()
+                    # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
+                    await anyio.to_thread.run_sync(boot.telemetry.flush)
+                tg.cancel_scope.cancel()
 
 
 async def _watch(scope: anyio.CancelScope, settings: LiveConfig, path: Path) -> None:
