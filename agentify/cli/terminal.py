@@ -7,7 +7,6 @@ flag that allows it (`--yes`).
 
 from __future__ import annotations
 
-import re
 import sys
 
 import anyio
@@ -18,10 +17,7 @@ from agentify.gateway.policy import Answer, Confirmer
 from agentify.planner import Plan
 
 # What an MCP client is told to call, and the command that shows the same at a terminal.
-_MCP_HINTS = (
-    (re.compile(r"check `list_backends`"), "run `agentify doctor`"),
-    (re.compile(r" or call list_backends"), ""),
-)
+_MCP_HINTS = (("check `list_backends`", "run `agentify doctor`"), (" or call list_backends", ""))
 
 
 class TerminalConfirmer:
@@ -61,6 +57,6 @@ def terminal_confirmer(yes: bool) -> Confirmer:
 
 def for_terminal(text: str) -> str:
     """`text` with its hints for MCP clients (`check list_backends`) turned into commands (`agentify doctor`)."""
-    for pattern, replacement in _MCP_HINTS:
-        text = pattern.sub(replacement, text)
+    for hint, command in _MCP_HINTS:
+        text = text.replace(hint, command)
     return text

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,6 @@ def normalise_backends(layer: dict[str, Any], source: str, config_path: Path | N
     maps = [(key, layer.pop(key)) for key in MAPS if key in layer]
     if not maps:
         return layer
-    layer.pop("inputs", None)  # VS Code asks for them itself; `${input:...}` names what is missing
     ignored = _foreign_top_keys(layer)
     backends = layer.get("backends") or []
     if not isinstance(backends, list):
@@ -92,11 +92,12 @@ def normalise_backends(layer: dict[str, Any], source: str, config_path: Path | N
     return layer
 
 
+@dataclass(frozen=True)
 class _Context:
-    def __init__(self, source: str, workspace: Path, gemini: bool) -> None:
-        self.source = source
-        self.workspace = workspace
-        self.gemini = gemini
+    source: str
+    workspace: Path
+    gemini: bool
+    """A Gemini `settings.json`, whose `timeout` is in milliseconds."""
 
 
 def _foreign_top_keys(layer: dict[str, Any]) -> list[str]:

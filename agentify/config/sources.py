@@ -33,8 +33,6 @@ from agentify.security.credentials import names_a_place
 # `env:` is how Cursor and VS Code spell the same; `${input:id}` is a VS Code input (`_VSCODE_INPUT`).
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}$]|\$(?!\{))*))?\}")
 _VSCODE_INPUT = re.compile(r"\$\{input:([^}$]{0,200})\}")
-# VS Code's predefined variables that a config outside VS Code can still mean.
-_PLACES = ("workspaceFolder", "userHome")
 # Environment variables and the config key each one sets.
 ENV_KEYS: dict[str, tuple[str, ...]] = {
     "OPENAI_API_KEY": ("planner", "apiKey"),
