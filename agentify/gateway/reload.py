@@ -38,6 +38,9 @@ async def watch_config(settings: LiveConfig, path: Path, interval: float = POLL_
         if current is None:
             logger.warning("config file {} is gone; the running config stays", path)
             continue
-        if settings.reload():
-            for listener in settings.reloaded:
-                await listener()
+        try:
+            if settings.reload():
+                for listener in settings.reloaded:
+                    await listener()
+        except Exception as exc:  # the watcher's top level: a failed reload must not end the gateway
+            logger.opt(exception=exc).error("handling the change of config file {} failed", path)

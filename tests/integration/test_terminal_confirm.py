@@ -62,7 +62,7 @@ def test_run_at_a_terminal_asks_before_a_confirmed_tool(
     controller, terminal = os.openpty()
     try:
         process = subprocess.Popen(
-            [str(AGENTIFY), "run", "write hi to out.txt", "--config", str(config), "--cwd", str(workspace)],
+            [str(AGENTIFY), "run", "write hi", "--config", str(config), "--cwd", str(workspace), "--log-level", "INFO"],
             env=run_env(model, tmp_path),
             stdin=terminal,
             stdout=subprocess.PIPE,
@@ -75,6 +75,7 @@ def test_run_at_a_terminal_asks_before_a_confirmed_tool(
         assert "write_file on backend fs" in shown and str(target) in shown, shown
         os.write(controller, f"{answer}\n".encode())
         out, _ = process.communicate(timeout=LIMIT)
+        after = read_until(controller, "\x00", seconds=5) if answer == "n" else ""  # the rest, until it closed
     finally:
         os.close(controller)
     if answer == "y":
@@ -84,6 +85,8 @@ def test_run_at_a_terminal_asks_before_a_confirmed_tool(
         assert process.returncode == 1
         assert "you declined the confirmation for fs.write_file, so it was not run" in out, out
         assert not target.exists()
+        (logged,) = [line for line in after.splitlines() if "task failed (denied)" in line]
+        assert "| INFO " in logged, logged  # the user's answer, not a failure
 
 
 def test_run_without_a_terminal_refuses_and_names_yes(tmp_path: Path, workspace: Path, model: ModelServer) -> None:
