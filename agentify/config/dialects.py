@@ -16,6 +16,7 @@ config file works as the IDE wrote it.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from loguru import logger
 from agentify.config.envfile import read_env_file
 from agentify.config.itself import drop_itself
 from agentify.config.keys import COMMENT, model_keys, suggested_keys, unknown_key_problem
-from agentify.config.models import BackendConfig, Config
+from agentify.config.models import BACKEND_ID, BackendConfig, Config
 from agentify.errors import ConfigError
 
 SCHEMA = "$schema"
@@ -85,11 +86,21 @@ def normalise_backends(layer: dict[str, Any], source: str, config_path: Path | N
             if not isinstance(server, dict):
                 raise ConfigError(f"{key}.{server_id} in the {source} must be an object")
             ignored.extend(f"{key}.{server_id}.{k}" for k in _foreign_keys(server, f"{key}.{server_id}", source))
-            backends.append(_server_entry(server_id, server, context))
+            backends.append(_server_entry(_as_id(server_id, source), server, context))
     if ignored:
         logger.info("{}: ignored keys that agentify does not use: {}", source, ", ".join(ignored))
     layer["backends"] = backends
     return layer
+
+
+def _as_id(name: str, source: str) -> str:
+    """A server name as a backend id: Cline names servers it installs by their repository path
+    (`github.com/org/repo`), which is no valid id; such a name is spelled with `_` and said so."""
+    if BACKEND_ID.match(name):
+        return name
+    backend_id = re.sub(r"[^a-zA-Z0-9_-]", "_", name)[-64:] or "_"
+    logger.info("{}: server {!r} is backend {!r} (ids are 1-64 of a-z A-Z 0-9 _ -)", source, name, backend_id)
+    return backend_id
 
 
 @dataclass(frozen=True)

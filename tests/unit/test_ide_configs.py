@@ -74,8 +74,9 @@ def test_cursor_env_file_and_env_vars_with_paths_in_the_workspace(ides: Path) ->
 
 
 def test_cline_auto_approve_timeout_and_disabled(ides: Path) -> None:
-    weather, old = load(ides / "cline/cline_mcp_settings.json").backends
+    weather, github, old = load(ides / "cline/cline_mcp_settings.json").backends
     assert (weather.timeout_seconds, weather.enabled, weather.tools.auto_approve) == (60, True, ["get_forecast"])
+    assert github.id == "github_com_modelcontextprotocol_servers_tree_main_src_github"  # a marketplace name
     assert old.enabled is False
     destructive = ToolAnnotations(destructive_hint=True)
     assert confirmation_reason(weather, Tool(name="get_forecast", input_schema={}, annotations=destructive)) is None
