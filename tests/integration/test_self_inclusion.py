@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import AGENTIFY, fake_backend, gateway, gateway_env, write_config
+from tests.conftest import AGENTIFY, REPO, fake_backend, gateway, gateway_env, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -89,7 +89,7 @@ async def test_serve_with_itself_in_its_config_runs_one_gateway(tmp_path: Path, 
 def test_doctor_and_run_with_itself_in_the_config_leave_no_process(tmp_path: Path, how: str, command: str) -> None:
     config = self_including(tmp_path, how)
     args = ["doctor"] if command == "doctor" else ["run", "echo hello", "--dry-run"]
-    env = base_env() | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(Path.cwd())}
+    env = base_env() | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [str(AGENTIFY), *args, "--config", str(config)],
         env=env,
