@@ -12,6 +12,7 @@
     ├── TaskCancelled                  cancelled
     ├── Denied                         denied
     │   └── Declined                   denied (the user said no: logged at INFO, not as a failure)
+    ├── RateLimited                    rate_limited (with retry_after_seconds)
     └── InternalError                  internal_error (a bug in agentify itself: see its log by trace id)
 
     ConfigError                        (start-up only: exit code 2, never reaches a client; defined in
@@ -41,6 +42,7 @@ __all__ = [
     "NoPlan",
     "PlannerError",
     "PlannerUnavailable",
+    "RateLimited",
     "TaskCancelled",
     "TaskTimeout",
 ]
@@ -101,6 +103,16 @@ class Declined(Denied):
     """The user said no: an answer, not a failure (logged at INFO)."""
 
 
+class RateLimited(AgentifyError):
+    """Over a rate limit of `server.limits`: the call was not run; `retry_after_seconds` says when it may pass."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after_seconds: float) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
 class InternalError(AgentifyError):
     code = "internal_error"
 
@@ -118,6 +130,7 @@ ERROR_CODES: tuple[str, ...] = tuple(
         TaskTimeout,
         TaskCancelled,
         Denied,
+        RateLimited,
         InternalError,
     )
 )

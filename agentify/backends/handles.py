@@ -20,6 +20,10 @@ class ToolCaller(Protocol):
         self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
     ) -> types.CallToolResult: ...
 
+    def listed_tool(self, tool: str) -> types.Tool | None: ...
+
+    async def live_tool(self, tool: str) -> types.Tool | None: ...
+
 
 @dataclass(frozen=True, eq=False)
 class ToolHandle:
@@ -38,6 +42,20 @@ class ToolHandle:
             BackendUnavailable, BackendError, TaskTimeout, Denied.
         """
         return await self.caller.call(self.tool.name, arguments, progress)
+
+    def listed(self) -> types.Tool | None:
+        """This tool as the backend itself listed it in this run, or None when it has not (its tools come from
+        the cached manifest, a file that may have been edited) or no longer offers it."""
+        return self.caller.listed_tool(self.tool.name)
+
+    async def live(self) -> types.Tool | None:
+        """As `listed`, but a backend that has not listed its tools in this run is started first (as the call
+        would be).
+
+        Raises:
+            BackendUnavailable: it cannot be started.
+        """
+        return await self.caller.live_tool(self.tool.name)
 
 
 @dataclass(frozen=True)

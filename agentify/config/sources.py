@@ -26,6 +26,7 @@ from agentify.config.itself import drop_itself
 from agentify.config.jsonc import strip_jsonc
 from agentify.config.keys import check_keys
 from agentify.config.models import Config
+from agentify.config.server import TokensAuth
 from agentify.errors import ConfigError
 from agentify.security.credentials import names_a_place
 
@@ -41,6 +42,7 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "AGENTIFY_PLANNER": ("planner", "provider"),
     "AGENTIFY_LOG_LEVEL": ("logLevel",),
     "AGENTIFY_DEBUG_PORT": ("debugPort",),
+    "AGENTIFY_REDIS_URL": ("server", "redis"),
 }
 
 
@@ -69,6 +71,8 @@ class ConfigSources:
         base = workspace_folder(self.file_path)
         for backend in config.backends:
             backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
+        if isinstance(config.server.auth, TokensAuth):
+            config.server.auth.file = str((base / Path(config.server.auth.file).expanduser()).resolve())
         if config.trace_file:
             config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
         config._expanded = frozenset(self.expanded)

@@ -3,7 +3,12 @@
 A call needs confirmation when its tool is listed in the backend's `tools.confirm`, or when
 the backend marks it destructive (`destructiveHint: true` and not `readOnlyHint`) and the
 backend does not set `allowDestructive: true` nor list it in `tools.autoApprove`. Tools without
-annotations are not treated as destructive. Denied tools (`tools.deny`) never reach the planner at all (`ToolFilter`).
+annotations are not treated as destructive. Denied tools (`tools.deny`) never reach the planner
+at all (`ToolFilter`).
+
+The annotations read are the ones the running backend listed, never the cached tool manifest
+(a file on disk may have been edited to turn a destructive tool read-only): a tool that no
+session of this run has listed is treated as destructive.
 """
 
 from __future__ import annotations
@@ -39,14 +44,21 @@ class Confirmer(Protocol):
     async def confirm(self, plan: Plan, reason: str) -> Answer: ...
 
 
-def confirmation_reason(spec: BackendConfig, tool: types.Tool) -> str | None:
-    """Why this call must be confirmed, or None when it may run without asking."""
-    if tool.name in spec.tools.confirm:
-        return f"{tool.name} is listed in tools.confirm of backend {spec.id!r}"
-    hints = tool.annotations
-    destructive = bool(hints and hints.destructive_hint and not hints.read_only_hint)
-    if destructive and not spec.allow_destructive and tool.name not in spec.tools.auto_approve:
-        return f"{spec.id}.{tool.name} is marked destructive by its server"
+def confirmation_reason(spec: BackendConfig, name: str, listed: types.Tool | None) -> str | None:
+    """Why a call of tool `name` must be confirmed, or None when it may run without asking. `listed` is the
+    tool as the running backend listed it, None when it has not."""
+    if name in spec.tools.confirm:
+        return f"{name} is listed in tools.confirm of backend {spec.id!r}"
+    if spec.allow_destructive or name in spec.tools.auto_approve:
+        return None
+    if listed is None:
+        return (
+            f"{spec.id}.{name} is treated as destructive: the running backend has not listed it "
+            "(only its cached tool manifest has)"
+        )
+    hints = listed.annotations
+    if hints and hints.destructive_hint and not hints.read_only_hint:
+        return f"{spec.id}.{name} is marked destructive by its server"
     return None
 
 

@@ -14,7 +14,7 @@ backend session (shielded, bounded), also when the caller is cancelled. What ser
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +26,11 @@ import mcp_types as types
 from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.manifest import cache_dir
+from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
+from agentify.gateway.limits import Limiter
+from agentify.gateway.offers import Offerings
 from agentify.gateway.reload import watch_config
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
@@ -84,6 +87,9 @@ class Services:
     backends: BackendManager
     planners: PlannerSlot
     runner: TaskRunner
+    offerings: Offerings
+    """The backends' resources, prompts and completions, as one server."""
+    limiter: Limiter
     started: float
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
@@ -94,6 +100,10 @@ class Services:
         """The client's roots as they became known: what backends with `forwardRoots` are told."""
         self.backends.forward_roots(roots)
 
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]:
+        """`listener` hears every backend's `*/list_changed` and `resources/updated`; returns how to stop it."""
+        return self.backends.on_change(listener)
+
 
 @asynccontextmanager
 async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Services]:
@@ -103,9 +113,13 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, redactor, file=config.trace_file)
     backends = BackendManager(
-        config.backends, on_state=lambda status: bus.publish("backend", status.as_dict()), cache_dir=cache_dir()
+        config.backends,
+        on_state=lambda status: bus.publish("backend", status.as_dict()),
+        cache_dir=cache_dir(),
+        secrets=redactor.add,
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
+    limiter = Limiter(config.server.limits, config.server.redis)
     runner = TaskRunner(
         backends,
         planners,
@@ -114,6 +128,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         config.max_query_chars,
         config.max_result_chars,
         config.max_context_chars,
+        limiter=limiter,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     services = Services(
@@ -125,6 +140,8 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         backends=backends,
         planners=planners,
         runner=runner,
+        offerings=Offerings(backends),
+        limiter=limiter,
         started=time.time(),
     )
     with boot.telemetry.attached(traces):
@@ -143,6 +160,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
                         await backends.closed.wait()
                     await planners.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
+                    await limiter.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
                 tg.cancel_scope.cancel()
 

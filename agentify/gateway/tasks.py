@@ -27,6 +27,7 @@ from opentelemetry.util.types import AttributeValue
 from agentify.backends import BackendManager, ToolHandle
 from agentify.errors import AgentifyError, Declined, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
+from agentify.gateway.limits import Limiter
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
@@ -89,8 +90,10 @@ class TaskRunner:
         max_query_chars: int,
         max_result_chars: int,
         max_context_chars: int = 20_000,
+        limiter: Limiter | None = None,
     ) -> None:
         self.manager = manager
+        self.limiter = limiter
         self.planners = planners
         self.tracer = tracer
         self._redactor = redactor
@@ -174,10 +177,12 @@ class TaskRunner:
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
             # Formatted only when debug lines are written; the sink masks, then cuts.
             log.opt(lazy=True).debug("plan arguments: {}", lambda: json.dumps(plan.arguments))
-            reason = self._confirmation_reason(plan)
+            reason = await self._confirmation_reason(plan, start=execute)
             result = None
             if execute:
                 await self._confirm(plan, reason, confirmer)
+                if self.limiter is not None:
+                    await self.limiter.charge_backend(plan.backend)
                 await _report(progress, f"calling {plan.backend}.{plan.tool}")
                 result = await self._call(plan, progress)
                 await _report(progress, "done")
@@ -243,8 +248,18 @@ class TaskRunner:
             task = task.model_copy(update={"context": task.context.model_copy(update={"selection_text": cut})})
         return task
 
-    def _confirmation_reason(self, plan: Plan) -> str | None:
-        return confirmation_reason(plan.handle.spec, plan.handle.tool) if plan.handle is not None else None
+    async def _confirmation_reason(self, plan: Plan, *, start: bool) -> str | None:
+        """Decided on the tool as the running backend lists it; a call (`start`) brings the backend up first,
+        as the call would, so a plan from the cached manifest is checked against the live list.
+
+        Raises:
+            BackendUnavailable: the backend cannot be started.
+        """
+        handle = plan.handle
+        if handle is None:
+            return None
+        listed = await handle.live() if start else handle.listed()
+        return confirmation_reason(handle.spec, handle.tool.name, listed)
 
     async def _confirm(self, plan: Plan, reason: str | None, confirmer: Confirmer | None) -> None:
         if reason is None:

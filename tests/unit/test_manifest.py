@@ -6,6 +6,7 @@ import mcp_types as types
 import pytest
 
 from agentify.backends.manifest import ManifestStore, cache_dir, manifest_key
+from agentify.backends.offers import Offers
 from agentify.config import BackendConfig
 
 TOOL = types.Tool(name="echo", description="Echo", input_schema={"type": "object"})
@@ -24,11 +25,16 @@ def test_cache_dir_prefers_agentify_then_xdg_then_home(monkeypatch: pytest.Monke
     assert cache_dir() == Path.home() / ".cache" / "agentify"
 
 
-def test_key_depends_on_how_it_starts_but_not_on_env_values_or_id() -> None:
-    base = BackendConfig(id="a", command="node", args=["s.js"], env={"TOKEN": "one"})
-    assert manifest_key(base) == manifest_key(base.model_copy(update={"id": "b", "env": {"TOKEN": "two"}}))
-    assert manifest_key(base) != manifest_key(base.model_copy(update={"env": {"OTHER": "one"}}))
-    assert manifest_key(base) != manifest_key(base.model_copy(update={"args": ["t.js"]}))
+def test_key_depends_on_how_it_starts_with_env_values_and_cwd_but_not_on_the_id() -> None:
+    base = BackendConfig(id="a", command="node", args=["s.js"], env={"TOKEN": "one"}, cwd="/projects/a")
+    assert manifest_key(base) == manifest_key(base.model_copy(update={"id": "b"}))
+    for changed in (
+        {"env": {"TOKEN": "two"}},  # another project's credentials may show other tools
+        {"env": {"OTHER": "one"}},
+        {"args": ["t.js"]},
+        {"cwd": "/projects/b"},
+    ):
+        assert manifest_key(base) != manifest_key(base.model_copy(update=changed)), changed
     remote = BackendConfig(id="r", url="http://127.0.0.1:1/mcp")
     assert manifest_key(remote) != manifest_key(BackendConfig(id="r", url="http://127.0.0.1:2/mcp"))
 
@@ -52,3 +58,21 @@ def test_an_unreadable_manifest_is_ignored(tmp_path: Path) -> None:
     for content in ("not json", '{"format": 1, "tools": [{"name": 5}]}', "[]", '{"format": 99, "tools": []}'):
         path.write_text(content)
         assert store.load(spec) is None
+
+
+def test_offers_are_kept_beside_the_tools_and_an_older_manifest_still_loads(tmp_path: Path) -> None:
+    store = ManifestStore(tmp_path)
+    spec = BackendConfig(id="a", command="node")
+    offers = Offers(
+        capabilities=types.ServerCapabilities(resources=types.ResourcesCapability(subscribe=True)),
+        resources=(types.Resource(uri="demo://x", name="x"),),
+        prompts=(types.Prompt(name="greet"),),
+    )
+    store.save_offers(spec, offers)  # no tools kept yet: nothing is written, or it would read as "no tools"
+    assert store.load(spec) is None and store.load_offers(spec) is None
+    store.save(spec, [TOOL])
+    assert store.load_offers(spec) is None  # a manifest of tools only, as older versions wrote it
+    store.save_offers(spec, offers)
+    store.save(spec, [TOOL, TOOL.model_copy(update={"name": "two"})])  # new tools keep the offers
+    assert [t.name for t in store.load(spec) or []] == ["echo", "two"]
+    assert store.load_offers(spec) == offers and (store.load_offers(spec) or Offers()).has("subscribe")
