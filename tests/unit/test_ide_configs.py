@@ -79,8 +79,10 @@ def test_cline_auto_approve_timeout_and_disabled(ides: Path) -> None:
     assert github.id == "github_com_modelcontextprotocol_servers_tree_main_src_github"  # a marketplace name
     assert old.enabled is False
     destructive = ToolAnnotations(destructive_hint=True)
-    assert confirmation_reason(weather, Tool(name="get_forecast", input_schema={}, annotations=destructive)) is None
-    assert confirmation_reason(weather, Tool(name="delete_city", input_schema={}, annotations=destructive))
+    forecast = Tool(name="get_forecast", input_schema={}, annotations=destructive)
+    assert confirmation_reason(weather, "get_forecast", forecast) is None
+    delete = Tool(name="delete_city", input_schema={}, annotations=destructive)
+    assert confirmation_reason(weather, "delete_city", delete)
 
 
 def test_roo_always_allow_disabled_tools_and_cwd(ides: Path) -> None:
