@@ -45,6 +45,7 @@ class BackendManager:
         self.routes = ResourceRoutes()
         """Which backend reads a resource URI, learnt from every backend's lists and tool results."""
         self._change_listeners: dict[object, ChangeListener] = {}
+        self._state_changed = anyio.Event()
         self._supervisors: dict[str, Supervisor] = {s.id: self._supervise(s) for s in specs}
         self._tg: TaskGroup | None = None
         self.closed = anyio.Event()
@@ -76,6 +77,16 @@ class BackendManager:
                 supervisor = self._supervise(spec)
                 self._supervisors[backend_id] = supervisor
                 self._tg.start_soon(supervisor.run)
+
+    async def changed(self) -> None:
+        """Returns at the next change of any backend's state or tools (a start, a restart, a new listing)."""
+        await self._state_changed.wait()
+
+    def _published(self, status: BackendStatus) -> None:
+        if self._on_state is not None:
+            self._on_state(status)
+        changed, self._state_changed = self._state_changed, anyio.Event()
+        changed.set()
 
     def enabled(self) -> list[Supervisor]:
         """The enabled backends, in config order: what the IDE's resource, prompt and completion requests reach."""
@@ -149,7 +160,7 @@ class BackendManager:
             connection,
             stderr,
             self._manifests,
-            on_state=self._on_state,
+            on_state=self._published,
             roots=self._known_roots,
             routes=self.routes,
             on_change=self._changed,

@@ -96,6 +96,10 @@ class Services:
         """`sampling_available`: whether the client asking offers MCP sampling (it may change the planner)."""
         return GatewayStatus(self.planners.current.describe(sampling_available), self.backends.statuses())
 
+    async def backends_changed(self) -> None:
+        """Returns at the next change of a backend's state or tools."""
+        await self.backends.changed()
+
     def forward_roots(self, roots: list[types.Root]) -> None:
         """The client's roots as they became known: what backends with `forwardRoots` are told."""
         self.backends.forward_roots(roots)

@@ -259,7 +259,7 @@ class TaskRunner:
         if handle is None:
             return None
         listed = await handle.live() if start else handle.listed()
-        return confirmation_reason(handle.spec, handle.tool.name, listed)
+        return confirmation_reason(handle.spec, handle.origin, listed)
 
     async def _confirm(self, plan: Plan, reason: str | None, confirmer: Confirmer | None) -> None:
         if reason is None:
@@ -293,8 +293,8 @@ class TaskRunner:
                 done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
                 await forward(f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 
-        attributes = call_attributes(plan, handle.spec)
-        with step(self.tracer, f"tools/call {plan.tool}", kind=SpanKind.CLIENT, attributes=attributes) as span:
+        attributes = call_attributes(plan, handle)
+        with step(self.tracer, f"tools/call {handle.origin}", kind=SpanKind.CLIENT, attributes=attributes) as span:
             result = await handle.call(plan.arguments, relay)
             if forward is not None:
                 with anyio.move_on_after(PROGRESS_SETTLE_SECONDS):  # the last report before "done"

@@ -53,9 +53,9 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
             logger.info("stdin ended before the client sent anything: no backend started")
             on_closed()
             return
-        await server.run(
-            read, write_stream, server.create_initialization_options(NotificationOptions(tools_changed=True))
-        )
+        # tools.listChanged: with expose "tools" the gateway's tools follow the backends' (mcp_server/direct.py).
+        options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+        await server.run(read, write_stream, options)
 
 
 async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None) -> None:
