@@ -11,6 +11,7 @@
     ├── TaskTimeout                    timeout
     ├── TaskCancelled                  cancelled
     ├── Denied                         denied
+    │   └── Declined                   denied (the user said no: logged at INFO, not as a failure)
     ├── RateLimited                    rate_limited (with retry_after_seconds)
     └── InternalError                  internal_error (a bug in agentify itself: see its log by trace id)
 
@@ -33,6 +34,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailable",
     "ConfigError",
+    "Declined",
     "Denied",
     "InternalError",
     "InvalidInput",
@@ -95,6 +97,10 @@ class TaskCancelled(AgentifyError):
 
 class Denied(AgentifyError):
     code = "denied"
+
+
+class Declined(Denied):
+    """The user said no: an answer, not a failure (logged at INFO)."""
 
 
 class RateLimited(AgentifyError):

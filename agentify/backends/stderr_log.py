@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 
@@ -9,6 +10,10 @@ from loguru import logger
 
 TAIL_LINES = 200
 LOG_RATE = 200  # lines a second logged per backend; the rest are counted, not logged
+HINT_CHARS = 400
+# The lines that say what went wrong, as Node, Python and most CLIs print them; a stack dump's last
+# lines (`requireStack: []`, `}`, `Node.js v20`) do not.
+_ERROR_LINE = re.compile(r"Error:|error:|Cannot find|ENOENT|not found|No such file")
 
 
 class StderrLog:
@@ -37,6 +42,12 @@ class StderrLog:
         self._window = (window, logged, suppressed)
 
     def hint(self) -> str:
-        """The last few distinct non-empty lines, for error messages (a restarted backend repeats itself)."""
-        lines = list(dict.fromkeys(line for line in self.tail if line.strip()))[-3:]
-        return ("Last stderr: " + " / ".join(lines)) if lines else "It printed nothing on stderr."
+        """For error messages: the last line that carries an error (`Error: Cannot find module ...`),
+        else the last few distinct non-empty lines (a restarted backend repeats itself)."""
+        lines = list(dict.fromkeys(line.strip() for line in self.tail if line.strip()))
+        errors = [line for line in lines if _ERROR_LINE.search(line)]
+        if errors:
+            return "Its stderr says: " + errors[-1][:HINT_CHARS]
+        if not lines:
+            return "It printed nothing on stderr."
+        return "Last stderr: " + " / ".join(line[:HINT_CHARS] for line in lines[-3:])

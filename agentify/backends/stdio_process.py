@@ -12,6 +12,7 @@ the process group; shielded, every wait bounded.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from mcp.shared.message import SessionMessage
 
 from agentify._common.proc import iter_lines, open_group_process, stop_group, wait_for_exit
 from agentify.backends.stdio_framing import Oversized, frames
+from agentify.config.itself import PARENT_VARIABLE
 
 EXIT_GRACE_SECONDS = 2.0
 KILL_GRACE_SECONDS = 2.0
@@ -52,8 +54,9 @@ class BackendProcess:
 
 
 def child_environment(extra: dict[str, str]) -> dict[str, str]:
-    """The SDK's safe inherited variables plus the backend's own `env`."""
-    return get_default_environment() | extra
+    """The SDK's safe inherited variables, the backend's own `env`, and the mark of its parent gateway
+    (`PARENT_VARIABLE`: a gateway started by a gateway, through any wrapper, refuses to start)."""
+    return get_default_environment() | extra | {PARENT_VARIABLE: str(os.getpid())}
 
 
 @asynccontextmanager

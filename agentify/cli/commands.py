@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 async def run_task(boot: Boot, args: argparse.Namespace) -> int:
+    from agentify.cli.terminal import for_terminal, terminal_confirmer
     from agentify.gateway.services import open_gateway
     from agentify.mcp_server.results import error_result, outcome_result, plan_result
 
@@ -29,7 +30,7 @@ async def run_task(boot: Boot, args: argparse.Namespace) -> int:
     redactor = boot.redactor
     async with open_gateway(boot) as services:
         try:
-            outcome = await services.runner.run(task, execute=not args.dry_run)
+            outcome = await services.runner.run(task, execute=not args.dry_run, confirmer=terminal_confirmer(args.yes))
             result = plan_result(outcome, redactor) if args.dry_run else outcome_result(outcome, redactor)
         except AgentifyError as exc:
             result = error_result(exc, redactor)
@@ -40,7 +41,7 @@ async def run_task(boot: Boot, args: argparse.Namespace) -> int:
         if meta:
             print(f"# {meta['backend']}.{meta['tool']} {json.dumps(meta['arguments'])} ({meta['durationMs']:.0f} ms)")
         for block in result.content:
-            print(_shown(block))
+            print(for_terminal(_shown(block)) if result.is_error else _shown(block))
     return EXIT_FAILED if result.is_error else EXIT_OK
 
 
@@ -77,6 +78,8 @@ async def doctor(boot: Boot) -> int:
         print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {boot.redactor.text(detail)}")
         if status.server:
             print(f"{'':<{width}}  server: {boot.redactor.text(status.server)}")
+        if spec.enabled and status.last_error and spec.command:
+            print(f"{'':<{width}}  relative paths resolve against: {spec.cwd}")
     if not statuses:
         print("(no backends configured: see backends.example.json)")
         broken = True

@@ -41,6 +41,21 @@ def main(argv: list[str] | None = None) -> int:
         return report(exc, prog, redactor.text)
 
 
+def _refuse_inside_a_gateway() -> None:
+    """A gateway started (through any wrapper) by a gateway would start itself again, without end."""
+    from agentify._common.errors import StartFailed
+    from agentify.config.itself import PARENT_VARIABLE
+
+    parent = os.environ.get(PARENT_VARIABLE)
+    if parent:
+        raise StartFailed(
+            f"error: this agentify was started as a backend of the agentify gateway with pid {parent} "
+            "(its config, or a script it runs, starts agentify again), so it does not start: a gateway "
+            "inside its own gateway would start itself without end. Remove that backend from the config "
+            "(`agentify doctor` in a terminal shows which one fails)."
+        )
+
+
 def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     args = build_parser(prog).parse_args(argv or ["serve"])  # --help and --version exit here, before the imports
     from agentify.config import load_sources
@@ -52,6 +67,8 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         from agentify.cli.tokens import token_command
 
         return token_command(args)
+    if command != "auth":
+        _refuse_inside_a_gateway()
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
     if env_level and not args.log_level:  # --log-level wins, so only a variable in effect must be valid
         env_level = log_level(env_level, f"AGENTIFY_LOG_LEVEL={env_level}")

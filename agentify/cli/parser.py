@@ -67,6 +67,9 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     run.add_argument("--cwd", help="working directory the task refers to (default: the current directory)")
     run.add_argument("--dry-run", action="store_true", help="only show the plan")
     run.add_argument("--json", action="store_true", help="print the MCP result as JSON")
+    run.add_argument(
+        "--yes", action="store_true", help="run a tool that needs confirmation without asking (needed without a TTY)"
+    )
 
     doctor = sub.add_parser("doctor", help="check the config, the planner and every backend")
     common(doctor)

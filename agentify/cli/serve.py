@@ -21,7 +21,7 @@ def _services(boot: Boot) -> OpenServices:
     async def open_services() -> AsyncIterator[Services]:
         from agentify.console import attached_console
 
-        async with open_gateway(boot) as services, attached_console(services):
+        async with open_gateway(boot, reload=True) as services, attached_console(services):
             yield services
 
     return open_services

@@ -50,6 +50,11 @@ class ToolFilter(Model):
     allow: list[str] | None = Field(default=None, description="Only these tools are offered (None: all).")
     deny: list[str] = Field(default_factory=list, description="These tools are never offered nor called.")
     confirm: list[str] = Field(default_factory=list, description="These tools run only after the user confirms.")
+    auto_approve: list[str] = Field(
+        default_factory=list,
+        description="These tools run without asking even when their server marks them destructive "
+        "(Cline's autoApprove); tools.confirm still asks.",
+    )
     overrides: dict[str, ToolOverride] = Field(default_factory=dict, description="Tools shown renamed or pinned.")
 
     def permits(self, tool: str) -> bool:

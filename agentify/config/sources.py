@@ -1,8 +1,10 @@
 """Loading and merging of every configuration source.
 
 Precedence, highest first: command-line flags; environment; the `initializationOptions`
-of the MCP `initialize` request; the config file; defaults. `${VAR}` (or `${VAR:-default}`)
-in any string of the file is replaced from the environment.
+of the MCP `initialize` request; the config file; defaults. `${VAR}` (or `${VAR:-default}`,
+or `${env:VAR}`) in any string of the file is replaced from the environment, `${workspaceFolder}`
+with the folder that holds the file's `.vscode/` or `.cursor/` (else the file's own folder). The file
+may have comments and trailing commas (JSONC).
 
 Raises `ConfigError` (never a pydantic or JSON traceback) with the path of the field.
 """
@@ -19,7 +21,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentify.config.dialects import from_init_options, normalise_backends
+from agentify.config.dialects import from_init_options, normalise_backends, workspace_folder
+from agentify.config.itself import drop_itself
+from agentify.config.jsonc import strip_jsonc
 from agentify.config.keys import check_keys
 from agentify.config.models import Config
 from agentify.config.server import TokensAuth
@@ -27,7 +31,9 @@ from agentify.errors import ConfigError
 from agentify.security.credentials import names_a_place
 
 # A default ends at the next `}` or `${`, so a run of unclosed `${A:-` costs one pass, not one per `${`.
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}$]|\$(?!\{))*))?\}")
+# `env:` is how Cursor and VS Code spell the same; `${input:id}` is a VS Code input (`_VSCODE_INPUT`).
+_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}$]|\$(?!\{))*))?\}")
+_VSCODE_INPUT = re.compile(r"\$\{input:([^}$]{0,200})\}")
 # Environment variables and the config key each one sets.
 ENV_KEYS: dict[str, tuple[str, ...]] = {
     "OPENAI_API_KEY": ("planner", "apiKey"),
@@ -62,7 +68,7 @@ class ConfigSources:
             config = Config.model_validate(merged)
         except ValidationError as exc:
             raise ConfigError(_describe(exc, self.file_path, self._origin)) from None
-        base = self.file_path.parent if self.file_path else Path.cwd()
+        base = workspace_folder(self.file_path)
         for backend in config.backends:
             backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
         if isinstance(config.server.auth, TokensAuth):
@@ -71,6 +77,13 @@ class ConfigSources:
             config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
         config._expanded = frozenset(self.expanded)
         return config
+
+    def reread(self, environ: Mapping[str, str] | None = None) -> ConfigSources:
+        """The same sources with the file read again (the flags kept, the environment read again).
+
+        Raises:
+            ConfigError: the file is gone, unreadable or invalid."""
+        return load_sources(str(self.file_path) if self.file_path else None, self.flags, environ)
 
     def _origin(self, location: tuple[str | int, ...]) -> str | None:
         """Where a failing value came from, when not from the file: the flag or the variable."""
@@ -101,7 +114,10 @@ def load_sources(
     file_layer: dict[str, Any] = {}
     expanded: set[str] = set()
     if path.exists() or path_text:
-        file_layer = normalise_backends(_expand(_read_json(path), environ, "config", expanded), f"config file {path}")
+        places = {"workspaceFolder": str(workspace_folder(path)), "userHome": str(Path.home())}
+        data = drop_itself(_read_json(path), f"config file {path}")
+        data.pop("inputs", None)  # VS Code's prompts: only VS Code asks them; `${input:...}` is an error
+        file_layer = normalise_backends(_expand(data, environ, "config", expanded, places), f"config file {path}", path)
     return ConfigSources(
         file=file_layer,
         expanded=expanded,
@@ -121,7 +137,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     try:
-        data = json.loads(text)
+        data = json.loads(strip_jsonc(text))
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"config file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
@@ -131,12 +147,23 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[str]) -> Any:
-    """Replaces `${VAR}` in every string; each value taken from the environment is added to `expanded`."""
+def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[str], places: Mapping[str, str]) -> Any:
+    """Replaces `${VAR}` / `${env:VAR}` and `places` (`${workspaceFolder}`) in every string; each value taken
+    from the environment is added to `expanded`.
+
+    Raises:
+        ConfigError: a variable is not set, or a VS Code `${input:...}` is used (named in the message)."""
     if isinstance(value, str):
+        if (asked := _VSCODE_INPUT.search(value)) is not None:
+            raise ConfigError(
+                f"{where} uses ${{input:{asked.group(1)}}}, a VS Code input that only VS Code can ask for: "
+                "put the value in an environment variable and write ${env:NAME} instead"
+            )
 
         def substitute(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
+            if name in places and not match.group(0).startswith("${env:"):
+                return places[name]
             if name in environ:
                 if not names_a_place(name):
                     expanded.add(environ[name])
@@ -150,9 +177,9 @@ def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[st
 
         return _VAR.sub(substitute, value)
     if isinstance(value, dict):
-        return {k: _expand(v, environ, f"{where}.{k}", expanded) for k, v in value.items()}
+        return {k: _expand(v, environ, f"{where}.{k}", expanded, places) for k, v in value.items()}
     if isinstance(value, list):
-        return [_expand(v, environ, f"{where}.{i}", expanded) for i, v in enumerate(value)]
+        return [_expand(v, environ, f"{where}.{i}", expanded, places) for i, v in enumerate(value)]
     return value
 
 

@@ -2,8 +2,9 @@
 
 A call needs confirmation when its tool is listed in the backend's `tools.confirm`, or when
 the backend marks it destructive (`destructiveHint: true` and not `readOnlyHint`) and the
-backend does not set `allowDestructive: true`. Tools without annotations are not treated as
-destructive. Denied tools (`tools.deny`) never reach the planner at all (`ToolFilter`).
+backend does not set `allowDestructive: true` nor list it in `tools.autoApprove`. Tools without
+annotations are not treated as destructive. Denied tools (`tools.deny`) never reach the planner
+at all (`ToolFilter`).
 
 The annotations read are the ones the running backend listed, never the cached tool manifest
 (a file on disk may have been edited to turn a destructive tool read-only): a tool that no
@@ -18,7 +19,7 @@ from typing import Literal, Protocol
 import mcp_types as types
 
 from agentify.config import BackendConfig
-from agentify.errors import Denied
+from agentify.errors import Declined, Denied
 from agentify.gateway.confirm_prompt import unshowable
 from agentify.planner import Plan
 
@@ -52,7 +53,7 @@ def confirmation_reason(spec: BackendConfig, origin: str, listed: types.Tool | N
     it, None when it has not."""
     if origin in spec.tools.confirm:
         return f"{origin} is listed in tools.confirm of backend {spec.id!r}"
-    if spec.allow_destructive:
+    if spec.allow_destructive or origin in spec.tools.auto_approve:
         return None
     if listed is None:
         return (
@@ -90,4 +91,4 @@ async def enforce(plan: Plan, spec: BackendConfig, reason: str | None, confirmer
     if answer == "accept":
         return
     verb = "declined" if answer == "decline" else "dismissed"
-    raise Denied(f"you {verb} the confirmation for {call}, so it was not run.")
+    raise Declined(f"you {verb} the confirmation for {call}, so it was not run.")

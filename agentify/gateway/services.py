@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import anyio
@@ -30,6 +31,7 @@ from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
 from agentify.gateway.limits import Limiter
 from agentify.gateway.offers import Offerings
+from agentify.gateway.reload import watch_config
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
@@ -108,7 +110,8 @@ class Services:
 
 
 @asynccontextmanager
-async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
+async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Services]:
+    """`reload`: follow changes of the config file (`serve`); one-shot commands read it once."""
     config, redactor = boot.config, boot.redactor
     bus = EventBus()
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
@@ -148,9 +151,13 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
     with boot.telemetry.attached(traces):
         async with anyio.create_task_group() as tg:
             await tg.start(backends.run)
+            watching = anyio.CancelScope()
+            if reload and settings.file_path is not None:
+                tg.start_soon(_watch, watching, settings, settings.file_path)
             try:
                 yield services
             finally:
+                watching.cancel()  # first: no reload may start a backend while they close
                 with anyio.CancelScope(shield=True):
                     backends.close()
                     with anyio.move_on_after(SHUTDOWN_SECONDS):
@@ -160,3 +167,8 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
                     await limiter.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
                 tg.cancel_scope.cancel()
+
+
+async def _watch(scope: anyio.CancelScope, settings: LiveConfig, path: Path) -> None:
+    with scope:
+        await watch_config(settings, path)

@@ -1,9 +1,11 @@
 """The two pieces of the gateway's state that change while it serves, each kept in one owner.
 
-`LiveConfig` is the effective configuration. It is loaded at start and changed at most once: by
-the first client's `initializationOptions` (over stdio), which rank below the environment and the
-flags. What a new config implies is applied here, in this order: its secrets are masked, the log
-level set, the planner replaced, the backends reconciled; then `listeners` (the console) hear of it.
+`LiveConfig` is the effective configuration. It is loaded at start and changed by the first client's
+`initializationOptions` (over stdio), which rank below the environment and the flags, and by each
+valid change of the config file (`reload`, while `serve` runs). What a new config implies is applied
+here, in this order: its secrets are masked, the log level set, the planner replaced, the backends
+reconciled (only the added, removed and changed ones start or stop); then `listeners` (the console)
+hear of it.
 
 `PlannerSlot` holds the planner selector that the config implies. A new planner config puts a new
 selector in the slot; the replaced ones are closed only at shutdown, since a task may still use one.
@@ -11,7 +13,7 @@ selector in the slot; the replaced ones are closed only at shutdown, since a tas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -74,9 +76,12 @@ class LiveConfig:
         self._planners = planners
         self._backends = backends
         self._applied = False
+        self._init_options: Mapping[str, Any] = {}
         self.listeners: list[Callable[[Config], None]] = []
-        """Called with the new config once the client's `initializationOptions` changed it (the console
-        follows a `DEBUG_PORT` that came with them)."""
+        """Called with the new config once the client's `initializationOptions` or the file changed it (the
+        console follows a `DEBUG_PORT` that came with them)."""
+        self.reloaded: list[Callable[[], Awaitable[None]]] = []
+        """Awaited after the file changed the config (the MCP server tells its client the tools changed)."""
 
     @property
     def current(self) -> Config:
@@ -100,6 +105,35 @@ class LiveConfig:
         except ConfigError as exc:
             logger.error("initializationOptions ignored: {}", exc)
             return
+        self._init_options = options
+        self._apply(config)
+        logger.info("initializationOptions applied: {} backends", len(config.backends))
+
+    def reload(self) -> bool:
+        """Reads the config file again and applies it when it is valid and different; True when it was.
+
+        An invalid file is logged and the running config stays, so a half-saved edit stops nothing."""
+        try:
+            sources = self._sources.reread()
+            config = sources.resolve(self._init_options)
+        except ConfigError as exc:
+            logger.error("the config file changed but the running config stays: {}", exc)
+            return False
+        if config == self._current:
+            return False
+        before = {b.id: b for b in self._current.backends}
+        after = {b.id: b for b in config.backends}
+        changes = [
+            *(f"added {i}" for i in after if i not in before),
+            *(f"removed {i}" for i in before if i not in after),
+            *(f"restarted {i}" for i in after if i in before and after[i] != before[i]),
+        ]
+        self._sources = sources
+        self._apply(config)
+        logger.info("config file {} reloaded: {}", self.file_path, ", ".join(changes) or "backends unchanged")
+        return True
+
+    def _apply(self, config: Config) -> None:
         self._redactor.add(config.secrets())
         if config.log_level != self._current.log_level:
             self._logs.set_level(config.log_level)
@@ -109,4 +143,3 @@ class LiveConfig:
         self._current = config
         for listener in self.listeners:
             listener(config)
-        logger.info("initializationOptions applied: {} backends", len(config.backends))

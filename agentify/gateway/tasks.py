@@ -26,7 +26,7 @@ from opentelemetry.util.types import AttributeValue
 
 from agentify.backends import BackendManager, ToolHandle
 from agentify.backends.questions import Answerer
-from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan
+from agentify.errors import AgentifyError, Declined, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.limits import Limiter
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
@@ -215,7 +215,8 @@ class TaskRunner:
                 yield trace_id
             except AgentifyError as exc:
                 exc.trace_id = trace_id
-                log.warning("task failed ({}): {}", exc.code, exc.message)
+                level = "INFO" if isinstance(exc, Declined) else "WARNING"  # the user's no is no failure
+                log.log(level, "task failed ({}): {}", exc.code, exc.message)
                 raise
             except AskingClient as asking:
                 asking.trace_id = trace_id

@@ -11,7 +11,7 @@ its principal's rate limit first.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from agentify import __version__
 from agentify._common.schemas import tool_schema
-from agentify.backends.offers import ChangeListener
+from agentify.backends.offers import Change, ChangeListener
 from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.backend_questions import BackendQuestionRelay
@@ -172,6 +172,7 @@ def build_server(
                     clients.replica.statuses = lambda: services.status().backends
                 relay = ChangeRelay(services.offerings)
                 stop_hearing = services.on_change(heard(relay))
+                services.settings.reloaded.append(_telling(relay))
                 await tg.start(relay.run)
                 tg.start_soon(follow_tools, services, relay)
                 try:
@@ -198,6 +199,15 @@ def build_server(
     server.middleware.append(connection_keeper(lambda ctx: ctx.lifespan_context.relay))
     server.middleware.append(questions.boundary(server.name))
     return server
+
+
+def _telling(relay: ChangeRelay) -> Callable[[], Awaitable[None]]:
+    """After the config file changed the backends, the clients are told the tools changed."""
+
+    async def tell() -> None:
+        relay.changed(Change(backend="agentify", kind="tools"))
+
+    return tell
 
 
 def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:

@@ -36,6 +36,16 @@ class AnsweringStream:
     def __init__(self, read_stream: Any, write_stream: Any) -> None:
         self._read = read_stream
         self._write = write_stream
+        self._first: SessionMessage | None = None
+
+    async def wait_first(self) -> bool:
+        """Waits for the client's first readable message (kept for `receive`); False when stdin ends first,
+        so a gateway with nobody to serve starts no backend."""
+        try:
+            self._first = await self.receive()
+        except anyio.EndOfStream:
+            return False
+        return True
 
     @property
     def last_context(self) -> contextvars.Context | None:
@@ -43,6 +53,9 @@ class AnsweringStream:
 
     async def receive(self) -> SessionMessage:
         """The next readable message. Raises what the read stream raises (EndOfStream at its end)."""
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
         while True:
             item = await self._read.receive()
             if not isinstance(item, Exception):

@@ -23,6 +23,12 @@ from tests.fakes.model_server import ModelServer, Reply
 pytestmark = pytest.mark.integration
 
 LIMIT = 20.0
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
 
 
 def wait_for(predicate: Callable[[], bool], what: str, seconds: float = LIMIT) -> None:
@@ -91,6 +97,9 @@ def test_serve_stops_on_a_signal_with_stdin_open_and_leaves_no_process(
     )
     stderr = tmp_path / "stderr.log"
     with spawn(["serve", "--config", str(config)], gateway_env(model), stderr) as gateway:
+        assert gateway.stdin is not None
+        gateway.stdin.write(json.dumps(INITIALIZE) + "\n")  # what an IDE sends first; backends start with it
+        gateway.stdin.flush()
         wait_for(lambda: marker.exists() and "child" in marker.read_text(), "the fake backend and its child")
         wait_for(lambda: stderr.read_text().count("ready:") == 2, "both backends to be ready")
         backends = children(gateway.pid)
@@ -99,7 +108,8 @@ def test_serve_stops_on_a_signal_with_stdin_open_and_leaves_no_process(
         code = gateway.wait(timeout=LIMIT)
         output = gateway.stdout.read() if gateway.stdout else ""
     assert code == 0
-    assert output == ""  # stdout is the MCP wire: nothing but protocol, and no request was sent
+    (reply,) = [json.loads(line) for line in output.splitlines()]  # stdout is the MCP wire: nothing but protocol
+    assert reply["id"] == 1 and "result" in reply
     assert "Traceback" not in stderr.read_text()
     assert len(backends) == 2 and len(others) == 1
     assert_nothing_left(gateway, backends, others)

@@ -33,3 +33,24 @@ async def test_lines_split_across_chunks_and_keep_the_tail() -> None:
 async def test_long_lines_are_cut_at_the_limit() -> None:
     lines = await collect([b"x" * 10, b"x" * 10, b"\nok\n"], limit=8)
     assert lines == [b"x" * 8, b"ok"]
+
+
+def test_a_backends_error_line_is_shown_rather_than_the_end_of_its_stack_dump() -> None:
+    from agentify.backends.stderr_log import StderrLog
+
+    stderr = StderrLog("b")
+    for line in [
+        "node:internal/modules/cjs/loader:1228",
+        "  throw err;",
+        "Error: Cannot find module '/p/.cursor/server.js'",
+        "    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)",
+        "  requireStack: []",
+        "}",
+        "Node.js v20.19.2",
+    ]:
+        stderr.line(line)
+    assert stderr.hint() == "Its stderr says: Error: Cannot find module '/p/.cursor/server.js'"
+    quiet = StderrLog("c")
+    quiet.line("starting")
+    quiet.line("listening")
+    assert quiet.hint() == "Last stderr: starting / listening"

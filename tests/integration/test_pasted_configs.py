@@ -1,0 +1,51 @@
+"""An IDE's config file used as it is: `.cursor/mcp.json` with paths relative to the workspace, and
+what `doctor` says when one of its servers cannot start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import AGENTIFY, REPO
+
+pytestmark = pytest.mark.integration
+
+
+def test_doctor_on_a_cursor_config_resolves_paths_in_the_workspace_and_shows_the_error_line(tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    (workspace / ".cursor").mkdir(parents=True)
+    (workspace / "node_modules").symlink_to(REPO / "node_modules")
+    config = workspace / ".cursor" / "mcp.json"
+    config.write_text(
+        "{\n  // as Cursor writes it: paths relative to the project\n"
+        + json.dumps(
+            {
+                "mcpServers": {
+                    "files": {
+                        "command": "node",
+                        "args": ["node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "."],
+                    },
+                    "broken": {"command": "node", "args": ["tools/missing-server.js"]},
+                }
+            }
+        )[1:]
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_"))}
+    done = subprocess.run(
+        [str(AGENTIFY), "doctor", "--config", str(config)],
+        env=env | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith(("files", "broken"))}
+    assert " ready " in rows["files"], done.stdout
+    assert "Error: Cannot find module" in rows["broken"] and "missing-server.js" in rows["broken"], done.stdout
+    assert "Node.js v" not in rows["broken"] and "requireStack" not in rows["broken"], done.stdout
+    assert f"relative paths resolve against: {workspace.resolve()}" in done.stdout, done.stdout
