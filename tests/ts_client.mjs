@@ -3,10 +3,11 @@
 // Usage: node tests/ts_client.mjs '<json>' where json is
 //   {"command", "args", "env", "stderrFile", "mode": "legacy"|"auto",
 //    "elicitation": "accept"|"decline"|"cancel"|null, "calls": [{"name", "arguments"}]}
+// or, over streamable HTTP, {"url", "token", ...} instead of command, args, env and stderrFile.
 // With "elicitation": null the client declares no elicitation capability.
 // Prints one JSON line: {"protocolVersion", "asked": [messages], "results": [CallToolResult...]}.
 import { openSync } from "node:fs";
-import { Client } from "@modelcontextprotocol/client";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
 const spec = JSON.parse(process.argv[2]);
@@ -22,12 +23,16 @@ if (spec.elicitation) {
     return spec.elicitation === "accept" ? { action: "accept", content: {} } : { action: spec.elicitation };
   });
 }
-const transport = new StdioClientTransport({
-  command: spec.command,
-  args: spec.args,
-  env: spec.env,
-  stderr: openSync(spec.stderrFile, "a"),
-});
+const transport = spec.url
+  ? new StreamableHTTPClientTransport(new URL(spec.url), {
+      requestInit: { headers: { Authorization: `Bearer ${spec.token}` } },
+    })
+  : new StdioClientTransport({
+      command: spec.command,
+      args: spec.args,
+      env: spec.env,
+      stderr: openSync(spec.stderrFile, "a"),
+    });
 await client.connect(transport);
 const results = [];
 for (const call of spec.calls) {

@@ -9,9 +9,10 @@ import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from agentify.config.base import Model
+from agentify.config.server import ServerConfig
 from agentify.security.credentials import header_credential, is_credential, mask_url, url_secrets
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -21,11 +22,7 @@ Exposed = Literal["orchestrate", "search"]
 EXPOSED: tuple[Exposed, ...] = ("orchestrate", "search")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="forbid")
-
-
-class ToolFilter(_Model):
+class ToolFilter(Model):
     allow: list[str] | None = Field(default=None, description="Only these tools are offered (None: all).")
     deny: list[str] = Field(default_factory=list, description="These tools are never offered nor called.")
     confirm: list[str] = Field(default_factory=list, description="These tools run only after the user confirms.")
@@ -34,12 +31,12 @@ class ToolFilter(_Model):
         return tool not in self.deny and (self.allow is None or tool in self.allow)
 
 
-class BearerSettings(_Model):
+class BearerSettings(Model):
     type: Literal["bearer"]
     token: str = Field(min_length=1, repr=False)
 
 
-class OAuthSettings(_Model):
+class OAuthSettings(Model):
     type: Literal["oauth"]
     client_id: str | None = None
     client_secret: str | None = Field(default=None, repr=False)
@@ -49,7 +46,7 @@ class OAuthSettings(_Model):
 Transport = Literal["streamable-http", "sse"]
 
 
-class BackendConfig(_Model):
+class BackendConfig(Model):
     id: str
     command: str | None = Field(default=None, min_length=1)
     url: str | None = Field(default=None, min_length=1)
@@ -119,7 +116,7 @@ class BackendConfig(_Model):
         return mask_url(self.url) if self.url else " ".join([self.command or "", *self.args])
 
 
-class PlannerConfig(_Model):
+class PlannerConfig(Model):
     provider: Literal["auto", "openai", "sampling", "offline"] = "auto"
     model: str = DEFAULT_MODEL
     base_url: str | None = None
@@ -129,14 +126,14 @@ class PlannerConfig(_Model):
     shortlist: int = Field(default=24, ge=1)
 
 
-class OtelConfig(_Model):
+class OtelConfig(Model):
     capture_content: bool = Field(
         default=False,
         description="Export task input, tool arguments and results on spans (redacted, cut); off: they stay local.",
     )
 
 
-class Config(_Model):
+class Config(Model):
     backends: list[BackendConfig] = Field(default_factory=list)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     debug_port: int | None = Field(default=None, ge=0, le=65535)
@@ -153,6 +150,9 @@ class Config(_Model):
         le=86_400,
         description="How long a confirmation (and any question to the client) waits for its answer; "
         "in the 2026-07-28 protocol, how long its sealed round-trip state stays valid.",
+    )
+    server: ServerConfig = Field(
+        default_factory=ServerConfig, description="How `serve --transport http` serves a team (auth, limits)."
     )
     expose: list[Exposed] = Field(
         default_factory=lambda: list(EXPOSED),
@@ -173,13 +173,18 @@ class Config(_Model):
             if backend.id in seen:
                 raise ValueError(f"backend id {backend.id!r} is used twice; ids must be unique")
             seen.add(backend.id)
+        if unknown := sorted(set(self.server.limits.per_backend) - seen):
+            raise ValueError(
+                f"server.limits.perBackend names {', '.join(map(repr, unknown))}, which is no backend id of this "
+                "config: use the ids of the backends list"
+            )
         return self
 
     def secrets(self) -> list[str]:
         """What every sink masks (logs, traces, the console, results): the API key, every value that came
         from `${VAR}`, and each backend's credentials (`BackendConfig.secret_values`).
         `NODE_ENV=production` is not a secret: masking it would blank the word out of every log line."""
-        values = [self.planner.api_key or "", *self._expanded]
+        values = [self.planner.api_key or "", *self._expanded, *self.server.secret_values()]
         for backend in self.backends:
             values.extend(backend.secret_values())
         return sorted({v for v in values if v})

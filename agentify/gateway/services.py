@@ -27,6 +27,7 @@ from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.manifest import cache_dir
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
+from agentify.gateway.limits import Limiter
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
@@ -82,6 +83,7 @@ class Services:
     backends: BackendManager
     planners: PlannerSlot
     runner: TaskRunner
+    limiter: Limiter
     started: float
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
@@ -103,6 +105,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         config.backends, on_state=lambda status: bus.publish("backend", status.as_dict()), cache_dir=cache_dir()
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
+    limiter = Limiter(config.server.limits, config.server.redis)
     runner = TaskRunner(
         backends,
         planners,
@@ -111,6 +114,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         config.max_query_chars,
         config.max_result_chars,
         config.max_context_chars,
+        limiter=limiter,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     services = Services(
@@ -122,6 +126,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         backends=backends,
         planners=planners,
         runner=runner,
+        limiter=limiter,
         started=time.time(),
     )
     with boot.telemetry.attached(traces):
@@ -135,6 +140,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
                     with anyio.move_on_after(SHUTDOWN_SECONDS):
                         await backends.closed.wait()
                     await planners.aclose()
+                    await limiter.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
                 tg.cancel_scope.cancel()

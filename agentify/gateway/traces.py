@@ -27,6 +27,7 @@ from opentelemetry.trace import StatusCode
 
 from agentify._common import files
 from agentify.gateway.events import EventBus
+from agentify.gateway.principal import current_principal
 from agentify.security.redact import Redactor
 from agentify.telemetry.names import ERROR_TYPE, SCOPE, TASK_INPUT, TASK_KIND, TOOL_ARGUMENTS, WAITING
 
@@ -60,6 +61,7 @@ class Trace:
     status: str = "running"  # running | ok | error | waiting
     error: dict[str, str] | None = None
     spans: list[Step] = field(default_factory=list)
+    principal: str | None = None  # who asked (`gateway.principal`): a token's name, a JWT's sub
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
@@ -84,6 +86,7 @@ class Trace:
             status=data.get("status", "ok"),
             error=data.get("error"),
             spans=steps,
+            principal=data.get("principal"),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -116,6 +119,7 @@ class TraceStore(SpanProcessor):
             kind=str(attributes[TASK_KIND]),
             input=self._redactor.data(_parsed(attributes.get(TASK_INPUT)) or {}, limit=TEXT_LIMIT),
             start=_seconds(span.start_time),
+            principal=current_principal(),  # on_start runs in the task's context
         )
         self._open[span.context.span_id] = trace
         self._ring.append(trace)

@@ -2,7 +2,10 @@
 
 Nothing here plans, spawns or formats beyond turning MCP requests into `TaskRunner`
 calls and outcomes into results (`results.py`). It sees the gateway's services through
-`McpServices`, the part of them it uses, and keeps the client's roots per MCP session.
+`McpServices`, the part of them it uses, and keeps each client's roots (`roots.RootsBook`).
+Every request runs as its principal (`gateway.principal`: from its access token over HTTP) and,
+over HTTP, counts as in flight for the drain (`replica.Replica`); every `tools/call` is charged to
+its principal's rate limit first.
 """
 
 from __future__ import annotations
@@ -24,11 +27,15 @@ from agentify._common.schemas import tool_schema
 from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
+from agentify.gateway.limits import Limiter
 from agentify.gateway.policy import AskingClient
+from agentify.gateway.principal import LOCAL, acting_for, current_principal
 from agentify.gateway.services import GatewayStatus, TaskServices
+from agentify.mcp_server.bearer import principal_of
 from agentify.mcp_server.client_requests import Exchange, Questions
+from agentify.mcp_server.replica import Replica
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
-from agentify.mcp_server.roots import ClientRoots
+from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
 from agentify.security.display import escaped
 from agentify.security.redact import Redactor
@@ -91,15 +98,29 @@ class McpServices(TaskServices, Protocol):
     @property
     def redactor(self) -> Redactor: ...
 
+    @property
+    def limiter(self) -> Limiter: ...
+
     def forward_roots(self, roots: list[types.Root]) -> None: ...
 
 
 @dataclass(frozen=True)
 class McpContext:
-    """The server's lifespan context: the services, and the roots of the client session it serves."""
+    """The server's lifespan context: the services, and the roots of each client it serves."""
 
     services: McpServices
-    roots: ClientRoots
+    roots: RootsBook
+
+
+@dataclass(frozen=True)
+class Clients:
+    """Who the server serves: over stdio one client, the user who started agentify (`LOCAL`); over HTTP
+    many, each request as the principal of its access token (`anonymous` without one: `--no-auth`),
+    and a `replica` that drains."""
+
+    one: bool = True
+    anonymous: str = LOCAL
+    replica: Replica | None = None
 
 
 OpenServices = Callable[[], AbstractAsyncContextManager[McpServices]]
@@ -112,17 +133,22 @@ def build_server(
     *,
     trust_init_options: bool = True,
     questions: Questions | None = None,
+    clients: Clients | None = None,
 ) -> Server[McpContext]:
     """`trust_init_options`: over stdio the client started agentify, so its `initializationOptions` are
     its own config; over HTTP any client can connect, and they change nothing.
-    `questions`: how long the client's answers are awaited, and which were used (`Questions`)."""
+    `questions`: how long the client's answers are awaited, and which were used (`Questions`).
+    `clients`: one (stdio, the default) or many (HTTP)."""
     questions = questions or Questions()
+    clients = clients or Clients()
 
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
             async with open_services() as services:
-                yield McpContext(services, ClientRoots(services.forward_roots))
+                if clients.replica is not None:
+                    clients.replica.statuses = lambda: services.status().backends
+                yield McpContext(services, RootsBook(services.forward_roots, one_client=clients.one))
         finally:
             if on_closed is not None:
                 on_closed()
@@ -131,8 +157,10 @@ def build_server(
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         server: Server[McpContext] = _server(lifespan, questions)
-    # The SDK's OpenTelemetry middleware stays first: a server span per request, continuing the
-    # client's `_meta.traceparent`; the task's spans nest under it.
+    # The principal's middleware is outermost, so everything after runs as the principal; then the
+    # SDK's OpenTelemetry middleware: a server span per request, continuing the client's
+    # `_meta.traceparent`; the task's spans nest under it.
+    server.middleware.insert(0, _per_request(clients))
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
     server.middleware.append(questions.boundary(server.name))
     return server
@@ -155,6 +183,17 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
         on_call_tool=call_tool,
         on_roots_list_changed=_roots_changed,
     )
+
+
+def _per_request(clients: Clients) -> Callable[..., Any]:
+    async def run_as_principal(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        with acting_for(principal_of(ctx.request, clients.anonymous)):
+            if clients.replica is None or ctx.request_id is None:  # stdio, or a notification
+                return await call_next(ctx)
+            async with clients.replica.handling():
+                return await call_next(ctx)
+
+    return run_as_principal
 
 
 def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
@@ -200,6 +239,7 @@ async def _call_tool(
         await ctx.session.report_progress(steps, None, services.redactor.text(message, patterns=False))
 
     try:
+        await services.limiter.charge_principal(current_principal() or LOCAL)
         if params.name == "list_backends":
             validate_input(NoInput, arguments, "{}")
             return _backends_result(
@@ -219,7 +259,7 @@ async def _call_tool(
             sampler=exchange.sampler(),
             confirmer=exchange.confirmer(),
             given=exchange.plan if execute else None,
-            default_cwd=await _default_cwd(ctx.lifespan_context.roots, exchange, arguments),
+            default_cwd=await _default_cwd(ctx.lifespan_context.roots.of(ctx.request), exchange, arguments),
         )
     except AskingClient as asking:  # 2026-07-28: the client answers and calls again
         return exchange.input_required(asking.trace_id)
@@ -247,7 +287,7 @@ async def _default_cwd(roots: ClientRoots, exchange: Exchange, arguments: dict[s
 
 async def _roots_changed(ctx: ServerRequestContext[McpContext], params: types.NotificationParams | None) -> None:
     """`notifications/roots/list_changed`: ask again now where the client can be asked, else on the next task."""
-    roots = ctx.lifespan_context.roots
+    roots = ctx.lifespan_context.roots.of(ctx.request)
     roots.forget()
     if not ctx.session.can_send_request:
         return
