@@ -27,7 +27,7 @@ def state_keys(environ: Mapping[str, str]) -> list[str] | None:
     """The keys of `AGENTIFY_STATE_KEYS`, sealing key first; None when it is unset or blank.
 
     Raises:
-        ConfigError: a key is shorter than 32 bytes (the message never shows a key)."""
+        ConfigError: a key is shorter than 32 bytes, or listed twice (the message never shows a key)."""
     keys = [key.strip() for key in environ.get(STATE_KEYS_ENV, "").split(",") if key.strip()]
     for n, key in enumerate(keys, start=1):
         if len(key.encode()) < MIN_KEY_BYTES:
@@ -36,6 +36,8 @@ def state_keys(environ: Mapping[str, str]) -> list[str] | None:
                 f"{MIN_KEY_BYTES} bytes of secret randomness. Make one with: "
                 'python3 -c "import secrets; print(secrets.token_hex(32))"'
             )
+    if len(set(keys)) < len(keys):
+        raise ConfigError(f"{STATE_KEYS_ENV} names one key twice: list each key once, the sealing key first")
     return keys or None
 
 

@@ -85,6 +85,8 @@ def test_a_short_state_key_is_refused_without_showing_it() -> None:
         state_keys({STATE_KEYS_ENV: "x" * 40 + ",short-secret"})
     assert "key 2 of 2 is 12 bytes" in str(refused.value)
     assert "short-secret" not in str(refused.value)
+    with pytest.raises(ConfigError, match="names one key twice"):
+        state_keys({STATE_KEYS_ENV: "x" * 40 + "," + "x" * 40})
 
 
 def test_questions_sealed_by_one_key_ring_open_under_its_rotation() -> None:
