@@ -122,6 +122,9 @@ done
 LB_READY_PORT="$(free_port)"
 cat >>"$WORK/haproxy.cfg" <<EOF
 
+global
+    stats socket $WORK/haproxy.sock mode 600 level admin
+
 frontend team-ready
     bind 127.0.0.1:$LB_READY_PORT
     http-request return status 200 if { nbsrv(agentify) ge $REPLICAS }
@@ -134,6 +137,12 @@ OTHERS=("$HAPROXY_PID" "${OTHERS[@]}")
 
 ready() { curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$1/readyz" 2>/dev/null; }
 lb_ready() { curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:$LB_READY_PORT/"; }
+# A command to HAProxy's runtime API, e.g. "set server agentify/replica1 state drain".
+lb_command() {
+  "$PYTHON" -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
+s.recv(4096)' "$WORK/haproxy.sock" "$1" 2>/dev/null || true
+}
 
 # SIGHUP: a rolling restart. Each replica in turn drains and stops (HAProxy sends its new requests to
 # the others), starts again on its port, and is ready before the next one goes.
@@ -142,9 +151,12 @@ rolling_restart() {
   echo "team: rolling restart" >&2
   for ((n = 1; n <= REPLICAS; n++)); do
     pid="${PIDS[n - 1]}"
+    # HAProxy sends it nothing new from now on (no request can meet its closing connections), then it drains.
+    lb_command "set server agentify/replica$n state drain"
     stop_pids "$STOP_SECONDS" TERM "$pid"
     wait "$pid" 2>/dev/null || true
     start_replica "$n" "${REPLICA_PORTS[n - 1]}"
+    lb_command "set server agentify/replica$n state ready"
     # Ready when HAProxy counts it up again (its next check, within a second); until then the others serve.
     for ((tick = 0; tick < READY_SECONDS * 10; tick++)); do
       ready "${REPLICA_PORTS[n - 1]}" && lb_ready && break
