@@ -6,6 +6,7 @@ Validation errors become `ConfigError` in `sources.ConfigSources.resolve`.
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -29,6 +30,25 @@ class ToolFilter(Model):
 
     def permits(self, tool: str) -> bool:
         return tool not in self.deny and (self.allow is None or tool in self.allow)
+
+
+class ItemFilter(Model):
+    """Which resources or prompts of a backend the IDE sees; `*` globs match any run of characters."""
+
+    allow: list[str] | None = Field(default=None, description="Only what matches one of these (None: all).")
+    deny: list[str] = Field(default_factory=list, description="What matches one of these is never listed nor read.")
+
+    def permits(self, *keys: str | None) -> bool:
+        """Whether an item known by `keys` (a resource's URI and name, a prompt's name) is offered: no key is
+        denied, and with `allow`, some key is allowed."""
+        named = [k for k in keys if k]
+        if any(_matches(k, self.deny) for k in named):
+            return False
+        return self.allow is None or any(_matches(k, self.allow) for k in named)
+
+
+def _matches(key: str, patterns: list[str]) -> bool:
+    return any(fnmatchcase(key, pattern) for pattern in patterns)
 
 
 class BearerSettings(Model):
@@ -65,6 +85,12 @@ class BackendConfig(Model):
     enabled: bool = True
     allow_destructive: bool = False
     tools: ToolFilter = Field(default_factory=ToolFilter)
+    resources: ItemFilter = Field(
+        default_factory=ItemFilter, description="Resource URIs or names (`*` globs) the IDE may list and read."
+    )
+    prompts: ItemFilter = Field(
+        default_factory=ItemFilter, description="Prompt names (as the backend gives them, `*` globs) the IDE may get."
+    )
 
     @field_validator("id")
     @classmethod

@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from limits import RateLimitItem, parse_many
-from limits.aio.storage import MemoryStorage, RedisStorage, Storage
-from limits.aio.strategies import MovingWindowRateLimiter
-from limits.errors import StorageError
 from loguru import logger
 
 from agentify.config.server import LimitsConfig
 from agentify.errors import RateLimited
 from agentify.security.credentials import mask_url
+
+if TYPE_CHECKING:
+    from limits import RateLimitItem
+    from limits.aio.storage import Storage
 
 REDIS_SECONDS = 2.0
 """The longest one count may wait for Redis; past it, Redis counts as down."""
@@ -35,14 +35,24 @@ REFUSED_RETRY_SECONDS = 5.0
 
 
 class Limiter:
+    """Without limits configured it counts nothing, and the library is not even imported (start-up time)."""
+
     def __init__(self, config: LimitsConfig, redis_url: str | None = None) -> None:
-        self._principal = parse_many(config.per_principal) if config.per_principal else []
-        self._backends = {backend: parse_many(limit) for backend, limit in config.per_backend.items()}
+        self._principal: list[RateLimitItem] = []
+        self._backends: dict[str, list[RateLimitItem]] = {}
         self._refuse_when_down = config.when_redis_down == "refuse"
         self._where = mask_url(redis_url) if redis_url else "memory"
-        self._storage = _storage(redis_url) if config.any else None
-        self._strategy = MovingWindowRateLimiter(self._storage) if self._storage is not None else None
+        self._storage: Storage | None = None
+        self._strategy: Any = None
         self._down = False
+        if config.any:
+            from limits import parse_many
+            from limits.aio.strategies import MovingWindowRateLimiter
+
+            self._principal = parse_many(config.per_principal) if config.per_principal else []
+            self._backends = {backend: parse_many(limit) for backend, limit in config.per_backend.items()}
+            self._storage = _storage(redis_url)
+            self._strategy = MovingWindowRateLimiter(self._storage)
 
     @property
     def where(self) -> str:
@@ -69,6 +79,8 @@ class Limiter:
     async def _charge(self, items: list[RateLimitItem], kind: str, name: str, over: str) -> None:
         if not items or self._strategy is None:
             return
+        from limits.errors import StorageError
+
         try:
             with anyio.fail_after(REDIS_SECONDS):
                 for item in items:
@@ -97,7 +109,7 @@ class Limiter:
         if self._down:
             return
         self._down = True
-        cause = exc.storage_error if isinstance(exc, StorageError) else exc
+        cause = getattr(exc, "storage_error", exc)  # the library's StorageError wraps what Redis raised
         then = "every limited call is refused" if self._refuse_when_down else "calls run uncounted"
         logger.error(
             "the rate-limit counts in {} cannot be reached ({}): {} until it is back (server.limits.whenRedisDown)",
@@ -108,6 +120,8 @@ class Limiter:
 
 
 def _storage(redis_url: str | None) -> Storage:
+    from limits.aio.storage import MemoryStorage, RedisStorage
+
     if redis_url is None:
         return MemoryStorage()
     options: dict[str, Any] = {"socket_connect_timeout": REDIS_SECONDS, "socket_timeout": REDIS_SECONDS}

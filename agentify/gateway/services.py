@@ -14,7 +14,7 @@ backend session (shielded, bounded), also when the caller is cancelled. What ser
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -25,9 +25,11 @@ import mcp_types as types
 from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.manifest import cache_dir
+from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
 from agentify.gateway.limits import Limiter
+from agentify.gateway.offers import Offerings
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
@@ -83,6 +85,8 @@ class Services:
     backends: BackendManager
     planners: PlannerSlot
     runner: TaskRunner
+    offerings: Offerings
+    """The backends' resources, prompts and completions, as one server."""
     limiter: Limiter
     started: float
 
@@ -93,6 +97,10 @@ class Services:
     def forward_roots(self, roots: list[types.Root]) -> None:
         """The client's roots as they became known: what backends with `forwardRoots` are told."""
         self.backends.forward_roots(roots)
+
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]:
+        """`listener` hears every backend's `*/list_changed` and `resources/updated`; returns how to stop it."""
+        return self.backends.on_change(listener)
 
 
 @asynccontextmanager
@@ -126,6 +134,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         backends=backends,
         planners=planners,
         runner=runner,
+        offerings=Offerings(backends),
         limiter=limiter,
         started=time.time(),
     )
@@ -140,7 +149,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
                     with anyio.move_on_after(SHUTDOWN_SECONDS):
                         await backends.closed.wait()
                     await planners.aclose()
-                    await limiter.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
+                    await limiter.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
                 tg.cancel_scope.cancel()

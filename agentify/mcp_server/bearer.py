@@ -1,7 +1,7 @@
 """Who an HTTP client is: the bearer token of every request, checked by the verifier `server.auth` names.
 
 Each verifier is a `TokenVerifier` of the MCP SDK and answers the SDK's `AccessToken`, whose subject
-is the principal (`gateway.principal`): the shared token (`SharedTokenVerifier`), a person's token
+is the principal (`telemetry.principal`): the shared token (`SharedTokenVerifier`), a person's token
 from the tokens file (`TeamTokensVerifier`), or a JWT (`jwt_auth.JwtVerifier`). `RequireBearer` puts
 the checked token where the SDK looks for it (`scope["user"]`, which binds a 2025-11-25 session to
 its creator, and `get_access_token()`), and answers everyone else as RFC 6750 and RFC 9728 say:
@@ -24,9 +24,9 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 
-from agentify.gateway.principal import SHARED
 from agentify.security.http_auth import Backoff, refuse
 from agentify.security.team_tokens import Person, TokensFileError, digest, people_by_digest, read_entries
+from agentify.telemetry.principal import SHARED
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,8 @@ class RequireBearer:
 
 
 def principal_of(request: Any, default: str) -> str:
-    """The principal of an MCP request: its access token's subject, else `default` (no auth: stdio,
-    `--no-auth`). `request` is the HTTP request the SDK hands a handler (None over stdio)."""
+    """The principal of an MCP request: its access token's subject, else `default` (`--no-auth`).
+    `request` is the HTTP request the SDK hands a handler."""
     user = request.scope.get("user") if request is not None else None
     if isinstance(user, AuthenticatedUser):
         return user.access_token.subject or user.access_token.client_id

@@ -19,12 +19,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
-import uvicorn
 from loguru import logger
 
 from agentify import __version__
 from agentify._common.errors import StartFailed
-from agentify._common.listen import EmbeddedServer, listening_socket
 from agentify._common.signals import stop_signals
 from agentify.config import Config
 from agentify.gateway.services import Boot
@@ -32,6 +30,7 @@ from agentify.mcp_server.stdio_guard import answering_parse_errors
 from agentify.security.http_auth import NoWebSockets, is_loopback
 
 if TYPE_CHECKING:
+    from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.client_requests import Questions
     from agentify.mcp_server.replica import Replica
     from agentify.mcp_server.server import OpenServices
@@ -56,7 +55,9 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
 
 async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None) -> None:
     """`token`: the shared token of `server.auth` type `token` (None: `--no-auth`, or another type)."""
-    from agentify.gateway.principal import ANONYMOUS
+    import uvicorn  # here, as everything HTTP serving needs: stdio starts without it
+
+    from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.replica import Replica, ReplicaRoutes
     from agentify.mcp_server.server import Clients, build_server
     from agentify.mcp_server.shared_state import shared_questions
@@ -74,7 +75,7 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         open_services,
         trust_init_options=False,
         questions=questions,
-        clients=Clients(one=False, anonymous=ANONYMOUS, replica=replica),
+        clients=Clients(one=False, replica=replica),
     )
     mcp = server.streamable_http_app(
         host=host, streamable_http_path="/mcp", transport_security=host_check(host, boot.config.server)
@@ -141,6 +142,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
     Raises:
         StartFailed: the address cannot be bound (in use, not an address of this machine)."""
+    from agentify._common.listen import listening_socket
+
     try:
         return listening_socket(host, port, HTTP_CONNECTIONS)
     except socket.gaierror as exc:

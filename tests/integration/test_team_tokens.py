@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.conftest import AGENTIFY, REPO, fake_backend, text_of, write_config
+from tests.conftest import AGENTIFY, fake_backend, text_of, wait_until, write_config
+from tests.integration.ide_client import ts_client
 from tests.integration.team import (
-    ERAS,
     add_token,
     http_client,
     http_gateway,
@@ -24,9 +24,9 @@ from tests.integration.team import (
     token_command,
     traces_of,
 )
+from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
-TS_SCRIPT = REPO / "tests/ts_client.mjs"
 
 
 def team_config(tmp_path: Path, **server: Any) -> Path:
@@ -43,27 +43,31 @@ def echo(text: str) -> dict[str, Any]:
     return {"name": "fake__echo", "arguments": {"text": text}}
 
 
-async def ts_calls(url: str, token: str, mode: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    spec = {"url": url, "token": token, "mode": mode, "elicitation": None, "calls": calls}
-    node = shutil.which("node") or pytest.fail("node is not on PATH")
-    with anyio.fail_after(60):
-        done = await anyio.run_process([node, str(TS_SCRIPT), json.dumps(spec)], cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    answer: dict[str, Any] = json.loads(done.stdout)
-    assert answer["protocolVersion"] == ERAS[mode]
-    return answer
+@pytest.fixture
+def receiver() -> Iterator[OtlpReceiver]:
+    server = OtlpReceiver().start()
+    yield server
+    server.stop()
+
+
+def task_spans(receiver: OtlpReceiver) -> dict[str, ReceivedSpan]:
+    return {s.trace_id: s for s in receiver.snapshot()[0] if "agentify.task.kind" in s.attributes}
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_two_people_with_their_own_tokens_appear_as_themselves(tmp_path: Path, mode: str) -> None:
+async def test_two_people_with_their_own_tokens_appear_as_themselves(
+    tmp_path: Path, mode: str, receiver: OtlpReceiver
+) -> None:
     config = team_config(tmp_path)
     alice = await add_token(tmp_path / "tokens.json", "alice")
     bob = await add_token(tmp_path / "tokens.json", "bob")
     assert alice != bob and alice.startswith("agt_")
-    async with http_gateway(config, tmp_path / "e.log") as gateway:
+    otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+    async with http_gateway(config, tmp_path / "e.log", otel) as gateway:
         async with http_client(gateway.url, alice, mode) as client:
             result = await client.call_tool("call_tool", echo("from alice"))
-        answer = await ts_calls(gateway.url, bob, mode, [{"name": "call_tool", "arguments": echo("from bob")}])
+        calls = [{"name": "call_tool", "arguments": echo("from bob")}]
+        answer = await ts_client({"url": gateway.url, "token": bob, "mode": mode, "elicitation": None, "calls": calls})
         stranger = await anyio.to_thread.run_sync(initialize, gateway.url, "agt_not-a-token-of-anyone-here")
     assert stranger.status == 401
     assert text_of(result) == "echo: from alice"
@@ -74,6 +78,15 @@ async def test_two_people_with_their_own_tokens_appear_as_themselves(tmp_path: P
     assert "principal=alice" in log and "principal=bob" in log
     assert alice not in log and bob not in log
     assert alice[4:] not in (tmp_path / "tokens.json").read_text()
+    # The gateway flushed its exporter as it stopped: every span of each task names its person.
+    await wait_until(lambda: len(task_spans(receiver)) == 2)
+    spans = receiver.snapshot()[0]
+    tasks = task_spans(receiver)
+    for trace_id, task in tasks.items():  # the SDK's server span, the task's, the backend call's
+        in_trace = {s.attributes.get("enduser.id") for s in spans if s.trace_id == trace_id}
+        assert in_trace == {task.attributes["enduser.id"]}
+    assert sorted(t.attributes["enduser.id"] for t in tasks.values()) == ["alice", "bob"]
+    assert alice not in "\n".join(receiver.raw) and bob not in "\n".join(receiver.raw)
 
 
 async def test_a_token_added_or_removed_takes_effect_without_a_restart(tmp_path: Path) -> None:
