@@ -32,7 +32,9 @@ from bench_support import AGENTIFY, REPO, interleaved, interleaved_percentiles, 
 from tests.integration.team import http_client
 
 TOKEN = "bench-team-token-0123456789abcdef"
-SLOW_SECONDS = 1.0  # one call holds the backend this long: one replica serves 1 call a second at most
+SLOW_SECONDS = 1.0
+"""How long one call holds the backend (--seconds): one replica serves 1/SLOW_SECONDS calls a second at most.
+The longer, the less the gateway's and the client's own CPU counts on a loaded machine."""
 CONCURRENCY = 6
 WORKERS = 4
 
@@ -188,4 +190,7 @@ async def main(calls: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=12, help="slow calls per throughput round")
-    anyio.run(main, parser.parse_args().calls)
+    parser.add_argument("--seconds", type=float, default=SLOW_SECONDS, help="how long one call holds the backend")
+    options = parser.parse_args()
+    SLOW_SECONDS = options.seconds
+    anyio.run(main, options.calls)
