@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything agentify and its tests need, idempotently: the Python venv with the
-# package, the pinned Node backends, Debian's redis-server (the shared rate-limit store the tests
-# start), and (with --browser) Debian's chromium.
+# package, the pinned Node backends, Debian's redis-server and haproxy (the shared store and the balancer the team
+# tests start), and (with --browser) Debian's chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,14 +30,17 @@ if [ ! -f "$lock_stamp" ]; then
   rm -f node_modules/.installed-* && touch "$lock_stamp"
 fi
 
-if ! command -v redis-server >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
-  else
-    echo "setup: the rate-limit tests need redis-server; install it and run again" >&2
-    exit 1
+# Debian's redis-server and haproxy: the shared store and the balancer of the team tests (scripts/team.sh).
+for program in redis-server haproxy; do
+  if ! command -v "$program" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$program" ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$program" >/dev/null
+    else
+      echo "setup: the team tests need $program; install it and run again" >&2
+      exit 1
+    fi
   fi
-fi
+done
 
 if [ "${1:-}" = "--browser" ] && ! command -v chromium >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then

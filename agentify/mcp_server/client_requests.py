@@ -60,10 +60,22 @@ class Questions:
 
     seconds: float = CONFIRM_TIMEOUT_SECONDS
     ledger: AnswerLedger = field(default_factory=MemoryLedger)
+    keys: tuple[str, ...] = field(default=(), repr=False)
+    """`AGENTIFY_STATE_KEYS` (`shared_state`); none: a process-local key, state lives as long as the gateway."""
+
+    def security(self) -> RequestStateSecurity:
+        """The keys, the time to live and the principal binding of the sealed state."""
+        if self.keys:
+            return RequestStateSecurity(keys=list(self.keys), ttl=self.seconds)
+        return RequestStateSecurity.ephemeral(ttl=self.seconds)
 
     def boundary(self, name: str) -> RequestStateBoundary:
-        """The middleware sealing `requestState` (process-local key: state lives as long as the gateway)."""
-        return RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=self.seconds), default_audience=name)
+        """The middleware sealing `requestState`, under one audience (the server's name) on every replica."""
+        return RequestStateBoundary(self.security(), default_audience=name)
+
+    async def aclose(self) -> None:
+        """Closes the ledger's connections, if it has any."""
+        await self.ledger.aclose()
 
 
 class Exchange:

@@ -12,6 +12,7 @@ connection gate against idle sockets; `initializationOptions` change nothing. SI
 from __future__ import annotations
 
 import errno
+import os
 import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -65,10 +66,13 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.replica import Replica, ReplicaRoutes
     from agentify.mcp_server.server import Clients, build_server
+    from agentify.mcp_server.shared_state import shared_questions
     from agentify.mcp_server.team_auth import host_check, protect
     from agentify.security.bodies import BodyLimit
     from agentify.security.connections import ConnectionGate
 
+    questions = shared_questions(boot.config, os.environ)
+    boot.redactor.add(questions.keys)
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     replica = Replica()
     # A network client is not the user who started agentify: its initializationOptions change nothing
@@ -76,7 +80,7 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     server = build_server(
         open_services,
         trust_init_options=False,
-        questions=_questions(boot.config),
+        questions=questions,
         clients=Clients(one=False, replica=replica),
     )
     mcp = server.streamable_http_app(
@@ -99,7 +103,10 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         http=gate.protocol(),
         timeout_graceful_shutdown=CLOSE_SECONDS,
     )
-    await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
+    try:
+        await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
+    finally:
+        await questions.aclose()
 
 
 async def _serve_until_drained(

@@ -8,7 +8,9 @@ flood_stderr(bytes), nested(code) whose schema has catastrophic regexes (`patter
 fast as it can (the message with the value of the environment variable `env` appended),
 show_meta (the request's `_meta` as JSON: what a tracing backend would continue),
 huge_answer(mib) writing its answer as one line of `mib` MiB with the id last (as TypeScript
-servers order it) straight onto stdout, then a small one the gateway no longer waits for.
+servers order it) straight onto stdout, then a small one the gateway no longer waits for,
+parent (the pid of the process that started it: which gateway replica).
+--one-at-a-time serves one call at a time, as many stdio servers do.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def main() -> None:
     parser.add_argument("--marker")
     parser.add_argument("--refuse-if", help="exit at start (code 3) while this file exists")
     parser.add_argument("--spawn-child", action="store_true", help="start a grandchild that outlives nothing")
+    parser.add_argument("--one-at-a-time", action="store_true", help="serve one call at a time")
     args = parser.parse_args()
 
     def mark(event: str) -> None:
@@ -87,6 +90,7 @@ def main() -> None:
                 types.Tool(name="big", description="Return a large text", input_schema=flood),
                 types.Tool(name="garbage_stdout", description="Write a non-JSON line on stdout", input_schema=empty),
                 types.Tool(name="show_meta", description="Show the request's _meta", input_schema=empty),
+                types.Tool(name="parent", description="The pid of the process that started it", input_schema=empty),
                 types.Tool(name="nested", description="Check a code against a slow pattern", input_schema=hostile),
                 types.Tool(name="progress", description="Report progress many times", input_schema=progress),
                 types.Tool(name="huge_answer", description="Answer with one huge message", input_schema=huge),
@@ -94,8 +98,18 @@ def main() -> None:
             ]
         )
 
+    one_at_a_time = anyio.Lock()
+
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if not args.one_at_a_time:
+            return await serve_call(ctx, params)
+        async with one_at_a_time:
+            return await serve_call(ctx, params)
+
+    async def serve_call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
+        if params.name == "parent":
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(os.getppid()))])
         if params.name == "echo":
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text="echo: " + arguments["text"])],

@@ -1,0 +1,196 @@
+"""Replicas, measured side by side in one run (README "Replicas"): `scripts/team.sh` with 1 and with 3
+replicas, at once, on a backend that serves one call at a time.
+
+- throughput of 1 and of 3 replicas (target: 3 replicas >= 2.5x one);
+- the HAProxy hop: a call through HAProxy against the same call straight to a replica;
+- p50/p99 and failed calls during a rolling restart (SIGHUP to team.sh: each replica SIGTERMed in turn);
+- failed calls when one replica is SIGKILLed under load.
+
+Usage: .venv/bin/python scripts/bench_team.py [--calls N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from bench_support import AGENTIFY, REPO, interleaved, interleaved_percentiles, percentiles
+
+from tests.integration.team import http_client
+
+TOKEN = "bench-team-token-0123456789abcdef"
+SLOW_SECONDS = 1.0
+"""How long one call holds the backend (--seconds): one replica serves 1/SLOW_SECONDS calls a second at most.
+The longer, the less the gateway's and the client's own CPU counts on a loaded machine."""
+CONCURRENCY = 6
+WORKERS = 4
+
+
+class Team:
+    def __init__(self, process: subprocess.Popen[bytes], url: str, errors: Path) -> None:
+        self.process, self.url, self.errors = process, url, errors
+
+    def replicas(self) -> dict[int, tuple[int, str]]:
+        """Replica number -> (pid, own URL), as team.sh last reported them."""
+        found: dict[int, tuple[int, str]] = {}
+        for number, url, pid in re.findall(r"team: replica (\d+) at (\S+) pid (\d+)", self.errors.read_text()):
+            found[int(number)] = (int(pid), url)
+        return found
+
+
+@contextmanager
+def team(replicas: int, config: Path, work: Path) -> Iterator[Team]:
+    errors = work / f"team-{replicas}.err"
+    env = os.environ | {"AGENTIFY_HTTP_TOKEN": TOKEN, "AGENTIFY_BIN": str(AGENTIFY), "AGENTIFY_LOG_LEVEL": "WARNING"}
+    command = ["bash", str(REPO / "scripts/team.sh"), "--replicas", str(replicas), "--port", str(_free_port())]
+    command += ["--config", str(config), "--logs", str(work / f"logs-{replicas}")]
+    with errors.open("wb") as err:
+        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode()
+        if "ready at" not in line:
+            raise SystemExit(f"team.sh --replicas {replicas} did not start: {errors.read_text()[-2000:]}")
+        yield Team(process, line.rsplit(" ", 1)[1].strip(), errors)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(90)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _throughput(url: str, calls: int) -> float:
+    """Calls per second of `calls` slow calls, CONCURRENCY clients at once."""
+    slow = {"name": "fake__slow", "arguments": {"seconds": SLOW_SECONDS}}
+    left = list(range(calls))
+
+    async def client() -> None:
+        async with http_client(url, TOKEN, "auto") as session:
+            while left:
+                left.pop()
+                result = await session.call_tool("call_tool", slow)
+                assert not result.is_error, result
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(CONCURRENCY):
+            tg.start_soon(client)
+    return calls / (time.perf_counter() - start)
+
+
+async def _under_load(url: str, disturb: Any) -> tuple[list[float], list[str]]:
+    """Latencies (ms) and failures of WORKERS clients calling while `disturb()` runs."""
+    latencies: list[float] = []
+    failures: list[str] = []
+    done = anyio.Event()
+    quick = {"name": "fake__slow", "arguments": {"seconds": 0.05}}
+
+    async def worker() -> None:
+        while not done.is_set():
+            try:
+                async with http_client(url, TOKEN, "auto") as session:
+                    while not done.is_set():
+                        start = time.perf_counter()
+                        result = await session.call_tool("call_tool", quick)
+                        if result.is_error:
+                            failures.append(str(result.content)[:200])
+                        else:
+                            latencies.append((time.perf_counter() - start) * 1000)
+            except Exception as exc:  # every failure a client sees is counted
+                while isinstance(exc, BaseExceptionGroup):
+                    exc = exc.exceptions[0]
+                failures.append(f"{type(exc).__name__}: {exc}"[:200])
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(WORKERS):
+            tg.start_soon(worker)
+        await anyio.sleep(2)
+        await disturb()
+        await anyio.sleep(2)
+        done.set()
+    return latencies, failures
+
+
+async def main(calls: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-team-") as directory:
+        work = Path(directory)
+        fake = [str(REPO / "tests/fakes/mcp_backend.py"), "--one-at-a-time"]
+        backend = {"id": "fake", "command": sys.executable, "args": fake}
+        config = work / "agentify.json"
+        config.write_text(json.dumps({"backends": [backend], "planner": {"provider": "offline"}}))
+        with team(1, config, work) as one, team(3, config, work) as three:
+            print(f"load before: {os.getloadavg()[0]:.1f} (1-minute load average, 2 cores)")
+            rates = await interleaved(
+                {"1 replica": lambda: _throughput(one.url, calls), "3 replicas": lambda: _throughput(three.url, calls)},
+                rounds=3,
+            )
+            single, triple = (sorted(rates[k])[1] for k in ("1 replica", "3 replicas"))
+            print(f"throughput, backend one call at a time ({SLOW_SECONDS:g} s each), {CONCURRENCY} clients:")
+            print(f"  1 replica  {single:6.1f} calls/s")
+            print(f"  3 replicas {triple:6.1f} calls/s   {triple / single:.2f}x (target >= 2.5x)")
+
+            parent = {"name": "fake__parent", "arguments": {}}
+            (_, direct_url) = three.replicas()[1]
+            async with http_client(three.url, TOKEN, "auto") as via, http_client(direct_url, TOKEN, "auto") as direct:
+                hop = await interleaved_percentiles(
+                    {
+                        "through HAProxy": lambda: via.call_tool("call_tool", parent),
+                        "straight to a replica": lambda: direct.call_tool("call_tool", parent),
+                    },
+                    count=200,
+                )
+            print("one call, one client at a time (p50 / p95 ms):")
+            for name, (p50, p95) in hop.items():
+                print(f"  {name:22s} {p50:7.2f} / {p95:7.2f}")
+            print(f"  HAProxy hop: {hop['through HAProxy'][0] / hop['straight to a replica'][0]:.2f}x the p50")
+
+            async def rolling() -> None:
+                three.process.send_signal(signal.SIGHUP)
+                with anyio.fail_after(600):
+                    while "rolling restart done" not in three.errors.read_text():  # noqa: ASYNC110
+                        await anyio.sleep(0.2)
+
+            latencies, failed = await _under_load(three.url, rolling)
+            p50, _ = percentiles(latencies)
+            p99 = sorted(latencies)[max(int(len(latencies) * 0.99) - 1, 0)]
+            print(f"rolling restart of 3 replicas (SIGTERM each in turn), {WORKERS} clients calling:")
+            print(f"  {len(latencies)} ok, {len(failed)} failed; p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+            for failure in failed[:5]:
+                print(f"    {failure}")
+
+            async def kill_one() -> None:
+                pid, _ = three.replicas()[2]
+                os.kill(pid, signal.SIGKILL)
+
+            latencies, failed = await _under_load(three.url, kill_one)
+            print(f"SIGKILL of one replica under load: {len(latencies)} ok, {len(failed)} failed")
+            print(f"load after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=12, help="slow calls per throughput round")
+    parser.add_argument("--seconds", type=float, default=SLOW_SECONDS, help="how long one call holds the backend")
+    options = parser.parse_args()
+    SLOW_SECONDS = options.seconds
+    anyio.run(main, options.calls)

@@ -1,0 +1,105 @@
+"""`deploy/` agrees with the code: the Kubernetes objects are of the right kinds and name the port, the
+probe paths, the variables and the drain the gateway has; the HAProxy file is valid and checks and sticks
+on what the gateway serves. No cluster is needed; `haproxy -c` is Debian's haproxy."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+
+from agentify.cli.parser import build_parser
+from agentify.config import Config
+from agentify.config.server import DRAIN_SECONDS
+from agentify.config.sources import ENV_KEYS
+from agentify.mcp_server.replica import HEALTH_PATHS
+from agentify.mcp_server.serving import CLOSE_SECONDS
+from agentify.mcp_server.shared_state import STATE_KEYS_ENV
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+REDIS_ENV = next(name for name, key in ENV_KEYS.items() if key == ("server", "redis"))
+
+
+def _objects() -> dict[str, dict[str, Any]]:
+    documents = list(yaml.safe_load_all((DEPLOY / "kubernetes" / "agentify.yaml").read_text()))
+    return {doc["kind"]: doc for doc in documents}
+
+
+def _container() -> dict[str, Any]:
+    (container,) = _objects()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_the_manifests_are_the_kubernetes_objects_a_team_needs() -> None:
+    objects = _objects()
+    assert sorted(objects) == ["ConfigMap", "Deployment", "Secret", "Service"]
+    assert objects["Deployment"]["apiVersion"] == "apps/v1"
+    assert all(objects[kind]["apiVersion"] == "v1" for kind in ("ConfigMap", "Secret", "Service"))
+    labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    assert objects["Deployment"]["spec"]["selector"]["matchLabels"] == labels
+    assert objects["Service"]["spec"]["selector"] == labels
+
+
+def test_the_deployment_serves_on_the_port_and_paths_of_the_gateway() -> None:
+    container = _container()
+    args = build_parser().parse_args(container["args"])
+    assert (args.command, args.transport) == ("serve", "http")
+    ((port,),) = [[p for p in container["ports"] if p["containerPort"] == args.port]]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port["name"]}
+    assert {"/healthz", "/readyz"} == set(HEALTH_PATHS)
+    assert [p["targetPort"] for p in _objects()["Service"]["spec"]["ports"]] == [port["name"]]
+
+
+def test_the_config_map_is_a_valid_config_and_the_secret_holds_what_the_replicas_read() -> None:
+    objects = _objects()
+    config = Config.model_validate(json.loads(objects["ConfigMap"]["data"]["agentify.json"]))
+    assert config.server.auth.type == "tokens"
+    secret = objects["Secret"]["stringData"]
+    env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in _container()["env"]}
+    assert set(env) == {STATE_KEYS_ENV, REDIS_ENV}
+    assert all(ref["name"] == objects["Secret"]["metadata"]["name"] and ref["key"] in secret for ref in env.values())
+    assert json.loads(secret["tokens.json"]) == {"tokens": []}
+    assert len(secret[STATE_KEYS_ENV]) >= 32
+
+
+def test_the_grace_period_covers_the_pre_stop_wait_and_the_drain() -> None:
+    objects = _objects()
+    pod = objects["Deployment"]["spec"]["template"]["spec"]
+    drain = Config.model_validate(json.loads(objects["ConfigMap"]["data"]["agentify.json"])).server.drain_seconds
+    assert drain <= DRAIN_SECONDS
+    (pre_stop,) = [float(n) for n in _container()["lifecycle"]["preStop"]["exec"]["command"] if n.isdigit()]
+    assert pod["terminationGracePeriodSeconds"] > pre_stop + drain + CLOSE_SECONDS
+
+
+def test_the_haproxy_config_checks_readiness_and_sticks_on_the_session_header() -> None:
+    text = (DEPLOY / "haproxy.cfg").read_text()
+    lines = [line.split("#")[0].strip() for line in text.splitlines()]
+    assert "option httpchk GET /readyz" in lines
+    assert f"stick match req.hdr({MCP_SESSION_ID_HEADER})" in lines
+    assert f"stick store-response res.hdr({MCP_SESSION_ID_HEADER})" in lines
+    assert "balance roundrobin" in lines
+    assert any(re.fullmatch(r"retry-on .*\b503\b.*", line) for line in lines)
+    assert not any(line.startswith(("compression", "option http-buffer-request")) for line in lines)
+
+
+def test_haproxy_accepts_the_shipped_config_with_replicas_added(tmp_path: Path) -> None:
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not os.access(haproxy, os.X_OK):
+        pytest.fail("haproxy is missing: run scripts/setup.sh")
+    config = tmp_path / "haproxy.cfg"
+    config.write_text((DEPLOY / "haproxy.cfg").read_text() + "    server replica1 127.0.0.1:8765\n")
+    for path in (DEPLOY / "haproxy.cfg", config):
+        checked = subprocess.run([haproxy, "-c", "-f", str(path)], capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    broken = tmp_path / "broken.cfg"
+    broken.write_text((DEPLOY / "haproxy.cfg").read_text() + "    stick nowhere\n")
+    assert subprocess.run([haproxy, "-c", "-f", str(broken)], capture_output=True, timeout=60).returncode != 0

@@ -1,0 +1,135 @@
+"""Three replicas behind HAProxy, sharing Redis, as `scripts/team.sh` runs them, driven by the official
+Python client: what a team sees when calls spread, sessions stick, replicas stop and Redis goes away."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+
+from tests.conftest import error_code, fake_backend, text_of, write_config
+from tests.integration.cluster import Team, alive, team
+from tests.integration.team import add_token, http_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+PARENT: dict[str, Any] = {"name": "fake__parent", "arguments": {}}
+
+
+def _config(tmp_path: Path, **limits: Any) -> Path:
+    backends = [
+        fake_backend("fake", "--marker", str(tmp_path / "backends.log"), tools={"confirm": ["echo"]}),
+        fake_backend("limited", "--marker", str(tmp_path / "backends.log")),
+    ]
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}, "limits": limits}
+    return write_config(tmp_path, backends, planner={"provider": "offline"}, server=server)
+
+
+async def _accept(context: Any, params: Any) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={})
+
+
+def _started(backends_log: Path) -> list[int]:
+    return [int(line.split()[1]) for line in backends_log.read_text().splitlines() if line.startswith("started")]
+
+
+async def _stops_clean(member: Team, backends_log: Path) -> None:
+    """SIGTERM to team.sh: it exits 0 and leaves no process it started, backends included."""
+    backends = _started(backends_log)
+    member.process.send_signal(signal.SIGTERM)
+    with anyio.fail_after(90):
+        await member.process.wait()
+    assert member.process.returncode == 0, member.log()
+    assert [pid for pid in [*member.pids(), *backends] if alive(pid)] == []
+
+
+async def test_a_team_spreads_modern_calls_keeps_sessions_shares_confirmations_and_limits(tmp_path: Path) -> None:
+    config = _config(tmp_path, perBackend={"limited": "3/minute"}, whenRedisDown="refuse")
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    async with team(config, tmp_path / "logs") as member:
+        async with http_client(member.url, alice, "auto", elicitation_callback=_accept) as modern:
+            spread = [text_of(await modern.call_tool("call_tool", PARENT)) for _ in range(6)]
+            # Asked by one replica, answered (the same call again, with the answer) to the next one.
+            confirmed = await modern.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": "hi"}})
+            echo = {"name": "limited__echo", "arguments": {"text": "counted"}}
+            limited = [await modern.call_tool("call_tool", echo) for _ in range(4)]
+        async with http_client(member.url, alice, "legacy") as legacy:
+            stuck = [text_of(await legacy.call_tool("call_tool", PARENT)) for _ in range(6)]
+        os.kill(member.others["redis"], signal.SIGKILL)
+        async with http_client(member.url, alice, "auto") as modern:
+            refused = await modern.call_tool("call_tool", echo)
+            unlimited = [text_of(await modern.call_tool("call_tool", PARENT)) for _ in range(3)]
+        await _stops_clean(member, tmp_path / "backends.log")
+    replicas = {str(pid) for pid in member.replicas}
+    assert set(spread) == replicas, spread
+    assert len(set(stuck)) == 1 and stuck[0] in replicas, stuck
+    assert text_of(confirmed) == "echo: hi" and not confirmed.is_error
+    assert [error_code(r) for r in limited] == [None, None, None, "rate_limited"]
+    assert "backend 'limited' is over its limit of 3 per minute" in text_of(limited[3])
+    assert error_code(refused) == "rate_limited" and "cannot be reached" in text_of(refused)
+    assert set(unlimited) <= replicas and len(unlimited) == 3
+
+
+async def _load(url: str, token: str, workers: int, stop: anyio.Event, outcomes: list[str]) -> None:
+    """`workers` modern clients calling a short slow tool until `stop`; each outcome "ok" or what failed."""
+
+    async def worker() -> None:
+        slow = {"name": "fake__slow", "arguments": {"seconds": 0.2}}
+        while not stop.is_set():
+            try:  # a failed request ends the client's session: the next calls go through a new client
+                async with http_client(url, token, "auto") as client:
+                    while not stop.is_set():
+                        result = await client.call_tool("call_tool", slow)
+                        outcomes.append("ok" if not result.is_error else f"error: {text_of(result)[:200]}")
+            except Exception as exc:  # every failure a client sees is counted
+                outcomes.append(f"{type(exc).__name__}: {_first_cause(exc)[:300]}")
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(workers):
+            tg.start_soon(worker)
+
+
+def _first_cause(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def _calls_until(outcomes: list[str], count: int) -> None:
+    with anyio.fail_after(60):
+        while len(outcomes) < count:  # noqa: ASYNC110 - the calls run in other processes
+            await anyio.sleep(0.05)
+
+
+async def test_sigterm_of_a_replica_under_load_loses_no_call_and_a_sigkill_loses_only_its_calls(
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path)
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    workers = 4
+    async with team(config, tmp_path / "logs") as member:
+        first, second, _ = member.replicas
+        termed: list[str] = []
+        killed: list[str] = []
+        for pid, signum, outcomes in ((first, signal.SIGTERM, termed), (second, signal.SIGKILL, killed)):
+            stop = anyio.Event()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_load, member.url, alice, workers, stop, outcomes)
+                await _calls_until(outcomes, 10)
+                os.kill(pid, signum)
+                with anyio.fail_after(60):
+                    while alive(pid):  # noqa: ASYNC110 - another process
+                        await anyio.sleep(0.05)
+                settled = len(outcomes)
+                await _calls_until(outcomes, settled + 10)
+                stop.set()
+        await _stops_clean(member, tmp_path / "backends.log")
+    print(f"SIGTERM: {termed.count('ok')} ok of {len(termed)}; SIGKILL: {len(killed) - killed.count('ok')} lost")
+    assert [o for o in termed if o != "ok"] == []
+    lost = [o for o in killed if o != "ok"]
+    assert len(lost) <= workers, lost  # at most the calls in flight at the killed replica
+    assert killed[-5:] == ["ok"] * 5  # the others serve on
