@@ -1,4 +1,4 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `arbigent`. Parsing and wiring only.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `connect`, `arbigent`. Parsing and wiring only.
 
 Exit codes (errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
 line or an environment variable is invalid; 130 `run`, `doctor` or `eval` interrupted by SIGINT or
@@ -38,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     args = build_parser(prog).parse_args(argv or ["serve"])  # --help and --version exit here, before the imports
+    if args.command == "connect":  # edits files: no config to load, no logging to set up
+        from agentify.cli.connect import connect
+
+        return connect(args)
     from agentify.cli import commands
     from agentify.cli.running import one_shot
     from agentify.cli.serve import serve_http_command, serve_stdio_command
