@@ -282,13 +282,19 @@ function upsertTrace(trace) {
   if (trace.id === state.selected) renderTraceDetail();
 }
 
+// Spans are OpenTelemetry's: the backend call is named "tools/call <tool>" (the MCP conventions).
+const stepOf = (span) => (span.attributes["mcp.method.name"] ? "call" : span.name);
+const CONTENT = ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result"];
+
 // call_tool traces have no plan span: the tool the IDE's model chose is on the validate span.
 const planSpan = (trace) =>
-  trace.spans.find((s) => s.name === "plan") || trace.spans.find((s) => s.name === "validate" && s.attributes.backend);
+  trace.spans.find((s) => s.name === "plan") ||
+  trace.spans.find((s) => s.name === "validate" && s.attributes["agentify.backend"]);
 
 function traceSummary(trace) {
   const plan = planSpan(trace);
-  const tool = plan && plan.attributes.backend ? `${plan.attributes.backend}.${plan.attributes.tool}` : null;
+  const backend = plan && plan.attributes["agentify.backend"];
+  const tool = backend ? `${backend}.${plan.attributes["gen_ai.tool.name"]}` : null;
   return [clock(trace.start), trace.kind, tool, trace.error ? trace.error.code : null].filter(Boolean).join(" · ");
 }
 
@@ -309,14 +315,16 @@ function renderTraceList() {
   if (!traces.length) list.append(el("li", { class: "muted", text: "no tasks yet" }));
 }
 
+// A task's own id, or an OpenTelemetry trace id (what results and log lines carry): its newest task.
 function selectTrace(id) {
-  state.selected = id;
+  const inTrace = [...state.traces.values()].filter((t) => t.traceId === id).sort((a, b) => b.start - a.start);
+  state.selected = state.traces.has(id) || !inTrace.length ? id : inTrace[0].id;
   renderTraceList();
   renderTraceDetail();
 }
 
 function spanAttributes(span) {
-  const shown = Object.entries(span.attributes).filter(([key]) => !["result", "arguments"].includes(key));
+  const shown = Object.entries(span.attributes).filter(([key]) => !CONTENT.includes(key));
   const parts = shown.map(([key, value]) => [el("b", { text: key }), `=${typeof value === "string" ? value : JSON.stringify(value)}  `]);
   if (span.error) parts.push([el("b", { text: "error" }), `=${span.error}`]);
   return el("div", { class: "span-attrs" }, parts);
@@ -328,10 +336,11 @@ function waterfall(trace) {
   return el("div", { class: "waterfall" }, trace.spans.map((span) => {
     const left = ((span.start - trace.start) / total) * 100;
     const width = (((span.end || end) - span.start) / total) * 100;
-    return el("div", { class: "span-row", "data-span": span.name },
-      el("span", { class: "span-name", text: span.name }),
+    const step = stepOf(span);
+    return el("div", { class: "span-row", "data-span": step },
+      el("span", { class: "span-name", text: span.name, title: span.name }),
       el("div", { class: "span-track" },
-        el("div", { class: `span-bar ${span.name}${span.error ? " failed" : ""}`, style: { left: `${left}%`, width: `${width}%` } })),
+        el("div", { class: `span-bar ${step}${span.error ? " failed" : ""}`, style: { left: `${left}%`, width: `${width}%` } })),
       el("span", { class: "span-ms", text: ms(span.durationMs) }),
       spanAttributes(span));
   }));
@@ -349,7 +358,7 @@ function renderTraceDetail() {
     return;
   }
   const plan = planSpan(trace);
-  const call = trace.spans.find((s) => s.name === "call");
+  const call = trace.spans.find((s) => stepOf(s) === "call");
   const request = { input: trace.input, plan: plan ? { ...plan.attributes } : null };
   const response = call ? { ...call.attributes, error: call.error } : trace.error;
   // Updates of the same trace keep the blocks the user opened.
@@ -362,7 +371,7 @@ function renderTraceDetail() {
       el("span", { class: `badge ${trace.status}`, text: trace.status }),
       el("b", { text: trace.input.query || trace.kind }),
       el("span", { class: "muted", text: `total ${ms(trace.durationMs)}` }),
-      el("span", { class: "id", text: trace.id })),
+      el("span", { class: "id", text: trace.traceId || trace.id })),
     trace.error ? el("div", { class: "trace-error", text: `${trace.error.code}: ${trace.error.message}` }) : null,
     waterfall(trace),
     jsonBlock("Request (input and plan)", request, open),
@@ -371,7 +380,7 @@ function renderTraceDetail() {
     el("div", { class: "trace-logs" },
       el("h2", { text: "Log lines of this task" }),
       el("ol", { class: "log-list", id: "trace-log-list" },
-        state.logs.filter((r) => r.extra && r.extra.trace === trace.id).map(logRow))),
+        state.logs.filter((r) => r.extra && r.extra.trace === (trace.traceId || trace.id)).map(logRow))),
   ].filter(Boolean));
 }
 

@@ -21,15 +21,18 @@ Section `backends` (scripts/bench_backends.py): 20 lazy vs 20 eager vs 1 eager b
 backend's first call against its cold start, and remote against stdio per-call overhead.
 Section `planning` (scripts/bench_planning.py): offline planning in process over the example
 backends (47 tools) and over 20 backends (about 280 tools), with the index built once and per task.
+Section `tracing` (scripts/bench_tracing.py): call_tool and orchestrate_task with OpenTelemetry off,
+on (the default, nothing exported) and exporting over OTLP/HTTP to a receiver on 127.0.0.1.
 
 Prints a table, or with --json one object: overhead_ratio_p50, throughput_ratio_c16,
 floor_ratio_p50, floor_throughput_ratio_c16 (orchestrate_task), call_tool_floor_ratio_p50,
 call_tool_floor_throughput_ratio_c16, initialize_s, all_ready_ratio, rss_growth, shutdown_s,
 lazy_n_vs_eager_1_rss, lazy_n_vs_eager_1_initialize, remote_overhead_ms, stdio_overhead_ms,
-planning_large_p50_ms, planning_large_vs_small, planning_rebuilt_vs_large (and the raw figures).
+planning_large_p50_ms, planning_large_vs_small, planning_rebuilt_vs_large, tracing_call_tool_on_cost_ms,
+tracing_call_tool_export_cost_ms (and the raw figures).
 
 Usage: .venv/bin/python scripts/bench.py [--json] [--calls N] [--rss-calls N] [--planner offline|scripted]
-       [--backends N] [--sections floor,start,backends,planning]
+       [--backends N] [--sections floor,start,backends,planning,tracing]
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from typing import Any
 import anyio
 import bench_backends
 import bench_planning
+import bench_tracing
 from bench_support import (
     FS,
     REPO,
@@ -75,7 +79,7 @@ from tests.fakes.model_server import ModelServer, Reply
 
 FLOOR = REPO / "scripts/floor_proxy.py"
 POLL_SECONDS = 0.005
-SECTIONS = ("floor", "start", "backends", "planning")
+SECTIONS = ("floor", "start", "backends", "planning", "tracing")
 
 
 async def cold_start(config: Path, model: ModelServer | None) -> tuple[float, float]:
@@ -191,6 +195,8 @@ async def main(calls: int, rss_calls: int, planner: str, backends: int, sections
                 results |= await against_floor(root, model, calls, rss_calls)
             if "start" in sections:
                 results |= await start_and_stop(root, model)
+            if "tracing" in sections:
+                results |= await bench_tracing.run(root, model, calls)
         if "backends" in sections:
             results |= await bench_backends.run(server, calls, backends)
         if "planning" in sections:
@@ -272,6 +278,9 @@ def print_table(r: dict[str, Any], rss_calls: int) -> None:
     if "planning_large_p50_ms" in r:
         print()
         bench_planning.print_table(r)
+    if "tracing_spans_received" in r:
+        print()
+        bench_tracing.print_table(r)
 
 
 if __name__ == "__main__":

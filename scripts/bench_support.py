@@ -56,9 +56,11 @@ async def tools_call(session: ClientSession, tool: str, arguments: dict[str, Any
     assert not result.is_error, result
 
 
-def gateway_params(config: Path, model: ModelServer | None, cache: Path | None = None) -> StdioServerParameters:
+def gateway_params(
+    config: Path, model: ModelServer | None, cache: Path | None = None, extra_env: dict[str, str] | None = None
+) -> StdioServerParameters:
     """`agentify serve` with the offline planner, or with `model` (the scripted OpenAI-compatible server)."""
-    env = {"AGENTIFY_LOG_LEVEL": "WARNING", "PATH": os.environ["PATH"]}
+    env = {"AGENTIFY_LOG_LEVEL": "WARNING", "PATH": os.environ["PATH"]} | (extra_env or {})
     if model is None:
         env["AGENTIFY_PLANNER"] = "offline"
     else:

@@ -125,6 +125,29 @@ class _ToLoguru(logging.Handler):
             named.opt(exception=record.exc_info).debug("the traceback of the above")
 
 
+class _Prefixed(logging.Handler):
+    def __init__(self, prefix: str, skip: frozenset[str]) -> None:
+        super().__init__(logging.WARNING)
+        self._prefix = prefix
+        self._skip = skip
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg in self._skip:
+            return
+        level = record.levelname if record.levelname in ("WARNING", "ERROR", "CRITICAL") else "WARNING"
+        logger.opt(exception=record.exc_info).log(level, "{}: {}", self._prefix, record.getMessage())
+
+
+def route_stdlib(name: str, prefix: str, skip: frozenset[str] = frozenset()) -> None:
+    """Warnings and errors of a library that logs with `logging` go through the redacting sink (and
+    the console), prefixed; `skip` holds messages that are not problems. Idempotent."""
+    log = logging.getLogger(name)
+    if not any(isinstance(handler, _Prefixed) for handler in log.handlers):
+        log.addHandler(_Prefixed(prefix, skip))
+        log.setLevel(logging.WARNING)
+        log.propagate = False
+
+
 def _extra_text(record: Any) -> None:
     extra = {k: v for k, v in record["extra"].items() if k != "extra_text"}
     record["extra"]["extra_text"] = "".join(f" | {k}={v}" for k, v in extra.items())

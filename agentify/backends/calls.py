@@ -14,6 +14,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from opentelemetry import propagate
 from pydantic import ValidationError
 
 from agentify.backends.connection import Link
@@ -33,12 +34,17 @@ async def call_tool(
     stderr_hint: str,
 ) -> types.CallToolResult:
     """One `tools/call` with the backend's timeout. Cancelling the caller cancels the backend's call.
+    The caller's trace context goes in the request's `_meta` (`traceparent`), so a backend that
+    traces continues the task's trace.
 
     Raises:
         TaskTimeout, BackendError, BackendUnavailable.
     """
     timeout = spec.timeout_seconds
-    request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
+    meta: types.RequestParamsMeta = {}
+    propagate.inject(meta)
+    params = types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta or None)
+    request = types.CallToolRequest(params=params)
     try:
         with anyio.fail_after(timeout):
             return await session.send_request(request, types.CallToolResult, progress_callback=progress)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
@@ -17,6 +17,9 @@ from agentify._common.logging import LogSetup
 from agentify.cli.errors import report
 from agentify.cli.parser import COMMANDS, build_parser, log_level
 from agentify.security.redact import Redactor
+
+if TYPE_CHECKING:
+    from agentify.gateway.services import Boot
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,11 +45,9 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         from agentify.cli.connect import connect
 
         return connect(args)
-    from agentify.cli import commands
-    from agentify.cli.running import one_shot
-    from agentify.cli.serve import serve_http_command, serve_stdio_command
     from agentify.config import load_sources
     from agentify.gateway.services import Boot
+    from agentify.telemetry.setup import open_telemetry
 
     command = args.command or "serve"
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
@@ -63,13 +64,27 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     sources = load_sources(args.config, flags)
     config = sources.resolve()
     redactor.add(config.secrets())
-    boot = Boot(sources, config, logs, redactor)
     # run and eval print their own output: their log is quiet unless asked for. doctor's table
     # already reports every backend's problem, so only errors are logged beside it.
     quiet = args.log_level or env_level or ("ERROR" if command == "doctor" else "WARNING")
     logs.set_level(config.log_level if command == "serve" else quiet)
     if command == "run" and not (args.log_level or env_level):
         logger.disable("agentify.gateway.tasks")  # its only warning, "task failed", is what run prints on stdout
+    serving = {"stdio": "pipe", "http": "tcp"}.get(args.transport) if command == "serve" else None
+    telemetry = open_telemetry(redactor, capture_content=config.otel.capture_content, transport=serving)
+    telemetry.install()
+    try:
+        return _command(args, command, Boot(sources, config, logs, redactor, telemetry))
+    finally:
+        telemetry.shutdown()
+
+
+def _command(args: Any, command: str, boot: Boot) -> int:
+    from agentify.cli import commands
+    from agentify.cli.running import one_shot
+    from agentify.cli.serve import serve_http_command, serve_stdio_command
+
+    config, redactor = boot.config, boot.redactor
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
         from agentify.errors import ConfigError

@@ -166,6 +166,13 @@ class PlannerConfig(_Model):
     """A model planner is offered at most this many tools (the best-ranked for the task)."""
 
 
+class OtelConfig(_Model):
+    capture_content: bool = Field(
+        default=False,
+        description="Export task input, tool arguments and results on spans (redacted, cut); off: they stay local.",
+    )
+
+
 class Config(_Model):
     backends: list[BackendConfig] = Field(default_factory=list)
     """agentify's own list of backend MCP servers (besides, or instead of, an `mcpServers` map)."""
@@ -179,6 +186,8 @@ class Config(_Model):
     """The level of the log on stderr (and in the console)."""
     trace_file: str | None = None
     """Append every task's trace as a JSON line (created 0600; relative to the config file). Unset: off."""
+    otel: OtelConfig = Field(default_factory=OtelConfig)
+    """OpenTelemetry export: whether spans carry the task's content."""
     max_query_chars: int = Field(default=20_000, ge=1)
     """Longer queries are refused as `invalid_input`."""
     max_context_chars: int = Field(default=20_000, ge=100)

@@ -8,7 +8,6 @@ belong to the gateway; its own log records go to loguru (redacted), at WARNING a
 from __future__ import annotations
 
 import contextlib
-import logging
 import socket
 from collections.abc import Iterator
 from datetime import datetime
@@ -18,6 +17,7 @@ import anyio
 import uvicorn
 from loguru import logger
 
+from agentify._common.logging import route_stdlib
 from agentify.console.api import create_app
 from agentify.console.security import Access
 from agentify.security.connections import MAX_CONNECTIONS, ConnectionGate
@@ -50,7 +50,7 @@ async def serve_console(services: ConsoleServices, host: str, port: int, token: 
                 "token can read the logs and run tasks. Leave out --debug-host unless you need this.",
                 host,
             )
-        _route_uvicorn_logs()
+        route_stdlib("uvicorn", "console server", _NOT_AN_ERROR)
         server = _EmbeddedServer(
             uvicorn.Config(
                 create_app(services, access),
@@ -122,20 +122,4 @@ def _announce(services: ConsoleServices, access: Access) -> None:
 
 
 # uvicorn's websockets-sansio protocol reports every refused upgrade (our 401/403 denial responses) so.
-_NOT_AN_ERROR = "ASGI callable returned without completing handshake."
-
-
-class _ToLoguru(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.msg == _NOT_AN_ERROR:
-            return
-        level = record.levelname if record.levelname in ("WARNING", "ERROR", "CRITICAL") else "WARNING"
-        logger.opt(exception=record.exc_info).log(level, "console server: {}", record.getMessage())
-
-
-def _route_uvicorn_logs() -> None:
-    log = logging.getLogger("uvicorn")
-    if not any(isinstance(handler, _ToLoguru) for handler in log.handlers):
-        log.addHandler(_ToLoguru(logging.WARNING))
-        log.setLevel(logging.WARNING)
-        log.propagate = False
+_NOT_AN_ERROR = frozenset({"ASGI callable returned without completing handshake."})

@@ -114,10 +114,11 @@ class Views:
         return self.redact([trace.as_dict() for trace in self._services.traces.recent(limit)])
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
+        """A task by its id, or the newest task of an OpenTelemetry trace; with the log lines of its trace."""
         trace = self._services.traces.get(trace_id)
         if trace is None:
             return None
-        return self.redact(trace.as_dict()) | {"logs": self.logs(trace_id=trace_id, limit=500)}
+        return self.redact(trace.as_dict()) | {"logs": self.logs(trace_id=trace.trace_id or trace.id, limit=500)}
 
     def task_result(self, result: dict[str, Any]) -> dict[str, Any]:
         """An MCP result (wire form) as the console sends it: redacted, then cut to `RESULT_CHARS`."""

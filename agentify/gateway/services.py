@@ -32,19 +32,22 @@ from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.telemetry.setup import Telemetry
 
 SHUTDOWN_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
 class Boot:
-    """What the composition root prepared before any service opens: the config, and the log sink
-    with the redactor it masks with (configured first, so start-up errors are logged masked)."""
+    """What the composition root prepared before any service opens: the config, the log sink with
+    the redactor it masks with (configured first, so start-up errors are logged masked), and the
+    process's tracing."""
 
     sources: ConfigSources
     config: Config
     logs: LogSetup
     redactor: Redactor
+    telemetry: Telemetry
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,13 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     runner = TaskRunner(
-        backends, planners, traces, config.max_query_chars, config.max_result_chars, config.max_context_chars
+        backends,
+        planners,
+        boot.telemetry.tracer,
+        redactor,
+        config.max_query_chars,
+        config.max_result_chars,
+        config.max_context_chars,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     services = Services(
@@ -115,14 +124,17 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         runner=runner,
         started=time.time(),
     )
-    async with anyio.create_task_group() as tg:
-        await tg.start(backends.run)
-        try:
-            yield services
-        finally:
-            with anyio.CancelScope(shield=True):
-                backends.close()
-                with anyio.move_on_after(SHUTDOWN_SECONDS):
-                    await backends.closed.wait()
-                await planners.aclose()
-            tg.cancel_scope.cancel()
+    with boot.telemetry.attached(traces):
+        async with anyio.create_task_group() as tg:
+            await tg.start(backends.run)
+            try:
+                yield services
+            finally:
+                with anyio.CancelScope(shield=True):
+                    backends.close()
+                    with anyio.move_on_after(SHUTDOWN_SECONDS):
+                        await backends.closed.wait()
+                    await planners.aclose()
+                    # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
+                    await anyio.to_thread.run_sync(boot.telemetry.flush)
+                tg.cancel_scope.cancel()

@@ -1,7 +1,9 @@
 """The task runner: validate input, plan, call the backend, trace every step.
 
 Transport-agnostic: the MCP server, the `run` command and the console all come through
-`TaskRunner.run`, so a task behaves the same whichever way it arrives.
+`TaskRunner.run`, so a task behaves the same whichever way it arrives. Each task is one span with a
+span per step under it (`task_spans`); served over MCP it sits under the SDK's server span of the
+request, so the client's `traceparent` is continued, and the backend call passes it on.
 
 Raises `AgentifyError` subclasses (with `trace_id` set) for every failure a user can act on.
 """
@@ -11,27 +13,48 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import mcp_types as types
 from loguru import logger
+from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.util.types import AttributeValue
 
 from agentify.backends import BackendManager, ToolHandle
-from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan, TaskCancelled
+from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
 from agentify.gateway.settings import PlannerSlot
-from agentify.gateway.traces import Trace, TraceStore
+from agentify.gateway.task_spans import as_json, call_attributes, failed, plan_attributes, step, trace_id_of
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
+from agentify.security.redact import Redactor
+from agentify.telemetry.names import (
+    BACKEND,
+    CONFIRM_ANSWER,
+    CONFIRM_REASON,
+    OPERATION,
+    PLAN,
+    PLANNER,
+    RESULT_CHARS,
+    RESULT_CUT,
+    SEARCH_TOOLS,
+    TASK_INPUT,
+    TASK_KIND,
+    TOOL_ARGUMENTS,
+    TOOL_ERROR,
+    TOOL_NAME,
+    TOOL_RESULT,
+)
 
 Progress = Callable[[str], Awaitable[None]]
 PROGRESS_SETTLE_SECONDS = 5.0
@@ -40,7 +63,7 @@ PROGRESS_SETTLE_SECONDS = 5.0
 @dataclass(frozen=True, kw_only=True)
 class TaskOutcome:
     plan: Plan
-    trace_id: str
+    trace_id: str | None  # None when tracing is off
     duration_ms: float
     result: types.CallToolResult | None = None  # None when only planned
     confirmation: str | None = None  # why the call needs the user's confirmation, if it does
@@ -61,14 +84,16 @@ class TaskRunner:
         self,
         manager: BackendManager,
         planners: PlannerSlot,
-        traces: TraceStore,
+        tracer: Tracer,
+        redactor: Redactor,
         max_query_chars: int,
         max_result_chars: int,
         max_context_chars: int = 20_000,
     ) -> None:
         self.manager = manager
         self.planners = planners
-        self.traces = traces
+        self.tracer = tracer
+        self._redactor = redactor
         self.max_query_chars = max_query_chars
         self.max_context_chars = max_context_chars
         self.max_result_chars = max_result_chars
@@ -102,16 +127,11 @@ class TaskRunner:
         anew. `default_cwd` is the working directory of a task whose context names none (the
         client's first root)."""
 
-        async def decide(trace: Trace) -> Plan:
-            span = self.traces.span(trace, "validate")
-            try:
+        async def decide() -> Plan:
+            with step(self.tracer, "validate"):
                 task = self._validate(raw_input, default_cwd)
-            except InvalidInput as exc:
-                self.traces.end_span(trace, span, error=exc.message)
-                raise
-            self.traces.end_span(trace, span)
             await _report(progress, "planning")
-            return await self._plan(task, trace, sampler, given)
+            return await self._plan(task, sampler, given)
 
         return await self._run("orchestrate" if execute else "plan", raw_input, decide, execute, progress, confirmer)
 
@@ -120,96 +140,84 @@ class TaskRunner:
     ) -> TaskOutcome:
         """`call_tool`: the IDE's model chose the tool and its arguments; all else is `run`'s path."""
 
-        async def decide(trace: Trace) -> Plan:
-            span = self.traces.span(trace, "validate")
-            try:
+        async def decide() -> Plan:
+            with step(self.tracer, "validate") as span:
                 plan = given_call(raw_input, await self.catalog())
-            except InvalidInput as exc:
-                self.traces.end_span(trace, span, error=exc.message)
-                raise
-            self.traces.end_span(trace, span, backend=plan.backend, tool=plan.tool, arguments=plan.arguments)
+                span.set_attributes(
+                    {BACKEND: plan.backend, TOOL_NAME: plan.tool, TOOL_ARGUMENTS: as_json(plan.arguments)}
+                )
             return plan
 
         return await self._run("call", raw_input, decide, True, progress, confirmer)
 
     async def search(self, raw_input: Any) -> tuple[SearchInput, list[Ranked]]:
         """`search_tools`: the best-ranked tools for a query, by the index the planners use; traced."""
-        trace = self.traces.start("search", _as_dict(raw_input))
-        try:
-            span = self.traces.span(trace, "search")
-            try:
-                request = validate_input(SearchInput, raw_input, '{"query": "what to do", "limit": 5}')
-                found = search_tools(self.planners.current.index(await self.catalog()), request.query, request.limit)
-            except AgentifyError as exc:
-                self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
-                raise
-            self.traces.end_span(trace, span, tools=[r.tool.name for r in found])
-            self.traces.finish(trace)
+        with self._task("search", raw_input), step(self.tracer, "search") as span:
+            request = validate_input(SearchInput, raw_input, '{"query": "what to do", "limit": 5}')
+            found = search_tools(self.planners.current.index(await self.catalog()), request.query, request.limit)
+            span.set_attribute(SEARCH_TOOLS, [r.tool.name for r in found])
             return request, found
-        except AgentifyError as exc:
-            exc.trace_id = trace.id
-            self.traces.finish(trace, exc.code, exc.message)
-            raise
-        except anyio.get_cancelled_exc_class():
-            self.traces.finish(trace, TaskCancelled.code, "cancelled by the client")
-            raise
 
     async def _run(
         self,
         kind: str,
         raw_input: Any,
-        decide: Callable[[Trace], Awaitable[Plan]],
+        decide: Callable[[], Awaitable[Plan]],
         execute: bool,
         progress: Progress | None,
         confirmer: Confirmer | None,
     ) -> TaskOutcome:
-        trace = self.traces.start(kind, _as_dict(raw_input))
         started = time.monotonic()
-        log = logger.bind(trace=trace.id)
-        try:
-            plan = await decide(trace)
+        with self._task(kind, raw_input) as trace_id:
+            log = logger.bind(trace=trace_id)
+            plan = await decide()
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
             # Formatted only when debug lines are written; the sink masks, then cuts.
             log.opt(lazy=True).debug("plan arguments: {}", lambda: json.dumps(plan.arguments))
             reason = self._confirmation_reason(plan)
             result = None
             if execute:
-                await self._confirm(plan, reason, confirmer, trace)
+                await self._confirm(plan, reason, confirmer)
                 await _report(progress, f"calling {plan.backend}.{plan.tool}")
-                result = await self._call(plan, trace, progress)
+                result = await self._call(plan, progress)
                 await _report(progress, "done")
-            outcome = TaskOutcome(
+            return TaskOutcome(
                 plan=plan,
-                trace_id=trace.id,
+                trace_id=trace_id,
                 duration_ms=round((time.monotonic() - started) * 1000, 2),
                 result=result,
                 confirmation=reason,
             )
-            self.traces.finish(trace)
-            return outcome
-        except AgentifyError as exc:
-            exc.trace_id = trace.id
-            log.warning("task failed ({}): {}", exc.code, exc.message)
-            self.traces.finish(trace, exc.code, exc.message)
-            raise
-        except AskingClient as asking:
-            asking.trace_id = trace.id
-            log.info("waiting for the client to answer: {}", asking.what)
-            self.traces.finish(trace, status="waiting", error_message=f"waiting for the client: {asking.what}")
-            raise
-        except anyio.get_cancelled_exc_class():
-            log.info("task cancelled by the client")
-            self.traces.finish(trace, TaskCancelled.code, "cancelled by the client")
-            raise
-        except Exception as exc:  # a bug must still end its trace and answer as an error
-            log.opt(exception=exc).error("task failed unexpectedly")
-            error = InternalError(
-                f"agentify itself failed ({type(exc).__name__}: {exc}); this is a bug in agentify, "
-                f"not in your backend. Its log has the details under trace {trace.id}; please report it."
-            )
-            error.trace_id = trace.id
-            self.traces.finish(trace, error.code, error.message)
-            raise error from exc
+
+    @contextmanager
+    def _task(self, kind: str, raw_input: Any) -> Iterator[str | None]:
+        """The task's root span; yields its trace id. Every failure leaves with that id set, a bug as
+        `InternalError` (its traceback logged once, here)."""
+        attributes: dict[str, AttributeValue] = {TASK_KIND: kind, TASK_INPUT: as_json(_as_dict(raw_input))}
+        with step(self.tracer, kind, attributes=attributes) as span:
+            trace_id = trace_id_of(span)
+            log = logger.bind(trace=trace_id)
+            try:
+                yield trace_id
+            except AgentifyError as exc:
+                exc.trace_id = trace_id
+                log.warning("task failed ({}): {}", exc.code, exc.message)
+                raise
+            except AskingClient as asking:
+                asking.trace_id = trace_id
+                log.info("waiting for the client to answer: {}", asking.what)
+                raise
+            except anyio.get_cancelled_exc_class():
+                log.info("task cancelled by the client")
+                raise
+            except Exception as exc:  # a bug must still end its trace and answer as an error
+                log.opt(exception=exc).error("task failed unexpectedly")
+                error = InternalError(
+                    f"agentify itself failed ({type(exc).__name__}: {exc}); this is a bug in agentify, "
+                    f"not in your backend. Its log has the details under trace {trace_id}; please report it."
+                )
+                error.trace_id = trace_id
+                raise error from exc
 
     def _validate(self, raw_input: Any, default_cwd: str | None = None) -> TaskInput:
         task = validate_input(TaskInput, raw_input, '{"query": "what to do", "context": {...}}')
@@ -237,57 +245,30 @@ class TaskRunner:
     def _confirmation_reason(self, plan: Plan) -> str | None:
         return confirmation_reason(plan.handle.spec, plan.handle.tool) if plan.handle is not None else None
 
-    async def _confirm(self, plan: Plan, reason: str | None, confirmer: Confirmer | None, trace: Any) -> None:
+    async def _confirm(self, plan: Plan, reason: str | None, confirmer: Confirmer | None) -> None:
         if reason is None:
             return
-        span = self.traces.span(trace, "confirm")
-        try:
+        with step(self.tracer, "confirm", attributes={CONFIRM_REASON: reason}) as span:
             await enforce(plan, _handle(plan).spec, reason, confirmer)
-        except AgentifyError as exc:
-            self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}", reason=reason)
-            raise
-        except AskingClient as asking:  # 2026-07-28: the answer comes with the client's next round
-            self.traces.end_span(trace, span, reason=reason, answer=f"asked the client for {asking.what}")
-            raise
-        self.traces.end_span(trace, span, reason=reason, answer="accept")
+            span.set_attribute(CONFIRM_ANSWER, "accept")
 
-    async def _plan(self, task: TaskInput, trace: Any, sampler: Sampler | None, given: Plan | None = None) -> Plan:
-        span = self.traces.span(trace, "plan")
-        try:
+    async def _plan(self, task: TaskInput, sampler: Sampler | None, given: Plan | None = None) -> Plan:
+        with step(self.tracer, "plan", attributes={OPERATION: PLAN}) as span:
             catalog = await self.catalog()
             if given is None:
                 planner = self.planners.current.choose(sampler=sampler)
-                span.attributes["provider"] = planner.name
+                span.set_attribute(PLANNER, planner.name)
                 plan = await planner.plan(task, catalog)
             else:  # chosen in an earlier round: the tools may have changed since
-                span.attributes["provider"] = f"{given.planner} (planned in an earlier round)"
+                span.set_attribute(PLANNER, f"{given.planner} (planned in an earlier round)")
                 plan = given
             if plan.handle is None:  # planned in an earlier round: resolved against today's catalog
                 plan = _resolved(plan, catalog)
-        except AgentifyError as exc:
-            self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
-            raise
-        except AskingClient as asking:  # 2026-07-28: the planner's model answers in the client's next round
-            self.traces.end_span(trace, span, waiting=f"asked the client for {asking.what}")
-            raise
-        usage = plan.usage
-        self.traces.end_span(
-            trace,
-            span,
-            model=usage.model,
-            promptTokens=usage.prompt_tokens,
-            completionTokens=usage.completion_tokens,
-            requests=usage.requests,
-            toolsOffered=usage.tools_offered,
-            backend=plan.backend,
-            tool=plan.tool,
-            arguments=plan.arguments,
-        )
+            span.set_attributes(plan_attributes(plan))
         return plan
 
-    async def _call(self, plan: Plan, trace: Any, report: Progress | None) -> types.CallToolResult:
-        span = self.traces.span(trace, "call")
-        span.attributes.update(backend=plan.backend, tool=plan.tool)
+    async def _call(self, plan: Plan, report: Progress | None) -> types.CallToolResult:
+        handle = _handle(plan)
 
         forward = LatestProgress(report) if report is not None else None
 
@@ -296,27 +277,17 @@ class TaskRunner:
                 done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
                 await forward(f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 
-        try:
-            result = await _handle(plan).call(plan.arguments, relay)
+        attributes = call_attributes(plan, handle.spec)
+        with step(self.tracer, f"tools/call {plan.tool}", kind=SpanKind.CLIENT, attributes=attributes) as span:
+            result = await handle.call(plan.arguments, relay)
             if forward is not None:
                 with anyio.move_on_after(PROGRESS_SETTLE_SECONDS):  # the last report before "done"
                     await forward.settled()
-        except AgentifyError as exc:
-            self.traces.end_span(trace, span, error=f"{exc.code}: {exc.message}")
-            raise
-        except anyio.get_cancelled_exc_class():
-            self.traces.end_span(trace, span, error="cancelled")
-            raise
-        size = sum(block_size(block) for block in result.content)
-        capped = cap_result(result, self.max_result_chars, self.traces.mask_literal)
-        self.traces.end_span(
-            trace,
-            span,
-            resultChars=size,
-            cut=capped is not result,
-            isError=bool(result.is_error),
-            result=_preview(result),
-        )
+            size = sum(block_size(block) for block in result.content)
+            capped = cap_result(result, self.max_result_chars, lambda text: self._redactor.text(text, patterns=False))
+            span.set_attributes({RESULT_CHARS: size, RESULT_CUT: capped is not result, TOOL_RESULT: _preview(result)})
+            if result.is_error:  # the conventions' tool_error; the task itself succeeded
+                failed(span, TOOL_ERROR)
         return capped
 
 
@@ -342,7 +313,7 @@ def _handle(plan: Plan) -> ToolHandle:
 
 
 def _preview(result: types.CallToolResult) -> str:
-    """The result's text for the trace, which redacts it and then cuts it to a preview."""
+    """The result's text for the span: each sink redacts it and then cuts it to a preview."""
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 

@@ -1,9 +1,13 @@
-"""Traces: one per task, with spans for input validation, planning and the backend call.
+"""The console's and `traceFile`'s view of the tasks: a span processor over agentify's own spans.
 
-Kept in a bounded ring, published on the event bus as they change, and appended as JSON
-lines to `traceFile` when one is configured; at start the ring is filled from that file's
-last lines, so the console still shows them after a restart. This is the traces' sink: every string
+A task's root span (it carries `agentify.task.kind`) opens a `Trace`; each span directly under it
+(validate, plan, confirm, the backend call) is added as a `Step` when it ends; the root's end
+finishes the trace. Everything else (the SDK's spans, spans nested deeper) is not shown here.
+Traces are kept in a bounded ring, published on the event bus as they change, and appended as JSON
+lines to `traceFile` when one is configured; at start the ring is filled from that file's last
+lines, so the console still shows them after a restart. This is the traces' sink: every string
 stored is redacted here, then cut to a bounded preview (`TEXT_LIMIT`), never cut before redaction.
+Content attributes (`names.CONTENT`: the task's input, arguments, the result's text) are kept here.
 The file is created with mode 0600: it holds queries, arguments and file previews.
 """
 
@@ -11,26 +15,30 @@ from __future__ import annotations
 
 import json
 import os
-import time
-import uuid
 from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loguru import logger
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import StatusCode
 
 from agentify._common import files
 from agentify.gateway.events import EventBus
 from agentify.security.redact import Redactor
+from agentify.telemetry.names import ERROR_TYPE, SCOPE, TASK_INPUT, TASK_KIND, TOOL_ARGUMENTS, WAITING
 
 TEXT_LIMIT = 2000
 """Characters kept of any one string of a trace (a query, a selection, an argument, a result preview)."""
+_JSON = frozenset({TASK_INPUT, TOOL_ARGUMENTS})
+"""Attributes that hold JSON on the span (OpenTelemetry attributes are flat): shown here as data."""
 
 
 @dataclass
-class Span:
-    name: str  # "validate" | "plan" | "call"
+class Step:
+    name: str  # the span's name: "validate", "plan", "confirm", "tools/call <tool>", "search"
     start: float
     end: float | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
@@ -43,20 +51,21 @@ class Span:
 
 @dataclass
 class Trace:
-    id: str
+    id: str  # the task's root span id: unique per task, also when a client continues one trace over many
+    trace_id: str | None  # the OpenTelemetry trace id (what `_meta` calls traceId)
     kind: str  # "orchestrate" | "plan" | "call" | "search"
     input: dict[str, Any]
-    start: float = field(default_factory=time.time)
+    start: float
     end: float | None = None
     status: str = "running"  # running | ok | error | waiting
     error: dict[str, str] | None = None
-    spans: list[Span] = field(default_factory=list)
+    spans: list[Step] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
         """The inverse of `as_dict`. Raises KeyError, TypeError or AttributeError on foreign data."""
-        spans = [
-            Span(
+        steps = [
+            Step(
                 name=s["name"],
                 start=s["start"],
                 end=s.get("end"),
@@ -67,72 +76,73 @@ class Trace:
         ]
         return cls(
             id=data["id"],
+            trace_id=data.get("traceId"),
             kind=data["kind"],
             input=data.get("input") or {},
             start=data["start"],
             end=data.get("end"),
             status=data.get("status", "ok"),
             error=data.get("error"),
-            spans=spans,
+            spans=steps,
         )
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["traceId"] = data.pop("trace_id")
         data["durationMs"] = None if self.end is None else round((self.end - self.start) * 1000, 2)
-        for span, raw in zip(self.spans, data["spans"], strict=True):
-            raw["durationMs"] = span.duration_ms
+        for step, raw in zip(self.spans, data["spans"], strict=True):
+            raw["durationMs"] = step.duration_ms
         return data
 
 
-class TraceStore:
+class TraceStore(SpanProcessor):
     def __init__(self, bus: EventBus, redactor: Redactor, keep: int = 500, file: str | None = None) -> None:
         self._bus = bus
         self._redactor = redactor
         self._ring: deque[Trace] = deque(maxlen=keep)
+        self._open: dict[int, Trace] = {}
         self._file = Path(file) if file else None
         self._counts: Counter[str] = Counter()
         if self._file is not None:
             self._ring.extend(_load_tail(self._file, keep))
 
-    def start(self, kind: str, task_input: dict[str, Any]) -> Trace:
-        trace = Trace(id=uuid.uuid4().hex[:16], kind=kind, input=self._redactor.data(task_input, limit=TEXT_LIMIT))
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        attributes = span.attributes or {}
+        if not _ours(span) or TASK_KIND not in attributes or span.context is None:
+            return
+        trace = Trace(
+            id=format(span.context.span_id, "016x"),
+            trace_id=format(span.context.trace_id, "032x"),
+            kind=str(attributes[TASK_KIND]),
+            input=self._redactor.data(_parsed(attributes.get(TASK_INPUT)) or {}, limit=TEXT_LIMIT),
+            start=_seconds(span.start_time),
+        )
+        self._open[span.context.span_id] = trace
         self._ring.append(trace)
         self._counts.update(("total", "running"))
         self._publish(trace)
-        return trace
 
-    def mask_literal(self, text: str) -> str:
-        """The known secrets masked (no shape patterns: for backend results, before they are cut)."""
-        return self._redactor.text(text, patterns=False)
-
-    def span(self, trace: Trace, name: str) -> Span:
-        span = Span(name=name, start=time.time())
-        trace.spans.append(span)
-        return span
-
-    def end_span(self, trace: Trace, span: Span, error: str | None = None, **attributes: Any) -> None:
-        span.end = time.time()
-        span.error = self._redactor.bounded(error, TEXT_LIMIT) if error else None
-        span.attributes.update(self._redactor.data(attributes, limit=TEXT_LIMIT))
-        self._publish(trace)
-
-    def finish(
-        self, trace: Trace, error_code: str | None = None, error_message: str | None = None, status: str | None = None
-    ) -> None:
-        """`status` "waiting": the task asked the client (a 2026-07-28 round trip) and resumes in a new trace."""
-        trace.end = time.time()
-        trace.status = status or ("error" if error_code else "ok")
-        if error_code or status:
-            message = self._redactor.bounded(error_message or "", TEXT_LIMIT)
-            trace.error = {"code": error_code or status or "", "message": message}
-        self._counts.subtract(("running",))
-        self._counts.update((trace.status,))
-        self._publish(trace)
-        if self._file is not None:
-            try:
-                _append_private(self._file, json.dumps(trace.as_dict(), default=str) + "\n")
-            except OSError as exc:
-                logger.warning("cannot append the trace to {}: {}", self._file, exc.strerror)
+    def on_end(self, span: ReadableSpan) -> None:
+        if not _ours(span) or span.context is None:
+            return
+        trace = self._open.pop(span.context.span_id, None)
+        if trace is not None:
+            self._finish(trace, span)
+            return
+        parent = self._open.get(span.parent.span_id) if span.parent is not None else None
+        if parent is None:
+            return
+        attributes = {k: _parsed(v) if k in _JSON else v for k, v in (span.attributes or {}).items() if k != TASK_KIND}
+        parent.spans.append(
+            Step(
+                name=span.name,
+                start=_seconds(span.start_time),
+                end=_seconds(span.end_time),
+                attributes=self._redactor.data(attributes, limit=TEXT_LIMIT),
+                error=self._error_text(span),
+            )
+        )
+        self._publish(parent)
 
     def counts(self) -> dict[str, int]:
         """Tasks since this start (traces loaded from `traceFile` not included): total, running, ok, error."""
@@ -142,12 +152,58 @@ class TraceStore:
         return list(self._ring)[-limit:][::-1]
 
     def get(self, trace_id: str) -> Trace | None:
-        return next((t for t in self._ring if t.id == trace_id), None)
+        """A task by its own id, or the newest task of an OpenTelemetry trace."""
+        return next((t for t in reversed(self._ring) if trace_id in (t.id, t.trace_id)), None)
+
+    def _finish(self, trace: Trace, span: ReadableSpan) -> None:
+        attributes = span.attributes or {}
+        trace.end = _seconds(span.end_time)
+        if WAITING in attributes:  # a 2026-07-28 round trip: the task resumes in a new trace
+            trace.status = "waiting"
+            asked = f"waiting for the client: {attributes[WAITING]!s}"
+            trace.error = {"code": "waiting", "message": self._redactor.bounded(asked, TEXT_LIMIT)}
+        elif ERROR_TYPE in attributes:
+            trace.status = "error"
+            trace.error = {"code": str(attributes[ERROR_TYPE]), "message": self._error_text(span) or ""}
+        else:
+            trace.status = "ok"
+        self._counts.subtract(("running",))
+        self._counts.update((trace.status,))
+        self._publish(trace)
+        if self._file is not None:
+            try:
+                _append_private(self._file, json.dumps(trace.as_dict(), default=str) + "\n")
+            except OSError as exc:
+                logger.warning("cannot append the trace to {}: {}", self._file, exc.strerror)
+
+    def _error_text(self, span: ReadableSpan) -> str | None:
+        if span.status.status_code is not StatusCode.ERROR:
+            return None
+        text = span.status.description or str((span.attributes or {}).get(ERROR_TYPE, "error"))
+        return self._redactor.bounded(text, TEXT_LIMIT)
 
     def _publish(self, trace: Trace) -> None:
         # Live updates matter only to a connected console; the ring above keeps every trace anyway.
         if self._bus.has_subscribers:
             self._bus.publish("trace", trace.as_dict())
+
+
+def _ours(span: ReadableSpan) -> bool:
+    return span.instrumentation_scope is not None and span.instrumentation_scope.name == SCOPE
+
+
+def _seconds(nanoseconds: int | None) -> float:
+    return (nanoseconds or 0) / 1e9
+
+
+def _parsed(value: Any) -> Any:
+    """A content attribute as the task had it (JSON on the span), or the value itself."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
 
 
 def _append_private(path: Path, line: str) -> None:

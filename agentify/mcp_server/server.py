@@ -131,8 +131,8 @@ def build_server(
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         server: Server[McpContext] = _server(lifespan, questions)
-    # No OpenTelemetry exporter is configured by agentify: drop the SDK's per-message span middleware.
-    server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    # The SDK's OpenTelemetry middleware stays first: a server span per request, continuing the
+    # client's `_meta.traceparent`; the task's spans nest under it.
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
     server.middleware.append(questions.boundary(server.name))
     return server

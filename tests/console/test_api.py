@@ -214,22 +214,24 @@ async def test_a_task_posted_to_the_console_runs_like_orchestrate_task_and_leave
     assert trace["status"] == "ok" and trace["kind"] == "orchestrate" and trace["durationMs"] > 0
     assert trace["input"]["query"] == "read notes.txt"
     spans = {span["name"]: span for span in trace["spans"]}
-    assert list(spans) == ["validate", "plan", "call"]
+    assert list(spans) == ["validate", "plan", "tools/call read_text_file"]
     expected_plan = {
-        "provider": "openai",
-        "model": "gpt-5.4-mini",  # the configured model (the scripted server answers any)
-        "promptTokens": 120,
-        "completionTokens": 12,
-        "backend": "fs",
-        "tool": "read_text_file",
-        "arguments": {"path": f"{console.workspace}/notes.txt"},
+        "agentify.planner": "openai",
+        "gen_ai.request.model": "gpt-5.4-mini",  # the configured model (the scripted server answers any)
+        "gen_ai.usage.input_tokens": 120,
+        "gen_ai.usage.output_tokens": 12,
+        "agentify.backend": "fs",
+        "gen_ai.tool.name": "read_text_file",
+        "gen_ai.tool.call.arguments": {"path": f"{console.workspace}/notes.txt"},
     }
     assert {key: spans["plan"]["attributes"].get(key) for key in expected_plan} == expected_plan
-    assert spans["call"]["attributes"]["isError"] is False and spans["call"]["attributes"]["resultChars"] > 0
-    assert spans["call"]["attributes"]["result"] == "remember the milk\n"
+    call = spans["tools/call read_text_file"]
+    assert "error.type" not in call["attributes"] and call["attributes"]["agentify.result.chars"] > 0
+    assert call["attributes"]["gen_ai.tool.call.result"] == "remember the milk\n"
+    assert call["attributes"]["mcp.method.name"] == "tools/call" and call["attributes"]["network.transport"] == "pipe"
     assert all(span["durationMs"] is not None for span in trace["spans"])
     assert any("plan: fs.read_text_file" in record["message"] for record in trace["logs"])
-    assert (await console.get("/api/traces", params={"limit": 1}))[0]["id"] == plan["traceId"]
+    assert (await console.get("/api/traces", params={"limit": 1}))[0]["traceId"] == plan["traceId"]
     only_this = await console.get("/api/logs", params={"trace": plan["traceId"]})
     assert only_this and all(r["extra"]["trace"] == plan["traceId"] for r in only_this)
 
@@ -259,7 +261,11 @@ async def test_a_task_from_the_ide_shows_up_in_the_console(console: Console) -> 
     assert text_of(result) == "remember the milk\n"
     trace_id = (result.meta or {})["agentify/plan"]["traceId"]
     trace = await console.get(f"/api/traces/{trace_id}")
-    assert trace["status"] == "ok" and [s["name"] for s in trace["spans"]] == ["validate", "plan", "call"]
+    assert trace["status"] == "ok" and [s["name"] for s in trace["spans"]] == [
+        "validate",
+        "plan",
+        "tools/call read_text_file",
+    ]
 
 
 async def test_the_openapi_docs_are_served_behind_the_token(console: Console) -> None:

@@ -93,7 +93,7 @@ async def test_a_task_run_from_the_page_shows_its_trace_and_log_lines_live(
         detail = page.locator("#trace-detail")
         for span in ("validate", "plan", "call"):
             await expect(detail.locator(f'.span-row[data-span="{span}"]')).to_be_visible()
-        await expect(detail.locator(".span-row", has_text="promptTokens=120")).to_be_visible()
+        await expect(detail.locator(".span-row", has_text="gen_ai.usage.input_tokens=120")).to_be_visible()
         await expect(detail.locator("#trace-log-list li", has_text="plan: fs.read_text_file")).to_be_visible()
         await expect(page.locator("#log-list li", has_text="plan: fs.read_text_file")).to_be_visible()
         await expect(page.locator("#tasks")).to_contain_text("2 (0 running, 1 ok, 1 failed)")
@@ -107,7 +107,7 @@ async def test_a_task_run_from_the_page_shows_its_trace_and_log_lines_live(
 
         response = detail.locator("details", has=page.locator("summary", has_text="Response"))
         await response.locator("summary").click()
-        await expect(response.locator("pre.json")).to_contain_text('"result": "remember the milk\\n"')
+        await expect(response.locator("pre.json")).to_contain_text('"gen_ai.tool.call.result": "remember the milk\\n"')
         for path in SCREENSHOTS:
             path.parent.mkdir(exist_ok=True)
             await page.screenshot(path=str(path))

@@ -100,6 +100,10 @@ async def test_traces_in_the_trace_file_are_shown_again_after_a_restart(
     async with console_gateway(config, env, tmp_path / "second.log") as second:
         trace = await second.get(f"/api/traces/{trace_id}")
         status = await second.get("/api/status")
-    assert trace["status"] == "ok" and [s["name"] for s in trace["spans"]] == ["validate", "plan", "call"]
+    assert trace["status"] == "ok" and [s["name"] for s in trace["spans"]] == [
+        "validate",
+        "plan",
+        "tools/call read_text_file",
+    ]
     assert status["tasks"]["total"] == 0  # counts are of this start
     assert len(trace_file.read_text().splitlines()) == 1

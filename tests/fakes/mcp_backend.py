@@ -5,12 +5,14 @@ code 3), --marker FILE (records events: "started <pid>", "cancelled slow"). Tool
 slow(seconds) reporting progress, crash (exits mid-call), flood_stderr(bytes), nested(code) whose
 schema has catastrophic regexes (`pattern`, `patternProperties`), progress(count, message, env?)
 sending `count` progress notifications as fast as it can (the message with the value of the
-environment variable `env` appended).
+environment variable `env` appended), show_meta (the request's `_meta` as JSON: what a tracing
+backend would continue).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -79,6 +81,7 @@ def main() -> None:
                 ),
                 types.Tool(name="big", description="Return a large text", input_schema=flood),
                 types.Tool(name="garbage_stdout", description="Write a non-JSON line on stdout", input_schema=empty),
+                types.Tool(name="show_meta", description="Show the request's _meta", input_schema=empty),
                 types.Tool(name="nested", description="Check a code against a slow pattern", input_schema=hostile),
                 types.Tool(name="progress", description="Report progress many times", input_schema=progress),
                 *extra_tools,
@@ -103,6 +106,9 @@ def main() -> None:
                 mark("cancelled slow")
                 raise
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"slept {seconds}")])
+        if params.name == "show_meta":
+            meta = json.dumps(params.meta or {})
+            return types.CallToolResult(content=[types.TextContent(type="text", text=meta)])
         if params.name == "nested":
             return types.CallToolResult(content=[types.TextContent(type="text", text="code accepted")])
         if params.name == "progress":

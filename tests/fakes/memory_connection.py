@@ -4,7 +4,8 @@ tests drive the real `ClientSession` and the SDK's low-level `Server` without a 
 `fail_opens` makes the next opens raise (an `AuthRequired` from the transport, an `OSError` from a
 spawn, anything); `drop()` ends the live server as a crashed process would, and `refuse()` as a
 server that refuses the token mid-session (the transport raises `AuthRequired`); `tools` is what the
-server lists, and its `grow` tool adds one and sends `notifications/tools/list_changed`.
+server lists, and its `grow` tool adds one and sends `notifications/tools/list_changed`; `metas` is
+the `_meta` of every `tools/call` it received.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class MemoryConnection:
         self.tools = [tool(name) for name in (tools or ["echo", "grow"])]
         self.hang_listing = hang_listing
         self.fail_opens: list[BaseException] = []
+        self.metas: list[dict[str, Any]] = []
         self.opens = 0
         self.refreshes = 0
         self.stamp = 0.0
@@ -104,6 +106,7 @@ class MemoryConnection:
             return types.ListToolsResult(tools=list(self.tools))
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            self.metas.append(dict(params.meta or {}))
             if params.name == "grow":
                 self.tools.append(tool(f"grown{len(self.tools)}"))
                 await ctx.session.send_tool_list_changed()

@@ -118,7 +118,7 @@ async def test_sampling_planner_with_a_repair_and_a_confirmation_in_both_eras(
     # 2025-11-25: one task. 2026-07-28: a round per question (plan, repair, confirmation), then the run.
     expected = ["ok"] if mode == "legacy" else ["waiting", "waiting", "waiting", "ok"]
     assert [t["status"] for t in traces] == expected
-    assert traces[-1]["id"] == (result.meta or {})["agentify/plan"]["traceId"]
+    assert traces[-1]["traceId"] == (result.meta or {})["agentify/plan"]["traceId"]
 
 
 async def test_a_forged_request_state_cannot_smuggle_in_a_plan(tmp_path: Path, workspace: Path) -> None:

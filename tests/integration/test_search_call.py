@@ -45,8 +45,8 @@ async def test_search_then_call_reads_a_file_without_any_planner_key(tmp_path: P
     assert progress == ["calling fs.read_text_file", "done"]
     recorded = {t["kind"]: t for t in traces(trace_file)}
     assert recorded["search"]["status"] == "ok" and recorded["call"]["status"] == "ok"
-    assert recorded["call"]["id"] == plan["traceId"]
-    assert [s["name"] for s in recorded["call"]["spans"]] == ["validate", "call"]
+    assert recorded["call"]["traceId"] == plan["traceId"]
+    assert [s["name"] for s in recorded["call"]["spans"]] == ["validate", "tools/call read_text_file"]
 
 
 async def test_call_tool_refuses_bad_arguments_and_unknown_names_saying_what_to_do(

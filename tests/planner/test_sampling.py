@@ -44,10 +44,10 @@ async def test_a_fenced_json_answer_is_read() -> None:
 
 async def test_a_fence_full_of_whitespace_is_read_in_linear_time() -> None:
     """The old fence pattern backtracked over whitespace: 96 kB of it froze the gateway for 13 s."""
-    started = time.monotonic()
+    started = time.process_time()
     with pytest.raises(NoPlan):
         await plan_from("{" + " " * 50_000 + "x")
-    assert time.monotonic() - started < 1
+    assert time.process_time() - started < 1  # CPU seconds: a loaded machine does not count
 
 
 async def test_an_answer_longer_than_the_limit_is_refused_unread() -> None:

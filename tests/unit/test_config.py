@@ -161,6 +161,7 @@ def config_error(tmp_path: Path, data: dict[str, object]) -> str:
         ({"debugPrt": 9000}, 'unknown key "debugPrt" (did you mean "debugPort"?)'),
         ({"LogLevel": "info"}, 'unknown key "LogLevel" (did you mean "logLevel"?)'),
         ({"planner": {"modle": "m"}}, 'unknown key "planner.modle" (did you mean "model"?)'),
+        ({"otel": {"captureContents": True}}, 'unknown key "otel.captureContents" (did you mean "captureContent"?)'),
         (
             {"backends": [{"id": "a", "command": "x", "timeout": 5}]},
             'unknown key "backends.0.timeout" (did you mean "timeoutSeconds"?)',
@@ -179,7 +180,19 @@ def config_error(tmp_path: Path, data: dict[str, object]) -> str:
         ),
         ({"zzz": 1}, 'unknown key "zzz" (valid here: backends, confirmTimeoutSeconds, debugHost, debugPort, '),
     ],
-    ids=["backend", "plannr", "debugPrt", "case", "planner", "entry", "tools", "mcp-servers", "mcp-tools", "far"],
+    ids=[
+        "backend",
+        "plannr",
+        "debugPrt",
+        "case",
+        "planner",
+        "otel",
+        "entry",
+        "tools",
+        "mcp-servers",
+        "mcp-tools",
+        "far",
+    ],
 )
 def test_an_unknown_key_is_an_error_naming_it_and_the_closest_valid_key(
     tmp_path: Path, data: dict[str, object], expected: str

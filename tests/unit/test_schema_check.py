@@ -37,7 +37,8 @@ def test_a_catastrophic_pattern_is_cut_off_by_the_budget() -> None:
     ]:
         started = time.monotonic()
         found = problem(schema, arguments)
-        assert time.monotonic() - started < BUDGET_SECONDS + 0.5
+        # Unbounded, this pattern would run for centuries; the margin only absorbs a loaded machine.
+        assert time.monotonic() - started < BUDGET_SECONDS + 10
         assert found is not None and "took too long to check" in found, found
 
 

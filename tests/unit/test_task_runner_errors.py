@@ -16,6 +16,7 @@ from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.telemetry.setup import open_telemetry
 
 pytestmark = pytest.mark.anyio
 
@@ -34,12 +35,13 @@ class Selector(PlannerSelector):
 
 async def test_a_bug_in_agentify_is_an_internal_error_naming_its_trace() -> None:
     traces = TraceStore(EventBus(), Redactor())
+    telemetry = open_telemetry(Redactor())
     manager = BackendManager([])
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
         planners = PlannerSlot(Selector(PlannerConfig(provider="offline")))
-        runner = TaskRunner(manager, planners, traces, 1000, 10_000)
-        with pytest.raises(InternalError) as info:
+        runner = TaskRunner(manager, planners, telemetry.tracer, Redactor(), 1000, 10_000)
+        with telemetry.attached(traces), pytest.raises(InternalError) as info:
             await runner.run({"query": "read README.md"}, execute=False)
         manager.close()
     error = info.value
