@@ -12,13 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import REPO, fs_backend, write_config
+from tests.console.conftest import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.wheel]
+CONSOLE_TOKEN = "wheel-console-token-0123456789"
 
 
 def _clean_env(tmp: Path) -> dict[str, str]:
@@ -51,7 +54,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     venv = _run(sys.executable, "-m", "venv", tmp / "venv", tmp=tmp)
     assert venv.returncode == 0, venv.stderr
     bin_dir = tmp / "venv" / "bin"
-    install = _run(bin_dir / "python", "-m", "pip", "install", "-q", wheel, tmp=tmp, timeout=1200)
+    install = _run(bin_dir / "python", "-m", "pip", "install", "-q", f"{wheel}[console]", tmp=tmp, timeout=1200)
     assert install.returncode == 0, install.stderr
     yield bin_dir
 
@@ -72,14 +75,15 @@ def test_the_installed_doctor_checks_the_filesystem_server(installed: Path, tmp_
 
 
 @pytest.mark.anyio
-async def test_the_installed_gateway_serves_the_official_client(
+async def test_the_installed_gateway_serves_the_official_client_and_the_console_page(
     installed: Path, tmp_path: Path, workspace: Path
 ) -> None:
     config = write_config(tmp_path, [fs_backend(workspace)], expose=["search"])
+    port = free_port()
     params = StdioServerParameters(
         command=str(installed / "agentify"),
-        args=["serve", "--config", str(config)],
-        env=_clean_env(tmp_path),
+        args=["serve", "--config", str(config), "--debug-port", str(port)],
+        env=_clean_env(tmp_path) | {"AGENTIFY_DEBUG_TOKEN": CONSOLE_TOKEN},
         cwd=tmp_path,
     )
     with (tmp_path / "stderr.log").open("w") as errlog:
@@ -88,5 +92,20 @@ async def test_the_installed_gateway_serves_the_official_client(
                 await session.initialize()
                 tools = await session.list_tools()
                 found = await session.call_tool("search_tools", {"query": "read a text file"})
+                page = await _console_page(port)
     assert sorted(tool.name for tool in tools.tools) == ["call_tool", "search_tools"]
     assert "fs__read_text_file" in json.dumps(found.structured_content)
+    assert "Run a task" in page  # debug_ui/ came with the wheel
+
+
+async def _console_page(port: int) -> str:
+    """The console's page, once it listens (it starts beside the gateway, not before it answers)."""
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {CONSOLE_TOKEN}"}) as client:
+        while True:
+            try:
+                response = await client.get(f"http://127.0.0.1:{port}/")
+            except httpx2.ConnectError:
+                await anyio.sleep(0.1)
+                continue
+            assert response.status_code == 200, response.text
+            return response.text
