@@ -39,14 +39,16 @@ class Ide:
     """Whether a stdio entry says `"type": "stdio"` (VS Code's own spelling)."""
 
     def file(self, project: Path | None) -> Path:
+        """The IDE's MCP file; a symbolic link (dotfiles kept elsewhere) is followed, so the rewrite
+        lands in the file it points to and the link stays."""
         if project is None:
             base = _app_folder() if self.user[0] == "@app" else Path.home()
-            return base.joinpath(*self.user[1:])
+            return base.joinpath(*self.user[1:]).resolve()
         if self.project is None:
             raise ConnectError(
                 f"{self.title} has no project-level MCP file; run `agentify connect {self.name}` without --project"
             )
-        return project.joinpath(*self.project)
+        return project.joinpath(*self.project).resolve()
 
     def entry(self, command: list[str], config: Path, env: dict[str, str]) -> dict[str, Any]:
         """The one server the IDE keeps: agentify serving `config`."""

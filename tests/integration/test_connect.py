@@ -167,9 +167,13 @@ def test_dry_run_masks_the_secrets_it_shows(home: Path) -> None:
 
 
 def test_claude_desktop_file_under_xdg_and_an_edit_after_connect_is_kept_on_undo(home: Path) -> None:
-    ide_file = home / ".config" / "Claude" / "claude_desktop_config.json"
+    ide_file = home / "dotfiles" / "claude_desktop_config.json"
     original = write(ide_file, json.dumps({"mcpServers": {"github": CURSOR["mcpServers"]["github"]}, "theme": "dark"}))
+    link = home / ".config" / "Claude" / "claude_desktop_config.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(ide_file)
     assert run(home, "claude").returncode == 0
+    assert link.is_symlink()  # the dotfiles' link stays; the file it points to is rewritten
     assert json.loads(ide_file.read_text())["theme"] == "dark"
     edited = ide_file.read_text().replace('"dark"', '"light"')
     ide_file.write_text(edited)
