@@ -11,6 +11,7 @@
     ├── TaskTimeout                    timeout
     ├── TaskCancelled                  cancelled
     ├── Denied                         denied
+    ├── RateLimited                    rate_limited (with retry_after_seconds)
     └── InternalError                  internal_error (a bug in agentify itself: see its log by trace id)
 
     ConfigError                        (start-up only: exit code 2, never reaches a client; defined in
@@ -39,6 +40,7 @@ __all__ = [
     "NoPlan",
     "PlannerError",
     "PlannerUnavailable",
+    "RateLimited",
     "TaskCancelled",
     "TaskTimeout",
 ]
@@ -95,6 +97,16 @@ class Denied(AgentifyError):
     code = "denied"
 
 
+class RateLimited(AgentifyError):
+    """Over a rate limit of `server.limits`: the call was not run; `retry_after_seconds` says when it may pass."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after_seconds: float) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
 class InternalError(AgentifyError):
     code = "internal_error"
 
@@ -112,6 +124,7 @@ ERROR_CODES: tuple[str, ...] = tuple(
         TaskTimeout,
         TaskCancelled,
         Denied,
+        RateLimited,
         InternalError,
     )
 )

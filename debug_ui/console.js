@@ -295,7 +295,8 @@ function traceSummary(trace) {
   const plan = planSpan(trace);
   const backend = plan && plan.attributes["agentify.backend"];
   const tool = backend ? `${backend}.${plan.attributes["gen_ai.tool.name"]}` : null;
-  return [clock(trace.start), trace.kind, tool, trace.error ? trace.error.code : null].filter(Boolean).join(" · ");
+  return [clock(trace.start), trace.kind, tool, trace.principal, trace.error ? trace.error.code : null]
+    .filter(Boolean).join(" · ");
 }
 
 function renderTraceList() {
@@ -371,6 +372,7 @@ function renderTraceDetail() {
       el("span", { class: `badge ${trace.status}`, text: trace.status }),
       el("b", { text: trace.input.query || trace.kind }),
       el("span", { class: "muted", text: `total ${ms(trace.durationMs)}` }),
+      trace.principal ? el("span", { class: "muted", text: `by ${trace.principal}` }) : null,
       el("span", { class: "id", text: trace.traceId || trace.id })),
     trace.error ? el("div", { class: "trace-error", text: `${trace.error.code}: ${trace.error.message}` }) : null,
     waterfall(trace),

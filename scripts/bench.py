@@ -17,6 +17,8 @@ machine falls on all alike.
 Section `start`: cold start (spawn to `initialize` answered, and to all backends ready) with 1 and
 3 backends against one backend alone; shutdown (SIGTERM to `agentify serve` with 3 backends
 ready, until the gateway and every backend process have exited).
+Section `http` (scripts/bench_http.py): call_tool over streamable HTTP, with each server.auth type,
+against stdio.
 Section `backends` (scripts/bench_backends.py): 20 lazy vs 20 eager vs 1 eager backends, a lazy
 backend's first call against its cold start, and remote against stdio per-call overhead.
 Section `planning` (scripts/bench_planning.py): offline planning in process over the example
@@ -29,10 +31,11 @@ floor_ratio_p50, floor_throughput_ratio_c16 (orchestrate_task), call_tool_floor_
 call_tool_floor_throughput_ratio_c16, initialize_s, all_ready_ratio, rss_growth, shutdown_s,
 lazy_n_vs_eager_1_rss, lazy_n_vs_eager_1_initialize, remote_overhead_ms, stdio_overhead_ms,
 planning_large_p50_ms, planning_large_vs_small, planning_rebuilt_vs_large, tracing_call_tool_on_cost_ms,
-tracing_call_tool_export_cost_ms (and the raw figures).
+tracing_call_tool_export_cost_ms, http_token_vs_stdio_p50, http_tokens_vs_stdio_p50, http_jwt_vs_stdio_p50
+(and the raw figures).
 
 Usage: .venv/bin/python scripts/bench.py [--json] [--calls N] [--rss-calls N] [--planner offline|scripted]
-       [--backends N] [--sections floor,start,backends,planning,tracing]
+       [--backends N] [--sections floor,start,http,backends,planning,tracing]
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from typing import Any
 
 import anyio
 import bench_backends
+import bench_http
 import bench_planning
 import bench_tracing
 from bench_support import (
@@ -79,7 +83,7 @@ from tests.fakes.model_server import ModelServer, Reply
 
 FLOOR = REPO / "scripts/floor_proxy.py"
 POLL_SECONDS = 0.005
-SECTIONS = ("floor", "start", "backends", "planning", "tracing")
+SECTIONS = ("floor", "start", "http", "backends", "planning", "tracing")
 
 
 async def cold_start(config: Path, model: ModelServer | None) -> tuple[float, float]:
@@ -195,6 +199,8 @@ async def main(calls: int, rss_calls: int, planner: str, backends: int, sections
                 results |= await against_floor(root, model, calls, rss_calls)
             if "start" in sections:
                 results |= await start_and_stop(root, model)
+            if "http" in sections:
+                results |= await bench_http.run(root, calls)
             if "tracing" in sections:
                 results |= await bench_tracing.run(root, model, calls)
         if "backends" in sections:
@@ -272,6 +278,9 @@ def print_table(r: dict[str, Any], rss_calls: int) -> None:
     width = max(len(name) for name, _, _ in lines)
     for name, value, target in lines:
         print(f"{name:<{width}}  {value:<24} {target}")
+    if "http_token_vs_stdio_p50" in r:
+        print()
+        bench_http.print_table(r)
     if "lazy_n" in r:
         print()
         bench_backends.print_table(r)

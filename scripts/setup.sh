@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything agentify and its tests need, idempotently: the Python venv with the
-# package, the pinned Node backends, and (with --browser) Debian's chromium.
+# package, the pinned Node backends, Debian's redis-server (the shared rate-limit store the tests
+# start), and (with --browser) Debian's chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,15 @@ lock_stamp="node_modules/.installed-$(cat package.json package-lock.json 2>/dev/
 if [ ! -f "$lock_stamp" ]; then
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
   rm -f node_modules/.installed-* && touch "$lock_stamp"
+fi
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  else
+    echo "setup: the rate-limit tests need redis-server; install it and run again" >&2
+    exit 1
+  fi
 fi
 
 if [ "${1:-}" = "--browser" ] && ! command -v chromium >/dev/null 2>&1; then

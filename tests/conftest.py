@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -168,3 +169,15 @@ def group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[Any]:
+    """A real redis-server (Debian's, installed by scripts/setup.sh) for this test; its `.url` and `.stop()`."""
+    from tests.servers import RedisServer
+
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is missing: run scripts/setup.sh")
+    server = RedisServer(tmp_path).start()
+    yield server
+    server.stop()

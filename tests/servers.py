@@ -63,3 +63,33 @@ def everything(mode: str) -> list[str]:
 
 def http_backend(port: int, *flags: str) -> list[str]:
     return [sys.executable, str(HTTP_BACKEND), "--port", str(port), *flags]
+
+
+class RedisServer:
+    """Debian's redis-server on a free port of 127.0.0.1, nothing persisted; stopped by pid."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._directory = directory
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> RedisServer:
+        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        argv += ["--dir", str(self._directory)]
+        with (self._directory / "redis.log").open("ab") as out:
+            self._process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        for _ in range(400):  # bounded: 20 s; waiting on the process notices at once when it exits
+            if accepting(self.port):
+                return self
+            try:
+                self._process.wait(0.05)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        raise RuntimeError(f"redis-server did not start: {(self._directory / 'redis.log').read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            stop(self._process)
+            self._process = None

@@ -2,11 +2,14 @@
 //
 // Usage: node tests/ts_client.mjs '<json>' where json is
 //   {"command", "args", "env", "stderrFile", "mode": "legacy"|"auto",
-//    "elicitation": "accept"|"decline"|"cancel"|null, "calls": [{"name", "arguments"}]}
-// With "elicitation": null the client declares no elicitation capability.
-// Prints one JSON line: {"protocolVersion", "asked": [messages], "results": [CallToolResult...]}.
+//    "elicitation": "accept"|"decline"|"cancel"|null, "calls": [{"name", "arguments"}], "readLinks"?: bool}
+// or, over streamable HTTP, {"url", "token", ...} instead of command, args, env and stderrFile.
+// With "elicitation": null the client declares no elicitation capability. With "readLinks", every
+// resource_link of the results is read with resources/read afterwards.
+// Prints one JSON line: {"protocolVersion", "capabilities", "asked": [messages], "results": [CallToolResult...],
+//   "read": [ReadResourceResult...]}.
 import { openSync } from "node:fs";
-import { Client } from "@modelcontextprotocol/client";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
 const spec = JSON.parse(process.argv[2]);
@@ -22,17 +25,28 @@ if (spec.elicitation) {
     return spec.elicitation === "accept" ? { action: "accept", content: {} } : { action: spec.elicitation };
   });
 }
-const transport = new StdioClientTransport({
-  command: spec.command,
-  args: spec.args,
-  env: spec.env,
-  stderr: openSync(spec.stderrFile, "a"),
-});
+const transport = spec.url
+  ? new StreamableHTTPClientTransport(new URL(spec.url), {
+      requestInit: { headers: { Authorization: `Bearer ${spec.token}` } },
+    })
+  : new StdioClientTransport({
+      command: spec.command,
+      args: spec.args,
+      env: spec.env,
+      stderr: openSync(spec.stderrFile, "a"),
+    });
 await client.connect(transport);
 const results = [];
 for (const call of spec.calls) {
   results.push(await client.callTool({ name: call.name, arguments: call.arguments }));
 }
+const read = [];
+for (const result of spec.readLinks ? results : []) {
+  for (const block of result.content ?? []) {
+    if (block.type === "resource_link") read.push(await client.readResource({ uri: block.uri }));
+  }
+}
 const protocolVersion = client.getNegotiatedProtocolVersion();
+const serverCapabilities = client.getServerCapabilities();
 await client.close();
-process.stdout.write(JSON.stringify({ protocolVersion, asked, results }) + "\n");
+process.stdout.write(JSON.stringify({ protocolVersion, capabilities: serverCapabilities, asked, results, read }) + "\n");

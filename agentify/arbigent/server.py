@@ -45,6 +45,8 @@ from agentify.security.redact import Redactor
 SERVER_NAME = "agentify-arbigent"
 POLL_SECONDS = 1.0
 RESOURCE_NOT_FOUND = -32002
+RESOURCES_PAGE = 50
+"""Resources per `resources/list` page: a run keeps up to a few hundred screenshots."""
 
 
 class ArbigentServer:
@@ -154,7 +156,12 @@ class ArbigentServer:
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=await anyio.to_thread.run_sync(_resources, self._runs.store))
+        resources = await anyio.to_thread.run_sync(_resources, self._runs.store)
+        start = _page_start(params.cursor if params else None, len(resources))
+        end = start + RESOURCES_PAGE
+        return types.ListResourcesResult(
+            resources=resources[start:end], next_cursor=f"offset:{end}" if end < len(resources) else None
+        )
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
@@ -263,6 +270,17 @@ def _resources(store: ArtifactStore) -> list[types.Resource]:
                 )
             )
     return resources
+
+
+def _page_start(cursor: str | None, total: int) -> int:
+    """Where the page of `cursor` starts; raises MCPError (invalid params) for a cursor this server never gave.
+    Runs that came or went since the previous page shift the rest: at worst a file is listed twice or missed."""
+    if cursor is None:
+        return 0
+    offset = cursor.removeprefix("offset:")
+    if cursor.startswith("offset:") and offset.isascii() and offset.isdigit() and len(offset) < 10:
+        return min(int(offset), total)
+    raise MCPError(types.INVALID_PARAMS, f"invalid cursor {cursor[:40]!r}: pass the nextCursor of the previous page")
 
 
 def _error(message: str) -> types.CallToolResult:

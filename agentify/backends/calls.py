@@ -7,7 +7,7 @@ becomes `TaskTimeout`, `BackendError` or `BackendUnavailable` in this module and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -20,6 +20,8 @@ from pydantic import ValidationError
 from agentify.backends.connection import Link
 from agentify.config import BackendConfig
 from agentify.errors import AgentifyError, BackendError, BackendUnavailable, TaskTimeout
+
+_R = TypeVar("_R", bound=types.Result)
 
 LINK_END_WAIT = 2.0  # how long a failed call waits to learn why its connection ended
 
@@ -114,3 +116,35 @@ def unavailable(spec: BackendConfig, state: str, last_error: str | None) -> Back
         f"backend {spec.id!r} is not available ({state}){detail}. "
         f"Check {check} with `agentify doctor`; it is retried on the next call."
     )
+
+
+async def send_request(
+    session: ClientSession, link: Link, spec: BackendConfig, request: types.ClientRequest, result_type: type[_R]
+) -> _R:
+    """A request other than a tool call (resources, prompts, completions) with the backend's timeout.
+
+    Raises:
+        MCPError: the backend's own answer (an unknown resource, a bad argument), to be relayed as it is.
+        TaskTimeout, BackendError, BackendUnavailable.
+    """
+    timeout = spec.timeout_seconds
+    try:
+        with anyio.fail_after(timeout):
+            return await session.send_request(request, result_type)
+    except TimeoutError:
+        raise TaskTimeout(
+            f"{spec.id} did not answer {request.method} within {timeout:g} s. "
+            f"If it needs longer, raise timeoutSeconds for backend {spec.id!r} in the config."
+        ) from None
+    except ValidationError as exc:
+        raise BackendError(
+            f"backend {spec.id!r} answered {request.method} with a malformed result: {exc.errors()[0]['msg']}"
+        ) from exc
+    except MCPError as exc:
+        if link.refused_status == 401:
+            raise refused(spec) from exc
+        if exc.error.code == types.CONNECTION_CLOSED or link.gone.is_set():
+            raise BackendUnavailable(
+                f"backend {spec.id!r} went away while answering {request.method}; it is restarted on the next use."
+            ) from exc
+        raise

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import anyio
@@ -12,7 +12,9 @@ from anyio.abc import TaskGroup
 from agentify.backends.connection import Connection
 from agentify.backends.handles import ToolCatalog
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.offers import Change, ChangeListener
 from agentify.backends.remote import RemoteConnection
+from agentify.backends.routes import ResourceRoutes
 from agentify.backends.state import BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
@@ -32,6 +34,9 @@ class BackendManager:
         self._roots: list[types.Root] = []
         """What backends with `forwardRoots` are told: the client's roots once known (none until then)."""
         self._manifests = ManifestStore(cache_dir)
+        self.routes = ResourceRoutes()
+        """Which backend reads a resource URI, learnt from every backend's lists and tool results."""
+        self._change_listeners: dict[object, ChangeListener] = {}
         self._supervisors: dict[str, Supervisor] = {s.id: self._supervise(s) for s in specs}
         self._tg: TaskGroup | None = None
         self.closed = anyio.Event()
@@ -63,6 +68,25 @@ class BackendManager:
                 supervisor = self._supervise(spec)
                 self._supervisors[backend_id] = supervisor
                 self._tg.start_soon(supervisor.run)
+
+    def enabled(self) -> list[Supervisor]:
+        """The enabled backends, in config order: what the IDE's resource, prompt and completion requests reach."""
+        return [s for s in self._supervisors.values() if s.spec.enabled]
+
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]:
+        """Calls `listener` (synchronously, it must not block) for every backend's `*/list_changed` and
+        `resources/updated`; returns the function that stops it."""
+        token = object()
+        self._change_listeners[token] = listener
+
+        def stop() -> None:
+            self._change_listeners.pop(token, None)
+
+        return stop
+
+    def _changed(self, change: Change) -> None:
+        for listener in list(self._change_listeners.values()):
+            listener(change)
 
     def statuses(self) -> list[BackendStatus]:
         return [s.status() for s in self._supervisors.values()]
@@ -112,7 +136,16 @@ class BackendManager:
     def _supervise(self, spec: BackendConfig) -> Supervisor:
         stderr = StderrLog(spec.id)
         connection: Connection = RemoteConnection(spec) if spec.remote else StdioConnection(spec, stderr)
-        return Supervisor(spec, connection, stderr, self._manifests, on_state=self._on_state, roots=self._known_roots)
+        return Supervisor(
+            spec,
+            connection,
+            stderr,
+            self._manifests,
+            on_state=self._on_state,
+            roots=self._known_roots,
+            routes=self.routes,
+            on_change=self._changed,
+        )
 
     def _known_roots(self) -> list[types.Root]:
         return self._roots

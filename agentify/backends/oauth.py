@@ -155,7 +155,7 @@ def provider_for(
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         scope=" ".join(settings.scopes) if settings.scopes else None,
-        token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
+        token_endpoint_auth_method="client_secret_basic" if settings.client_secret else "none",
     )
     return _Provider(
         store,
@@ -182,6 +182,6 @@ async def preregister(spec: BackendConfig, store: TokenFile, redirect_uri: str) 
             redirect_uris=[AnyUrl(redirect_uri)],
             grant_types=["authorization_code", "refresh_token"],
             response_types=["code"],
-            token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
+            token_endpoint_auth_method="client_secret_basic" if settings.client_secret else "none",
         )
     )

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -29,7 +29,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from agentify.backends.auth_recovery import AuthRecovery, Refusal
-from agentify.backends.calls import call_tool, refused, unavailable
+from agentify.backends.calls import call_tool, refused, send_request, unavailable
 from agentify.backends.connection import Connection, Link
 from agentify.backends.failures import (
     AuthRequired,
@@ -44,6 +44,8 @@ from agentify.backends.failures import (
 from agentify.backends.handles import ToolHandle
 from agentify.backends.idle import IdleClock
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.offers import BackendOffers, ChangeListener, change_of
+from agentify.backends.routes import ResourceRoutes
 from agentify.backends.session import RootsGetter, client_session, list_tools, server_line, start
 from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
@@ -52,6 +54,7 @@ from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable, Denied
 
 StateListener = Callable[[BackendStatus], None]
+_R = TypeVar("_R", bound=types.Result)
 
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
@@ -89,6 +92,8 @@ class Supervisor:
         manifests: ManifestStore,
         on_state: StateListener | None = None,
         roots: RootsGetter | None = None,
+        routes: ResourceRoutes | None = None,
+        on_change: ChangeListener | None = None,
     ) -> None:
         self.spec = spec
         self.connection = connection
@@ -97,6 +102,8 @@ class Supervisor:
         self.last_error: str | None = None
         self.server: str | None = None
         self.tools = ToolSet(spec, manifests, self)
+        self.offers = BackendOffers(spec, manifests, routes or ResourceRoutes())
+        self._on_change = on_change
         learning = spec.start == "lazy" and not self.tools.from_manifest  # started once, only to learn the tools
         self._idle = IdleClock(spec.idle_stop_seconds, learning=learning)
         lazy_and_known = spec.start == "lazy" and not learning
@@ -174,15 +181,32 @@ class Supervisor:
         if not self.spec.tools.permits(tool):
             raise Denied(f"{self.spec.id}.{tool} is not allowed by tools.allow / tools.deny of the backend's config")
         session, link = await self._acquire()
+        result: types.CallToolResult | None = None
         try:
-            return await self._call_on(session, link, tool, arguments, progress)
+            result = await self._call_on(session, link, tool, arguments, progress)
         except BackendUnavailable:
             if not self._auth.call_may_be_retried(link):
                 raise
-        with anyio.move_on_after(self.start_limit):
-            await link.gone.wait()  # the owner ends that session, then starts one that refreshes the token
+        if result is None:
+            with anyio.move_on_after(self.start_limit):
+                await link.gone.wait()  # the owner ends that session, then starts one that refreshes the token
+            session, link = await self._acquire()
+            result = await self._call_on(session, link, tool, arguments, progress)
+        self.offers.routes.carried(self.spec.id, result)  # the links it gave are read from here
+        return result
+
+    async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
+        """A request beside tool calls (resources, prompts, completions), starting the backend first if needed.
+
+        Raises:
+            MCPError (the backend's own refusal), BackendUnavailable, BackendError, TaskTimeout.
+        """
         session, link = await self._acquire()
-        return await self._call_on(session, link, tool, arguments, progress)
+        self._idle.begin()
+        try:
+            return await send_request(session, link, self.spec, request, result_type)
+        finally:
+            self._idle.end()
 
     async def _call_on(
         self, session: ClientSession, link: Link, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
@@ -287,7 +311,9 @@ class Supervisor:
                         # callers waiting on this start see the reason, not "starting".
                         self._fail(failure)
                         return False
+                    await self.offers.learn(session, self.start_limit)  # before READY: what waits sees them
                     self._ready(session, tools)
+                    self.offers.keep()
                     await self._serve(session, link)
             return False
         except SessionFailure as failure:
@@ -358,8 +384,11 @@ class Supervisor:
                 self._session = None
                 self._lifecycle.enter(BackendState.IDLE)
                 return
-            if not self._stopping.is_set():
+            if self.tools.stale.is_set() and not self._stopping.is_set():
                 await self._list_again(session)
+            if self.offers.stale.is_set() and not self._stopping.is_set():
+                await self.offers.learn(session, self.start_limit)
+                self.offers.keep()
 
     async def _until_something_happens(self, link: Link) -> bool:
         """Waits for the link to go, the tools to change, a stop, or the idle time; True for the last."""
@@ -376,7 +405,7 @@ class Supervisor:
                 idle = True
                 tg.cancel_scope.cancel()
 
-            for event in (link.gone, self.tools.stale, self._stopping):
+            for event in (link.gone, self.tools.stale, self.offers.stale, self._stopping):
                 tg.start_soon(until, event)
             tg.start_soon(until_idle)
         return idle
@@ -392,8 +421,14 @@ class Supervisor:
             self._log.warning("listing tools again failed: {}", exc)
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            self.tools.stale.set()
+        change = change_of(self.spec.id, message)
+        if change is not None:
+            if change.kind == "tools":
+                self.tools.stale.set()
+            elif change.kind != "resource":  # one resource's update changes no list
+                self.offers.stale.set()
+            if self._on_change is not None:
+                self._on_change(change)
         elif isinstance(message, Exception):
             self._log.warning("unreadable message from the backend: {}", str(message)[:300])
 

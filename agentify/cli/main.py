@@ -1,4 +1,4 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `connect`, `arbigent`. Parsing and wiring only.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `connect`, `arbigent`. Wiring only.
 
 Exit codes (errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
 line or an environment variable is invalid; 130 `run`, `doctor` or `eval` interrupted by SIGINT or
@@ -15,7 +15,7 @@ from loguru import logger
 
 from agentify._common.logging import LogSetup
 from agentify.cli.errors import report
-from agentify.cli.parser import COMMANDS, build_parser, log_level
+from agentify.cli.parser import COMMANDS, TOKEN_ACTIONS, build_parser, log_level
 from agentify.security.redact import Redactor
 
 if TYPE_CHECKING:
@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return arbigent_main(argv[1:])
     prog = f"agentify {argv[0]}" if argv[:1] and argv[0] in COMMANDS else "agentify"
+    if argv[:1] == ["token"] and argv[1:2] and argv[1] in TOKEN_ACTIONS:
+        prog += f" {argv[1]}"  # "agentify token: 'x'" would read as a token assignment to the redactor
     redactor = Redactor()
     logger.remove()  # loguru's default sink is unredacted stderr at DEBUG: LogSetup adds ours
     try:
@@ -50,6 +52,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     from agentify.telemetry.setup import open_telemetry
 
     command = args.command or "serve"
+    if command == "token":  # no gateway, no logging: it reads and writes one file
+        from agentify.cli.tokens import token_command
+
+        return token_command(args)
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
     if env_level and not args.log_level:  # --log-level wins, so only a variable in effect must be valid
         env_level = log_level(env_level, f"AGENTIFY_LOG_LEVEL={env_level}")
@@ -90,8 +96,12 @@ def _command(args: Any, command: str, boot: Boot) -> int:
         from agentify.errors import ConfigError
         from agentify.security.http_auth import BadToken, choose_token
 
+        token = None
         try:
-            token = choose_token(args.host, os.environ.get("AGENTIFY_HTTP_TOKEN"), args.no_auth)
+            if config.server.auth.type == "token":
+                token = choose_token(args.host, os.environ.get("AGENTIFY_HTTP_TOKEN"), args.no_auth)
+            elif args.no_auth:
+                raise BadToken(f"--no-auth contradicts server.auth type {config.server.auth.type}: drop one of them")
         except BadToken as exc:
             raise ConfigError(str(exc)) from None  # exit 2
         return serve_http_command(boot, args.host, args.port, token)

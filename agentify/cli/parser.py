@@ -10,7 +10,8 @@ from agentify.cli.errors import OneLineParser, UsageError
 from agentify.config.models import LogLevel
 from agentify.connect.ides import IDES
 
-COMMANDS = ("serve", "run", "doctor", "eval", "auth", "connect")
+COMMANDS = ("serve", "run", "doctor", "eval", "auth", "token", "connect")
+TOKEN_ACTIONS = ("add", "remove", "list")
 LEVELS = get_args(LogLevel)
 
 
@@ -106,6 +107,18 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     )
     connect.add_argument("--dry-run", action="store_true", help="show both files' changes, write nothing")
     connect.add_argument("--undo", action="store_true", help="restore the files as they were before `connect`")
+
+    token = sub.add_parser("token", help="give people their own token for serve --transport http (server.auth tokens)")
+    token_actions = token.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    add = token_actions.add_parser("add", help="make a token for NAME, print it once and store its hash")
+    add.add_argument("name", help="who it is for: a person or a bot, as logs and traces will show it")
+    add.add_argument("--scope", action="append", default=[], help="a scope the token carries (may be repeated)")
+    remove = token_actions.add_parser("remove", help="remove NAME's token: it stops working at once")
+    remove.add_argument("name")
+    token_actions.add_parser("list", help="the names (and scopes) that have a token")
+    for action in (add, remove, token_actions.choices["list"]):
+        action.add_argument("--file", help="the tokens file (default: server.auth.file of the config)")
+        action.add_argument("--config", help="the config whose server.auth.file to use")
 
     sub.add_parser("arbigent", help="the Arbigent test-runner MCP server (see `agentify arbigent --help`)")
     return parser

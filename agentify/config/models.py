@@ -6,12 +6,14 @@ Validation errors become `ConfigError` in `sources.ConfigSources.resolve`.
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from agentify.config.base import Model
+from agentify.config.server import ServerConfig
 from agentify.security.credentials import header_credential, is_credential, mask_url, url_secrets
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -21,19 +23,7 @@ Exposed = Literal["orchestrate", "search"]
 EXPOSED: tuple[Exposed, ...] = ("orchestrate", "search")
 
 
-class _Model(BaseModel):
-    # The docstring under a field is its description: the docs site's configuration reference is
-    # generated from these models (scripts/docs_reference.py).
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        extra="forbid",
-        use_attribute_docstrings=True,
-    )
-
-
-class ToolFilter(_Model):
+class ToolFilter(Model):
     allow: list[str] | None = Field(default=None, description="Only these tools are offered (None: all).")
     deny: list[str] = Field(default_factory=list, description="These tools are never offered nor called.")
     confirm: list[str] = Field(default_factory=list, description="These tools run only after the user confirms.")
@@ -42,13 +32,32 @@ class ToolFilter(_Model):
         return tool not in self.deny and (self.allow is None or tool in self.allow)
 
 
-class BearerSettings(_Model):
+class ItemFilter(Model):
+    """Which resources or prompts of a backend the IDE sees; `*` globs match any run of characters."""
+
+    allow: list[str] | None = Field(default=None, description="Only what matches one of these (None: all).")
+    deny: list[str] = Field(default_factory=list, description="What matches one of these is never listed nor read.")
+
+    def permits(self, *keys: str | None) -> bool:
+        """Whether an item known by `keys` (a resource's URI and name, a prompt's name) is offered: no key is
+        denied, and with `allow`, some key is allowed."""
+        named = [k for k in keys if k]
+        if any(_matches(k, self.deny) for k in named):
+            return False
+        return self.allow is None or any(_matches(k, self.allow) for k in named)
+
+
+def _matches(key: str, patterns: list[str]) -> bool:
+    return any(fnmatchcase(key, pattern) for pattern in patterns)
+
+
+class BearerSettings(Model):
     type: Literal["bearer"]
     token: str = Field(min_length=1, repr=False)
     """The bearer token sent to the backend; use `${VAR}` rather than the token itself."""
 
 
-class OAuthSettings(_Model):
+class OAuthSettings(Model):
     type: Literal["oauth"]
     client_id: str | None = None
     """A client id registered with the server; unset: dynamic client registration."""
@@ -61,7 +70,7 @@ class OAuthSettings(_Model):
 Transport = Literal["streamable-http", "sse"]
 
 
-class BackendConfig(_Model):
+class BackendConfig(Model):
     id: str
     """Unique, `^[a-zA-Z0-9_-]{1,64}$`; tools are offered to the model as `<id>__<tool>`."""
     command: str | None = Field(default=None, min_length=1)
@@ -98,6 +107,12 @@ class BackendConfig(_Model):
     """`true`: tools the server marks destructive run without asking."""
     tools: ToolFilter = Field(default_factory=ToolFilter)
     """Which tools are offered, never offered, or run only after you confirm."""
+    resources: ItemFilter = Field(
+        default_factory=ItemFilter, description="Resource URIs or names (`*` globs) the IDE may list and read."
+    )
+    prompts: ItemFilter = Field(
+        default_factory=ItemFilter, description="Prompt names (as the backend gives them, `*` globs) the IDE may get."
+    )
 
     @field_validator("id")
     @classmethod
@@ -149,7 +164,7 @@ class BackendConfig(_Model):
         return mask_url(self.url) if self.url else " ".join([self.command or "", *self.args])
 
 
-class PlannerConfig(_Model):
+class PlannerConfig(Model):
     provider: Literal["auto", "openai", "sampling", "offline"] = "auto"
     """`auto`: openai with a key, else sampling when the IDE offers it, else offline."""
     model: str = DEFAULT_MODEL
@@ -166,14 +181,14 @@ class PlannerConfig(_Model):
     """A model planner is offered at most this many tools (the best-ranked for the task)."""
 
 
-class OtelConfig(_Model):
+class OtelConfig(Model):
     capture_content: bool = Field(
         default=False,
         description="Export task input, tool arguments and results on spans (redacted, cut); off: they stay local.",
     )
 
 
-class Config(_Model):
+class Config(Model):
     backends: list[BackendConfig] = Field(default_factory=list)
     """agentify's own list of backend MCP servers (besides, or instead of, an `mcpServers` map)."""
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
@@ -201,6 +216,9 @@ class Config(_Model):
         description="How long a confirmation (and any question to the client) waits for its answer; "
         "in the 2026-07-28 protocol, how long its sealed round-trip state stays valid.",
     )
+    server: ServerConfig = Field(
+        default_factory=ServerConfig, description="How `serve --transport http` serves a team (auth, limits)."
+    )
     expose: list[Exposed] = Field(
         default_factory=lambda: list(EXPOSED),
         min_length=1,
@@ -220,13 +238,18 @@ class Config(_Model):
             if backend.id in seen:
                 raise ValueError(f"backend id {backend.id!r} is used twice; ids must be unique")
             seen.add(backend.id)
+        if unknown := sorted(set(self.server.limits.per_backend) - seen):
+            raise ValueError(
+                f"server.limits.perBackend names {', '.join(map(repr, unknown))}, which is no backend id of this "
+                "config: use the ids of the backends list"
+            )
         return self
 
     def secrets(self) -> list[str]:
         """What every sink masks (logs, traces, the console, results): the API key, every value that came
         from `${VAR}`, and each backend's credentials (`BackendConfig.secret_values`).
         `NODE_ENV=production` is not a secret: masking it would blank the word out of every log line."""
-        values = [self.planner.api_key or "", *self._expanded]
+        values = [self.planner.api_key or "", *self._expanded, *self.server.secret_values()]
         for backend in self.backends:
             values.extend(backend.secret_values())
         return sorted({v for v in values if v})

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from agentify.config.dialects import from_init_options, normalise_backends
 from agentify.config.keys import check_keys
 from agentify.config.models import Config
+from agentify.config.server import TokensAuth
 from agentify.errors import ConfigError
 from agentify.security.credentials import names_a_place
 
@@ -35,6 +36,7 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "AGENTIFY_PLANNER": ("planner", "provider"),
     "AGENTIFY_LOG_LEVEL": ("logLevel",),
     "AGENTIFY_DEBUG_PORT": ("debugPort",),
+    "AGENTIFY_REDIS_URL": ("server", "redis"),
 }
 
 
@@ -63,6 +65,8 @@ class ConfigSources:
         base = self.file_path.parent if self.file_path else Path.cwd()
         for backend in config.backends:
             backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
+        if isinstance(config.server.auth, TokensAuth):
+            config.server.auth.file = str((base / Path(config.server.auth.file).expanduser()).resolve())
         if config.trace_file:
             config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
         config._expanded = frozenset(self.expanded)

@@ -7,9 +7,6 @@ belong to the gateway; its own log records go to loguru (redacted), at WARNING a
 
 from __future__ import annotations
 
-import contextlib
-import socket
-from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -17,6 +14,7 @@ import anyio
 import uvicorn
 from loguru import logger
 
+from agentify._common.listen import EmbeddedServer, listening_socket
 from agentify._common.logging import route_stdlib
 from agentify.console.api import create_app
 from agentify.console.security import Access
@@ -32,7 +30,7 @@ WS_MAX_MESSAGE = 64 * 1024  # the page only sends tiny messages
 async def serve_console(services: ConsoleServices, host: str, port: int, token: str, stop: anyio.Event) -> None:
     """Serves the console until `stop` is set (or the caller is cancelled)."""
     try:
-        sock = _bind(host, port)
+        sock = listening_socket(host, port, MAX_CONNECTIONS)
     except OSError as exc:
         logger.warning(
             "debug console not started: cannot listen on {}:{} ({}); the gateway keeps serving without it. "
@@ -51,7 +49,7 @@ async def serve_console(services: ConsoleServices, host: str, port: int, token: 
                 host,
             )
         route_stdlib("uvicorn", "console server", _NOT_AN_ERROR)
-        server = _EmbeddedServer(
+        server = EmbeddedServer(
             uvicorn.Config(
                 create_app(services, access),
                 log_config=None,
@@ -76,32 +74,9 @@ async def serve_console(services: ConsoleServices, host: str, port: int, token: 
                     listener.close()
 
 
-class _EmbeddedServer(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 async def _exit_on(stop: anyio.Event, server: uvicorn.Server) -> None:
     await stop.wait()
     server.should_exit = True
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    """Raises OSError (gaierror included) when the host is unknown or the port is taken."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # not SO_REUSEPORT: a live listener must win
-        sock.bind(address)
-        sock.listen(MAX_CONNECTIONS)  # connections queue from here on, before uvicorn accepts them
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 def _announce(services: ConsoleServices, access: Access) -> None:

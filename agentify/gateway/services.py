@@ -14,7 +14,7 @@ backend session (shielded, bounded), also when the caller is cancelled. What ser
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -25,8 +25,11 @@ import mcp_types as types
 from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.manifest import cache_dir
+from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
+from agentify.gateway.limits import Limiter
+from agentify.gateway.offers import Offerings
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
@@ -82,6 +85,9 @@ class Services:
     backends: BackendManager
     planners: PlannerSlot
     runner: TaskRunner
+    offerings: Offerings
+    """The backends' resources, prompts and completions, as one server."""
+    limiter: Limiter
     started: float
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
@@ -91,6 +97,10 @@ class Services:
     def forward_roots(self, roots: list[types.Root]) -> None:
         """The client's roots as they became known: what backends with `forwardRoots` are told."""
         self.backends.forward_roots(roots)
+
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]:
+        """`listener` hears every backend's `*/list_changed` and `resources/updated`; returns how to stop it."""
+        return self.backends.on_change(listener)
 
 
 @asynccontextmanager
@@ -103,6 +113,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         config.backends, on_state=lambda status: bus.publish("backend", status.as_dict()), cache_dir=cache_dir()
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
+    limiter = Limiter(config.server.limits, config.server.redis)
     runner = TaskRunner(
         backends,
         planners,
@@ -111,6 +122,7 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         config.max_query_chars,
         config.max_result_chars,
         config.max_context_chars,
+        limiter=limiter,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     services = Services(
@@ -122,6 +134,8 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
         backends=backends,
         planners=planners,
         runner=runner,
+        offerings=Offerings(backends),
+        limiter=limiter,
         started=time.time(),
     )
     with boot.telemetry.attached(traces):
@@ -136,5 +150,6 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
                         await backends.closed.wait()
                     await planners.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
+                    await limiter.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
                 tg.cancel_scope.cancel()

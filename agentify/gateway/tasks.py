@@ -27,6 +27,7 @@ from opentelemetry.util.types import AttributeValue
 from agentify.backends import BackendManager, ToolHandle
 from agentify.errors import AgentifyError, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
+from agentify.gateway.limits import Limiter
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
@@ -89,8 +90,10 @@ class TaskRunner:
         max_query_chars: int,
         max_result_chars: int,
         max_context_chars: int = 20_000,
+        limiter: Limiter | None = None,
     ) -> None:
         self.manager = manager
+        self.limiter = limiter
         self.planners = planners
         self.tracer = tracer
         self._redactor = redactor
@@ -178,6 +181,8 @@ class TaskRunner:
             result = None
             if execute:
                 await self._confirm(plan, reason, confirmer)
+                if self.limiter is not None:
+                    await self.limiter.charge_backend(plan.backend)
                 await _report(progress, f"calling {plan.backend}.{plan.tool}")
                 result = await self._call(plan, progress)
                 await _report(progress, "done")

@@ -28,7 +28,7 @@ from opentelemetry.trace import StatusCode
 from agentify._common import files
 from agentify.gateway.events import EventBus
 from agentify.security.redact import Redactor
-from agentify.telemetry.names import ERROR_TYPE, SCOPE, TASK_INPUT, TASK_KIND, TOOL_ARGUMENTS, WAITING
+from agentify.telemetry.names import ENDUSER, ERROR_TYPE, SCOPE, TASK_INPUT, TASK_KIND, TOOL_ARGUMENTS, WAITING
 
 TEXT_LIMIT = 2000
 """Characters kept of any one string of a trace (a query, a selection, an argument, a result preview)."""
@@ -60,6 +60,7 @@ class Trace:
     status: str = "running"  # running | ok | error | waiting
     error: dict[str, str] | None = None
     spans: list[Step] = field(default_factory=list)
+    principal: str | None = None  # who asked: the request's `enduser.id` (telemetry.principal)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
@@ -84,6 +85,7 @@ class Trace:
             status=data.get("status", "ok"),
             error=data.get("error"),
             spans=steps,
+            principal=data.get("principal"),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -116,6 +118,7 @@ class TraceStore(SpanProcessor):
             kind=str(attributes[TASK_KIND]),
             input=self._redactor.data(_parsed(attributes.get(TASK_INPUT)) or {}, limit=TEXT_LIMIT),
             start=_seconds(span.start_time),
+            principal=_principal(attributes.get(ENDUSER)),
         )
         self._open[span.context.span_id] = trace
         self._ring.append(trace)
@@ -234,3 +237,7 @@ def _load_tail(path: Path, keep: int) -> list[Trace]:
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return traces
+
+
+def _principal(value: object) -> str | None:
+    return value if isinstance(value, str) else None

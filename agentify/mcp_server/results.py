@@ -7,7 +7,7 @@ from typing import Any
 
 import mcp_types as types
 
-from agentify.errors import AgentifyError
+from agentify.errors import AgentifyError, RateLimited
 from agentify.gateway.tasks import TaskOutcome
 from agentify.planner.retrieval import Ranked
 from agentify.security.redact import Redactor
@@ -55,12 +55,15 @@ LIMIT = 8000
 
 def error_result(error: AgentifyError, redactor: Redactor) -> types.CallToolResult:
     """The error as an isError result; redacted, since messages quote backend stderr and errors."""
+    meta: dict[str, Any] = {"code": error.code, "traceId": error.trace_id}
+    if isinstance(error, RateLimited):
+        meta["retryAfterSeconds"] = error.retry_after_seconds
     return types.CallToolResult(
         content=[
             types.TextContent(type="text", text=redactor.bounded(f"agentify {error.code}: {error.message}", 8000))
         ],
         is_error=True,
-        _meta={"agentify/error": {"code": error.code, "traceId": error.trace_id}},
+        _meta={"agentify/error": meta},
     )
 
 

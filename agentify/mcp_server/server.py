@@ -2,7 +2,10 @@
 
 Nothing here plans, spawns or formats beyond turning MCP requests into `TaskRunner`
 calls and outcomes into results (`results.py`). It sees the gateway's services through
-`McpServices`, the part of them it uses, and keeps the client's roots per MCP session.
+`McpServices`, the part of them it uses, and keeps each client's roots (`roots.RootsBook`).
+Every request runs as its principal (`telemetry.principal`: from its access token over HTTP) and,
+over HTTP, counts as in flight for the drain (`replica.Replica`); every `tools/call` is charged to
+its principal's rate limit first.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import anyio
 import mcp_types as types
 from loguru import logger
 from mcp.server import Server
@@ -21,17 +25,24 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from agentify import __version__
 from agentify._common.schemas import tool_schema
+from agentify.backends.offers import ChangeListener
 from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
+from agentify.gateway.limits import Limiter
+from agentify.gateway.offers import Offerings
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
+from agentify.mcp_server.bearer import principal_of
 from agentify.mcp_server.client_requests import Exchange, Questions
+from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
+from agentify.mcp_server.replica import Replica
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
-from agentify.mcp_server.roots import ClientRoots
+from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
 from agentify.security.display import escaped
 from agentify.security.redact import Redactor
+from agentify.telemetry.principal import ANONYMOUS, LOCAL, acting_for, current_principal
 
 _TASK_SCHEMA = tool_schema(TaskInput)
 
@@ -91,15 +102,43 @@ class McpServices(TaskServices, Protocol):
     @property
     def redactor(self) -> Redactor: ...
 
+    @property
+    def offerings(self) -> Offerings: ...
+
+    @property
+    def limiter(self) -> Limiter: ...
+
     def forward_roots(self, roots: list[types.Root]) -> None: ...
+
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]: ...
 
 
 @dataclass(frozen=True)
 class McpContext:
-    """The server's lifespan context: the services, and the roots of the client session it serves."""
+    """The server's lifespan context: the services, the roots of each client it serves, and the relay of the
+    backends' changes to its clients."""
 
     services: McpServices
-    roots: ClientRoots
+    roots: RootsBook
+    relay: ChangeRelay
+
+    @property
+    def offerings(self) -> Offerings:
+        return self.services.offerings
+
+    @property
+    def redactor(self) -> Redactor:
+        return self.services.redactor
+
+
+@dataclass(frozen=True)
+class Clients:
+    """Who the server serves: over stdio one client, the user who started agentify (no principal); over
+    HTTP many, each request as the principal of its access token (`ANONYMOUS` without one: `--no-auth`),
+    and a `replica` that drains."""
+
+    one: bool = True
+    replica: Replica | None = None
 
 
 OpenServices = Callable[[], AbstractAsyncContextManager[McpServices]]
@@ -112,17 +151,30 @@ def build_server(
     *,
     trust_init_options: bool = True,
     questions: Questions | None = None,
+    clients: Clients | None = None,
 ) -> Server[McpContext]:
     """`trust_init_options`: over stdio the client started agentify, so its `initializationOptions` are
     its own config; over HTTP any client can connect, and they change nothing.
-    `questions`: how long the client's answers are awaited, and which were used (`Questions`)."""
+    `questions`: how long the client's answers are awaited, and which were used (`Questions`).
+    `clients`: one (stdio, the default) or many (HTTP)."""
     questions = questions or Questions()
+    clients = clients or Clients()
 
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
-            async with open_services() as services:
-                yield McpContext(services, ClientRoots(services.forward_roots))
+            async with open_services() as services, anyio.create_task_group() as tg:
+                if clients.replica is not None:
+                    clients.replica.statuses = lambda: services.status().backends
+                relay = ChangeRelay(services.offerings)
+                stop_hearing = services.on_change(relay.changed)
+                await tg.start(relay.run)
+                try:
+                    yield McpContext(services, RootsBook(services.forward_roots, one_client=clients.one), relay)
+                finally:
+                    stop_hearing()
+                    relay.close()
+                    tg.cancel_scope.cancel()  # a delivery stuck on a client that stopped reading ends here
         finally:
             if on_closed is not None:
                 on_closed()
@@ -131,9 +183,14 @@ def build_server(
         # Roots are deprecated in the 2026-07-28 protocol, but 2025-11-25 IDE clients offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         server: Server[McpContext] = _server(lifespan, questions)
-    # The SDK's OpenTelemetry middleware stays first: a server span per request, continuing the
-    # client's `_meta.traceparent`; the task's spans nest under it.
+    # The SDK's OpenTelemetry middleware stays first of the SDK's: a server span per request, continuing
+    # the client's `_meta.traceparent`; the task's spans nest under it. Over HTTP the principal comes
+    # before it, so that span (`enduser.id`) and everything after run as the principal.
+    if not clients.one:
+        server.middleware.insert(0, _per_request(clients.replica))
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
+    server.middleware.append(capabilities_writer(lambda ctx: ctx.lifespan_context.offerings))
+    server.middleware.append(connection_keeper(lambda ctx: ctx.lifespan_context.relay))
     server.middleware.append(questions.boundary(server.name))
     return server
 
@@ -154,7 +211,19 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
         on_list_tools=_list_tools,
         on_call_tool=call_tool,
         on_roots_list_changed=_roots_changed,
+        **offer_handlers(lambda ctx: ctx.lifespan_context),
     )
+
+
+def _per_request(replica: Replica | None) -> Callable[..., Any]:
+    async def run_as_principal(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        with acting_for(principal_of(ctx.request, ANONYMOUS)):
+            if replica is None or ctx.request_id is None:  # a notification is no work to drain
+                return await call_next(ctx)
+            async with replica.handling():
+                return await call_next(ctx)
+
+    return run_as_principal
 
 
 def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
@@ -200,6 +269,7 @@ async def _call_tool(
         await ctx.session.report_progress(steps, None, services.redactor.text(message, patterns=False))
 
     try:
+        await services.limiter.charge_principal(current_principal() or LOCAL)
         if params.name == "list_backends":
             validate_input(NoInput, arguments, "{}")
             return _backends_result(
@@ -219,7 +289,7 @@ async def _call_tool(
             sampler=exchange.sampler(),
             confirmer=exchange.confirmer(),
             given=exchange.plan if execute else None,
-            default_cwd=await _default_cwd(ctx.lifespan_context.roots, exchange, arguments),
+            default_cwd=await _default_cwd(ctx.lifespan_context.roots.of(ctx.request), exchange, arguments),
         )
     except AskingClient as asking:  # 2026-07-28: the client answers and calls again
         return exchange.input_required(asking.trace_id)
@@ -247,7 +317,7 @@ async def _default_cwd(roots: ClientRoots, exchange: Exchange, arguments: dict[s
 
 async def _roots_changed(ctx: ServerRequestContext[McpContext], params: types.NotificationParams | None) -> None:
     """`notifications/roots/list_changed`: ask again now where the client can be asked, else on the next task."""
-    roots = ctx.lifespan_context.roots
+    roots = ctx.lifespan_context.roots.of(ctx.request)
     roots.forget()
     if not ctx.session.can_send_request:
         return

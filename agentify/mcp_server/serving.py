@@ -2,34 +2,41 @@
 
 stdio: the SDK's transport with unreadable lines answered (`stdio_guard`); `on_closed` is told when
 every backend is closed (the caller's exit watchdog: the SDK's stdin reader thread only returns at EOF).
-HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the bearer token with a
-back-off per address (`BearerAuth`), a cap and a deadline on request bodies (`BodyLimit`), all
-behind the connection gate against idle sockets; `initializationOptions` change nothing.
+HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
+gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
+(`team_auth.protect`), a cap and a deadline on request bodies (`BodyLimit`), all behind the
+connection gate against idle sockets; `initializationOptions` change nothing. SIGTERM drains
+(`Replica.drain`) before the server stops.
 """
 
 from __future__ import annotations
 
 import errno
-import os
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+import anyio
+import anyio.abc
 from loguru import logger
 
 from agentify import __version__
 from agentify._common.errors import StartFailed
+from agentify._common.signals import stop_signals
 from agentify.config import Config
 from agentify.gateway.services import Boot
 from agentify.mcp_server.stdio_guard import answering_parse_errors
-from agentify.security.http_auth import BearerAuth, NoWebSockets, is_loopback
+from agentify.security.http_auth import NoWebSockets, is_loopback
 
 if TYPE_CHECKING:
+    from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.client_requests import Questions
+    from agentify.mcp_server.replica import Replica
     from agentify.mcp_server.server import OpenServices
 
 HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
 HTTP_BODY_BYTES = 16 * 1024 * 1024  # one MCP message: a tool call may carry a file's content
+CLOSE_SECONDS = 2  # after the drain: for the last replies to leave, and open event streams to be cut
 
 
 async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Callable[[], None]) -> None:
@@ -46,46 +53,74 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
 
 
 async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None) -> None:
-    import uvicorn
+    """`token`: the shared token of `server.auth` type `token` (None: `--no-auth`, or another type)."""
+    import uvicorn  # here, as everything HTTP serving needs: stdio starts without it
 
-    from agentify.mcp_server.server import build_server
+    from agentify._common.listen import EmbeddedServer
+    from agentify.mcp_server.replica import Replica, ReplicaRoutes
+    from agentify.mcp_server.server import Clients, build_server
+    from agentify.mcp_server.team_auth import host_check, protect
     from agentify.security.bodies import BodyLimit
     from agentify.security.connections import ConnectionGate
 
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
+    replica = Replica()
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # (not the log level either, which is the gateway's, for every client).
-    server = build_server(open_services, trust_init_options=False, questions=_questions(boot.config))
-    app: Any = BodyLimit(server.streamable_http_app(host=host, streamable_http_path="/mcp"), limit=HTTP_BODY_BYTES)
-    url = f"http://{host}:{port}/mcp"
+    server = build_server(
+        open_services,
+        trust_init_options=False,
+        questions=_questions(boot.config),
+        clients=Clients(one=False, replica=replica),
+    )
+    mcp = server.streamable_http_app(
+        host=host, streamable_http_path="/mcp", transport_security=host_check(host, boot.config.server)
+    )
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
-    if token is None:
-        logger.warning("serving MCP on {} without authentication (--no-auth): any local process can use it", url)
-    else:
-        app = BearerAuth(app, token)
-        boot.redactor.add([token])
-        if os.environ.get("AGENTIFY_HTTP_TOKEN"):
-            logger.info("clients must send 'Authorization: Bearer <the value of AGENTIFY_HTTP_TOKEN>'")
-        else:
-            boot.logs.reveal(
-                "agentify", f"clients must send 'Authorization: Bearer {token}' (AGENTIFY_HTTP_TOKEN fixes it)"
-            )
-        if not is_loopback(host):
-            logger.warning("serving MCP on {}: reachable from other machines; only clients with the token get in", host)
-    app = NoWebSockets(app)
+    protected = protect(BodyLimit(mcp, limit=HTTP_BODY_BYTES), boot, endpoint=url, shared_token=token)
+    app = NoWebSockets(ReplicaRoutes(protected.app, replica, protected.public))
+    if not is_loopback(host):
+        logger.warning("serving MCP on {}: reachable from other machines; only clients with a token get in", host)
     # Connections that never send a request time out and cannot crowd out clients with the token.
     gate = ConnectionGate(limit=HTTP_CONNECTIONS)
     settings = uvicorn.Config(
         app,
-        host=host,
-        port=port,
         log_config=None,  # its records go to the redacting sink (LogSetup), not to its own handlers
         log_level="warning",
         access_log=False,
         lifespan="on",
         http=gate.protocol(),
+        timeout_graceful_shutdown=CLOSE_SECONDS,
     )
-    await uvicorn.Server(settings).serve(sockets=[listener])
+    await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
+
+
+async def _serve_until_drained(
+    server: EmbeddedServer, listener: socket.socket, replica: Replica, drain_seconds: float
+) -> None:
+    """Serves until SIGTERM or SIGINT, then drains (`Replica.drain`) and stops: every backend is closed by the
+    app's lifespan. A second signal cuts the drain short."""
+    async with anyio.create_task_group() as tg:
+
+        async def drain_then_stop() -> None:
+            await replica.drain(drain_seconds)
+            server.should_exit = True
+
+        async def on_signals(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+            with stop_signals() as signals:
+                task_status.started()
+                async for signum in signals:
+                    if not replica.draining:
+                        logger.info("signal {} received: draining (at most {:g} s)", signum.name, drain_seconds)
+                        tg.start_soon(drain_then_stop)
+                    else:
+                        logger.info("signal {} received again: stopping without waiting", signum.name)
+                        server.should_exit = True
+
+        await tg.start(on_signals)
+        await server.serve(sockets=[listener])
+        tg.cancel_scope.cancel()
 
 
 def _questions(config: Config) -> Questions:
@@ -95,20 +130,17 @@ def _questions(config: Config) -> Questions:
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """The HTTP transport's socket, bound (uvicorn listens on it).
+    """The HTTP transport's socket, bound and listening (uvicorn accepts on it), with TCP_NODELAY on every
+    connection it accepts (`listening_socket`).
 
     Raises:
         StartFailed: the address cannot be bound (in use, not an address of this machine)."""
+    from agentify._common.listen import listening_socket
+
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        listener = socket.socket(family, socket.SOCK_STREAM)
-    except OSError as exc:
+        return listening_socket(host, port, HTTP_CONNECTIONS)
+    except socket.gaierror as exc:
         raise StartFailed(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
     except OSError as exc:
-        listener.close()
         fix = "choose another port with --port" if exc.errno == errno.EADDRINUSE else "choose another --host"
         raise StartFailed(f"cannot listen on {host}:{port} ({exc.strerror or exc}); {fix}") from None
-    return listener

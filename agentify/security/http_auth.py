@@ -1,9 +1,10 @@
-"""Bearer-token authentication for `agentify serve --transport http`.
+"""What every bearer-token check of `agentify serve --transport http` shares (the check itself is
+`mcp_server.bearer.RequireBearer`, over the verifier `server.auth` names).
 
 Over HTTP anyone who can reach the port is a client, unlike stdio, where the client is the
-process that started agentify. So every request needs `Authorization: Bearer <token>`; the
-token comes from `AGENTIFY_HTTP_TOKEN` (at least `MIN_TOKEN_CHARS` off loopback) or is generated
-per start and logged on stderr.
+process that started agentify. So every request needs `Authorization: Bearer <token>`; with the
+shared token (`server.auth` type `token`) it comes from `AGENTIFY_HTTP_TOKEN` (at least
+`MIN_TOKEN_CHARS` off loopback) or is generated per start and logged on stderr (`choose_token`).
 
 Guessing is slowed per client address (`Backoff`): after `FREE_FAILURES` refusals within a minute,
 the address is refused outright (429, `Retry-After`) for a while that doubles with each further
@@ -98,36 +99,6 @@ class Backoff:
         self._failures.pop(address, None)
 
 
-class BearerAuth:
-    """ASGI middleware: HTTP requests without the right bearer token get 401 (429 while their address
-    backs off); lifespan passes through. Put `NoWebSockets` in front: this answers HTTP only."""
-
-    def __init__(self, app: ASGIApp, token: str, backoff: Backoff | None = None) -> None:
-        self._app = app
-        self._expected = f"Bearer {token}".encode()
-        self._backoff = backoff or Backoff()
-
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)
-            return
-        address = str((scope.get("client") or ("unknown",))[0])
-        if (wait := self._backoff.retry_after(address)) > 0:
-            self._backoff.failed(address)
-            await _refuse(send, 429, "too_many_failures", _BACKING_OFF, retry_after=wait)
-            return
-        if not self._authorised(scope):
-            self._backoff.failed(address)
-            await _refuse(send, 401, "unauthorized", _NEEDS_TOKEN)
-            return
-        self._backoff.succeeded(address)
-        await self._app(scope, receive, send)
-
-    def _authorised(self, scope: Scope) -> bool:
-        presented = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), b"")
-        return secrets.compare_digest(presented, self._expected)
-
-
 class NoWebSockets:
     """ASGI middleware: MCP over HTTP has no WebSocket; an upgrade is closed before it is accepted, which
     uvicorn answers with 403 (instead of a 500 and a traceback from an app that only speaks HTTP)."""
@@ -142,18 +113,14 @@ class NoWebSockets:
         await self._app(scope, receive, send)
 
 
-_NEEDS_TOKEN = (
-    "agentify needs 'Authorization: Bearer <token>': use AGENTIFY_HTTP_TOKEN, or the token agentify logged "
-    "when it started"
-)
-_BACKING_OFF = "too many requests without the right token came from this address; wait and try again"
-
-
-async def _refuse(send: Any, status: int, error: str, message: str, retry_after: float | None = None) -> None:
-    body = json.dumps({"error": error, "message": message}).encode()
+async def refuse(
+    send: Any, status: int, error: str, message: str, *, challenge: str, retry_after: float | None = None
+) -> None:
+    """An HTTP refusal: a JSON body that says what to do, and the `WWW-Authenticate` challenge."""
+    body = json.dumps({"error": error, "error_description": message}).encode()
     headers = [
         (b"content-type", b"application/json"),
-        (b"www-authenticate", b'Bearer realm="agentify"'),
+        (b"www-authenticate", challenge.encode()),
         (b"content-length", str(len(body)).encode()),
     ]
     if retry_after is not None:

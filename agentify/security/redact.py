@@ -4,7 +4,8 @@ A `Redactor` knows the literal secrets of this run (API keys, header and auth va
 came from `${VAR}`, credential-looking env values, the console token), each also in the forms it
 takes inside JSON, a Python repr and a URL (a secret holding `"` or `\\` is spelled differently
 there: an error body that quotes it back is still masked), and also masks
-secret-shaped strings it was never told about: bearer tokens, `sk-`-style keys, `token=...`
+secret-shaped strings it was never told about: bearer tokens, `sk-`-style keys, agentify's `agt_`
+tokens, JWTs, `token=...`
 assignments and the password of `scheme://user:pass@host`.
 
 Every pattern runs in linear time: each repetition that could meet the next one is bounded, and
@@ -33,6 +34,8 @@ _PATTERN_REACH = 1100  # the longest text one pattern can need to recognise its 
 _PATTERNS = (
     re.compile(r"(?i)\b(bearer[ \t]{1,16})[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"\b(sk-)[A-Za-z0-9_-]{8,}"),
+    re.compile(r"\b(agt_)[A-Za-z0-9_-]{16,}"),  # agentify's own per-person tokens (security/team_tokens.py)
+    re.compile(r"\b(eyJ)[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),  # a JWT: header.claims.signature
     re.compile(r"(?i)\b((?:api[_-]?key|token|secret|password)[\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?)[^\s\"',}]{4,}"),
     # scheme://user:PASSWORD@host. The look-behind lets a scheme start only at the start of a word,
     # and every part is bounded, so a long run of letters costs one pass, not one pass per letter.

@@ -1,15 +1,42 @@
-"""Who made the request being served: spans carry it as `enduser.id`.
+"""Who made the request being served: the principal, set once per MCP request by the adapter that
+authenticated it (mcp_server/server.py), read by everything that runs for the request.
 
-The HTTP auth of the team gateway (per-person tokens, JWTs) names a principal per request: the
-token's name or the JWT's `sub`. Until that lands, no request has one.
+It is the token's name (`server.auth` type `tokens`), the JWT's `sub` (`jwt`), `SHARED` for the one
+shared token and `ANONYMOUS` for `--no-auth`; over stdio no request has one (the client is whoever
+started agentify; rate limits count it as `LOCAL`). It lives in a context variable, so nothing passes
+it along: spans carry it as `enduser.id` (setup.py), the console's traces and `traceFile` as
+`principal` (read from that attribute), every log line as `principal=` (loguru's context), and the
+rate limits count by it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from loguru import logger
+
+LOCAL = "local"
+SHARED = "shared-token"
+ANONYMOUS = "anonymous"
+
+_PRINCIPAL: ContextVar[str | None] = ContextVar("agentify.principal", default=None)
+
 
 def current_principal() -> str | None:
-    """The principal of the request this task serves, or None (stdio, the shared token, no request).
+    """The principal of the request this task serves, or None (stdio, or outside a request).
 
-    Called when each span starts, in the request's own context: reading a context variable that the
-    auth middleware sets is cheap enough."""
-    return None
+    Called when each span starts, in the request's own context: a context variable is cheap enough."""
+    return _PRINCIPAL.get()
+
+
+@contextmanager
+def acting_for(principal: str) -> Iterator[None]:
+    """Everything inside runs, and logs, as `principal`."""
+    token = _PRINCIPAL.set(principal)
+    try:
+        with logger.contextualize(principal=principal):
+            yield
+    finally:
+        _PRINCIPAL.reset(token)

@@ -130,6 +130,20 @@ async def test_a_failing_scenario_comes_back_with_its_last_screenshot_and_its_fi
     assert missing.value.code == -32002
 
 
+async def test_the_runs_files_are_listed_in_pages(workspace: Workspace) -> None:
+    """Two failing runs keep 2 x (2 + 24) files: more than one page of 50."""
+    async with connect(workspace, env={"FAKE_ARBIGENT_FAIL": "checkout"}) as session:
+        for _ in range(2):
+            await call(session, "run-arbigent-test-purchase")
+        first = await session.list_resources()
+        second = await session.list_resources(params=types.PaginatedRequestParams(cursor=first.next_cursor))
+        with pytest.raises(MCPError) as refused:
+            await session.list_resources(params=types.PaginatedRequestParams(cursor="page 2"))
+    assert (len(first.resources), len(second.resources), second.next_cursor) == (50, 2, None)
+    assert len({r.uri for r in [*first.resources, *second.resources]}) == 52
+    assert refused.value.error.code == types.INVALID_PARAMS and "nextCursor" in refused.value.error.message
+
+
 async def test_a_screenshot_over_the_size_limit_is_named_instead_of_attached(workspace: Workspace) -> None:
     env = {"FAKE_ARBIGENT_FAIL": "task", "FAKE_ARBIGENT_SCREENSHOT_BYTES": "700000"}
     async with connect(workspace, env=env) as session:

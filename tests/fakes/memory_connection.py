@@ -32,8 +32,12 @@ def tool(name: str) -> types.Tool:
 class MemoryConnection:
     kind = "memory"
 
-    def __init__(self, tools: list[str] | None = None, *, hang_listing: bool = False) -> None:
+    def __init__(
+        self, tools: list[str] | None = None, *, hang_listing: bool = False, handlers: dict[str, Any] | None = None
+    ) -> None:
+        """`handlers`: more `Server(...)` handlers (resources, prompts...) for the server to offer."""
         self.tools = [tool(name) for name in (tools or ["echo", "grow"])]
+        self.handlers = handlers or {}
         self.hang_listing = hang_listing
         self.fail_opens: list[BaseException] = []
         self.metas: list[dict[str, Any]] = []
@@ -112,4 +116,4 @@ class MemoryConnection:
                 await ctx.session.send_tool_list_changed()
             return types.CallToolResult(content=[types.TextContent(text=f"{params.name} ran")])
 
-        return Server("memory", on_list_tools=list_tools, on_call_tool=call_tool)
+        return Server("memory", on_list_tools=list_tools, on_call_tool=call_tool, **self.handlers)

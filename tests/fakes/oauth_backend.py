@@ -59,7 +59,7 @@ class MemoryProvider:
                 client_id=client_id,
                 client_secret=os.environ["FAKE_CLIENT_SECRET"],
                 redirect_uris=["http://127.0.0.1/callback"],  # type: ignore[list-item]
-                token_endpoint_auth_method="client_secret_post",
+                token_endpoint_auth_method="client_secret_basic",
                 grant_types=["authorization_code", "refresh_token"],
             )
         return self.clients.get(client_id)

@@ -7,18 +7,22 @@ trips that `Client.call_tool` drives through the same callbacks.
 
 from __future__ import annotations
 
+import json
+import shutil
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
+import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from tests.conftest import AGENTIFY
+from tests.conftest import AGENTIFY, REPO
 
 MODES = ("legacy", "auto")
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
@@ -53,3 +57,21 @@ def roots_of(*paths: Path) -> Any:
         return types.ListRootsResult(roots=[types.Root(uri=p.as_uri(), name=p.name) for p in paths])  # type: ignore[arg-type]
 
     return list_roots
+
+
+TS_CLIENT = REPO / "node_modules/@modelcontextprotocol/client/package.json"
+TS_SCRIPT = REPO / "tests/ts_client.mjs"
+
+
+async def ts_client(spec: dict[str, Any]) -> dict[str, Any]:
+    """The TypeScript v2 client (tests/ts_client.mjs) run once with `spec`: its one line of JSON, checked
+    for the era `spec["mode"]` names."""
+    if not TS_CLIENT.exists():
+        pytest.fail(f"{TS_CLIENT} is missing: run scripts/setup.sh (npm install) first")
+    node = shutil.which("node") or pytest.fail("node is not on PATH")
+    with anyio.fail_after(60):
+        done = await anyio.run_process([node, str(TS_SCRIPT), json.dumps(spec)], cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    answer: dict[str, Any] = json.loads(done.stdout)
+    assert answer["protocolVersion"] == ERAS[spec["mode"]]
+    return answer

@@ -62,3 +62,10 @@ def test_the_cli_reference_shows_every_command_with_its_flags(site: Path) -> Non
 def test_every_page_of_the_navigation_is_built(site: Path) -> None:
     for page in ("install", "connect", "ide", "configuration", "security", "console", "planning", "arbigent"):
         assert (site / page / "index.html").is_file(), page
+
+
+def test_the_readme_stays_short_and_links_into_the_site() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.encode()) < 20_000
+    for page in ("docs/install.md", "docs/connect.md", "docs/configuration.md", "docs/development.md"):
+        assert f"]({page})" in readme and (REPO / page).is_file(), page

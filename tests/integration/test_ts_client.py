@@ -6,26 +6,19 @@ It negotiates 2026-07-28 with this gateway ("auto"), where a confirmation is an
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from tests.conftest import AGENTIFY, REPO, fs_backend, gateway_env, write_config
+from tests.conftest import AGENTIFY, fs_backend, gateway_env, write_config
+from tests.integration.ide_client import ts_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
-SCRIPT = REPO / "tests/ts_client.mjs"
-TS_CLIENT = REPO / "node_modules/@modelcontextprotocol/client/package.json"
-ERAS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
 
 async def drive(tmp_path: Path, mode: str, elicitation: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    if not TS_CLIENT.exists():
-        pytest.fail(f"{TS_CLIENT} is missing: run scripts/setup.sh (npm install) first")
     config = write_config(tmp_path, [fs_backend(tmp_path / "workspace")])
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")} | gateway_env(None)
     spec = {
@@ -37,13 +30,7 @@ async def drive(tmp_path: Path, mode: str, elicitation: str | None, calls: list[
         "elicitation": elicitation,
         "calls": calls,
     }
-    node = shutil.which("node") or pytest.fail("node is not on PATH")
-    with anyio.fail_after(60):
-        done = await anyio.run_process([node, str(SCRIPT), json.dumps(spec)], cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    answer: dict[str, Any] = json.loads(done.stdout)
-    assert answer["protocolVersion"] == ERAS[mode]
-    return answer
+    return await ts_client(spec)
 
 
 def write_call(target: Path) -> dict[str, Any]:

@@ -267,3 +267,12 @@ def test_a_bad_environment_value_names_its_variable(tmp_path: Path) -> None:
         load_sources(path, {}, {"AGENTIFY_PLANNER": "magic"}).resolve()
     with pytest.raises(ConfigError, match=r"planner\.shortlist \(from the command line\)"):
         load_sources(path, {"planner": {"shortlist": 0}}, {}).resolve()
+
+
+def test_resources_and_prompts_filters_sit_beside_tools(tmp_path: Path) -> None:
+    backend = {"id": "a", "command": "x", "resources": {"deny": ["*.html"]}, "prompts": {"allow": ["greet"]}}
+    config = load_sources(write(tmp_path, {"backends": [backend]}), {}, {}).resolve(None)
+    [spec] = config.backends
+    assert not spec.resources.permits("arbigent://runs/1/report.html") and spec.prompts.permits("greet")
+    with pytest.raises(ConfigError, match=r'unknown key "backends\.0\.prompts\.confirm"'):
+        load_sources(write(tmp_path, {"backends": [backend | {"prompts": {"confirm": []}}]}), {}, {}).resolve(None)

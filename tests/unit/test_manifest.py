@@ -6,6 +6,7 @@ import mcp_types as types
 import pytest
 
 from agentify.backends.manifest import ManifestStore, cache_dir, manifest_key
+from agentify.backends.offers import Offers
 from agentify.config import BackendConfig
 
 TOOL = types.Tool(name="echo", description="Echo", input_schema={"type": "object"})
@@ -52,3 +53,21 @@ def test_an_unreadable_manifest_is_ignored(tmp_path: Path) -> None:
     for content in ("not json", '{"format": 1, "tools": [{"name": 5}]}', "[]", '{"format": 99, "tools": []}'):
         path.write_text(content)
         assert store.load(spec) is None
+
+
+def test_offers_are_kept_beside_the_tools_and_an_older_manifest_still_loads(tmp_path: Path) -> None:
+    store = ManifestStore(tmp_path)
+    spec = BackendConfig(id="a", command="node")
+    offers = Offers(
+        capabilities=types.ServerCapabilities(resources=types.ResourcesCapability(subscribe=True)),
+        resources=(types.Resource(uri="demo://x", name="x"),),
+        prompts=(types.Prompt(name="greet"),),
+    )
+    store.save_offers(spec, offers)  # no tools kept yet: nothing is written, or it would read as "no tools"
+    assert store.load(spec) is None and store.load_offers(spec) is None
+    store.save(spec, [TOOL])
+    assert store.load_offers(spec) is None  # a manifest of tools only, as older versions wrote it
+    store.save_offers(spec, offers)
+    store.save(spec, [TOOL, TOOL.model_copy(update={"name": "two"})])  # new tools keep the offers
+    assert [t.name for t in store.load(spec) or []] == ["echo", "two"]
+    assert store.load_offers(spec) == offers and (store.load_offers(spec) or Offers()).has("subscribe")

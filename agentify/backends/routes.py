@@ -1,0 +1,107 @@
+"""Which backend a resource URI belongs to, learnt from what the backends said.
+
+A URI is passed to the IDE unchanged, so reading it needs the owner back. The table learns from three
+sources, strongest first: a tool result that carried the URI (a `resource_link` or an embedded resource:
+the backend that made it can read it), a backend's `resources/list`, and its `resources/templates/list`
+(the longest literal prefix of a template wins). A URI none of them names goes to the one backend that
+uses its scheme, if exactly one does. Everything is bounded: the oldest entries are forgotten first.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from urllib.parse import urlsplit
+
+import mcp_types as types
+
+MAX_ENTRIES = 20_000
+
+
+class _Bounded(OrderedDict[str, list[str]]):
+    """uri -> the backends that named it, most recent last; the least recently named URI goes first."""
+
+    def add(self, key: str, backend: str) -> None:
+        owners = [b for b in self.pop(key, []) if b != backend]
+        self[key] = [*owners, backend]
+        while len(self) > MAX_ENTRIES:
+            self.popitem(last=False)
+
+
+class ResourceRoutes:
+    def __init__(self) -> None:
+        self._carried = _Bounded()
+        self._listed = _Bounded()
+        self._names: dict[str, str] = {}
+        self._prefixes: dict[str, dict[str, str]] = {}
+        """backend -> {template's literal prefix: the template}"""
+        self._schemes: dict[str, set[str]] = {}
+
+    def listed(self, backend: str, resources: Iterable[types.Resource]) -> None:
+        for resource in resources:
+            uri = str(resource.uri)
+            self._listed.add(uri, backend)
+            self._names[uri] = resource.name
+            self._scheme(uri, backend)
+        while len(self._names) > MAX_ENTRIES:
+            del self._names[next(iter(self._names))]
+
+    def templates(self, backend: str, templates: Iterable[types.ResourceTemplate]) -> None:
+        known = self._prefixes.setdefault(backend, {})
+        for template in templates:
+            known[template.uri_template.split("{", 1)[0]] = template.uri_template
+            self._scheme(template.uri_template, backend)
+
+    def carried(self, backend: str, result: types.CallToolResult) -> None:
+        """The URIs a tool result links to or embeds: that backend can read them."""
+        for block in result.content:
+            if isinstance(block, types.ResourceLink):
+                uri = str(block.uri)
+            elif isinstance(block, types.EmbeddedResource):
+                uri = str(block.resource.uri)
+            else:
+                continue
+            self._carried.add(uri, backend)
+            self._scheme(uri, backend)
+
+    def owner(self, uri: str, candidates: Sequence[str]) -> str | None:
+        """The backend among `candidates` (those offering resources, in config order) that reads `uri`."""
+        for table in (self._carried, self._listed):
+            owners = [b for b in reversed(table.get(uri, [])) if b in candidates]
+            if owners:
+                return owners[0]
+        if (template := self.template_owner(uri, candidates)) is not None:
+            return template
+        scheme = _scheme_of(uri)
+        by_scheme = [b for b in candidates if scheme in self._schemes.get(b, ())]
+        if len(by_scheme) == 1:
+            return by_scheme[0]
+        return candidates[0] if len(candidates) == 1 else None
+
+    def template_owner(self, uri: str, candidates: Sequence[str]) -> str | None:
+        """The backend whose template has the longest literal prefix of `uri` (also a template itself)."""
+        best: tuple[int, str] | None = None
+        for backend in candidates:
+            for prefix, template in self._prefixes.get(backend, {}).items():
+                if (uri.startswith(prefix) or uri == template) and (best is None or len(prefix) > best[0]):
+                    best = (len(prefix), backend)
+        return best[1] if best is not None else None
+
+    def name(self, uri: str) -> str | None:
+        """The name a backend listed the URI under, if one did."""
+        return self._names.get(uri)
+
+    def shared(self, uri: str) -> bool:
+        """Whether two backends listed or carried the same URI (its listed name then says whose it is)."""
+        return len(set(self._listed.get(uri, [])) | set(self._carried.get(uri, []))) > 1
+
+    def _scheme(self, uri: str, backend: str) -> None:
+        if scheme := _scheme_of(uri):
+            self._schemes.setdefault(backend, set()).add(scheme)
+
+
+def _scheme_of(uri: str) -> str:
+    try:
+        return urlsplit(uri).scheme.lower()
+    except ValueError:
+        return ""

@@ -1,0 +1,121 @@
+"""Config `server`: how `serve --transport http` serves a team (DESIGN.md, "Team gateway").
+
+Who the clients are (`auth`), the URL they use (`publicUrl`), the rate limits and where their counts
+live (`limits`, `redis`), and how long a SIGTERM waits for calls in flight (`drainSeconds`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator, model_validator
+
+from agentify.config.base import Model
+from agentify.security.credentials import mask_url, url_secrets
+
+DRAIN_SECONDS = 30.0
+
+
+class SharedTokenAuth(Model):
+    """One bearer token for everyone: `AGENTIFY_HTTP_TOKEN`, else a random one shown at start."""
+
+    type: Literal["token"] = "token"
+
+
+class TokensAuth(Model):
+    """A token per person: a file of their names and the sha256 of their tokens (`agentify token add`)."""
+
+    type: Literal["tokens"]
+    file: str = Field(min_length=1, description="The tokens file, relative to the config file.")
+
+
+class JwtAuth(Model):
+    """An OAuth 2.1 resource server: JWTs signed by the issuer's keys (its JWKS)."""
+
+    type: Literal["jwt"]
+    issuer: str = Field(min_length=1)
+    audience: str | None = Field(default=None, description="Default: server.publicUrl.")
+    jwks_url: str | None = Field(default=None, description="Default: found by the issuer's metadata (discovery).")
+    required_scopes: list[str] = Field(default_factory=list)
+
+    @field_validator("issuer", "jwks_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and (urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc):
+            raise ValueError(f"{mask_url(value)!r} is not an http:// or https:// URL")
+        return value
+
+
+class LimitsConfig(Model):
+    per_principal: str | None = Field(default=None, description='Per caller, e.g. "120/minute".')
+    per_backend: dict[str, str] = Field(default_factory=dict, description='Per backend id, e.g. {"fs": "20/minute"}.')
+    when_redis_down: Literal["allow", "refuse"] = Field(
+        default="allow",
+        description="When the shared counts cannot be reached: allow calls uncounted (fail open), or refuse "
+        "them as rate_limited (fail closed).",
+    )
+
+    @field_validator("per_principal")
+    @classmethod
+    def _one_limit(cls, value: str | None) -> str | None:
+        return None if value is None else _checked_limit(value)
+
+    @field_validator("per_backend")
+    @classmethod
+    def _limits_per_backend(cls, value: dict[str, str]) -> dict[str, str]:
+        return {backend: _checked_limit(limit) for backend, limit in value.items()}
+
+    @property
+    def any(self) -> bool:
+        return self.per_principal is not None or bool(self.per_backend)
+
+
+class ServerConfig(Model):
+    auth: SharedTokenAuth | TokensAuth | JwtAuth = Field(default_factory=SharedTokenAuth, discriminator="type")
+    public_url: str | None = Field(
+        default=None, description="The MCP endpoint as clients reach it (behind a proxy), e.g. https://host/mcp."
+    )
+    redis: str | None = Field(default=None, repr=False, description="redis:// URL of the counts replicas share.")
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    drain_seconds: float = Field(
+        default=DRAIN_SECONDS, gt=0, le=300, description="How long SIGTERM waits for calls in flight."
+    )
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is not None and (urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL (the MCP endpoint, e.g. https://host/mcp)")
+        return value
+
+    @field_validator("redis")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(f"{mask_url(value)!r} is not a redis://, rediss:// or unix:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _audience(self) -> ServerConfig:
+        if isinstance(self.auth, JwtAuth) and not (self.auth.audience or self.public_url):
+            raise ValueError(
+                "auth type jwt needs the audience its tokens are issued for: set server.publicUrl (the URL clients "
+                "use) or server.auth.audience"
+            )
+        return self
+
+    def secret_values(self) -> list[str]:
+        return url_secrets(self.redis)
+
+
+def _checked_limit(value: str) -> str:
+    from limits import parse_many
+
+    try:
+        parse_many(value)
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not a rate limit: write a count per unit, e.g. 120/minute, 10/second or 1000 per day"
+        ) from None
+    return value

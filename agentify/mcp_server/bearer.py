@@ -1,0 +1,191 @@
+"""Who an HTTP client is: the bearer token of every request, checked by the verifier `server.auth` names.
+
+Each verifier is a `TokenVerifier` of the MCP SDK and answers the SDK's `AccessToken`, whose subject
+is the principal (`telemetry.principal`): the shared token (`SharedTokenVerifier`), a person's token
+from the tokens file (`TeamTokensVerifier`), or a JWT (`jwt_auth.JwtVerifier`). `RequireBearer` puts
+the checked token where the SDK looks for it (`scope["user"]`, which binds a 2025-11-25 session to
+its creator, and `get_access_token()`), and answers everyone else as RFC 6750 and RFC 9728 say:
+401 with `WWW-Authenticate: Bearer error=... resource_metadata=...` and a description that says
+what to do, 403 `insufficient_scope` for a token without a required scope, and 429 while the
+address backs off after repeated 401s (`security.http_auth.Backoff`). No token is ever logged.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from loguru import logger
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from starlette.authentication import AuthCredentials
+
+from agentify.security.http_auth import Backoff, refuse
+from agentify.security.team_tokens import Person, TokensFileError, digest, people_by_digest, read_entries
+from agentify.telemetry.principal import SHARED
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a token was not accepted, as the client is told it (never the token itself)."""
+
+    reason: str
+
+
+class Verifier(Protocol):
+    """A `TokenVerifier` that can also say why it refused."""
+
+    async def check(self, token: str) -> AccessToken | Refusal: ...
+
+    async def verify_token(self, token: str) -> AccessToken | None: ...
+
+
+class VerifierBase:
+    """The SDK's `TokenVerifier` method over `check`."""
+
+    async def check(self, token: str) -> AccessToken | Refusal:
+        raise NotImplementedError
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        checked = await self.check(token)
+        return checked if isinstance(checked, AccessToken) else None
+
+
+class SharedTokenVerifier(VerifierBase):
+    """`server.auth` type `token`: one token for everyone, so one principal, `SHARED`."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = token.encode()
+
+    async def check(self, token: str) -> AccessToken | Refusal:
+        if not secrets.compare_digest(token.encode(errors="surrogateescape"), self._expected):
+            return Refusal("the token is not this gateway's")
+        return AccessToken(token=token, client_id=SHARED, scopes=[], subject=SHARED)
+
+
+class TeamTokensVerifier(VerifierBase):
+    """`server.auth` type `tokens`: each person's token, looked up by its sha256 in the tokens file.
+
+    The file is read again when it changes (its size, time or inode), so `agentify token add` and
+    `remove` take effect on the next request without a restart. A file that turns unreadable or
+    invalid keeps the last good tokens, and the problem is logged once."""
+
+    def __init__(self, path: Path) -> None:
+        """Raises TokensFileError: the file cannot be read or is not a tokens file."""
+        self._path = path
+        self._stamp = self._current_stamp()
+        self._people: dict[str, Person] = people_by_digest(read_entries(path))
+        self._problem: str | None = None
+        if not self._people:
+            logger.warning("the tokens file {} holds no tokens yet: add one with 'agentify token add NAME'", path)
+
+    async def check(self, token: str) -> AccessToken | Refusal:
+        self._refresh()
+        person = self._people.get(digest(token))
+        if person is None:
+            return Refusal("the token is not in this gateway's tokens file (removed, or never added)")
+        return AccessToken(token=token, client_id=person.name, scopes=list(person.scopes), subject=person.name)
+
+    def _current_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            info = os.stat(self._path)
+        except OSError:
+            return None
+        return info.st_mtime_ns, info.st_size, info.st_ino
+
+    def _refresh(self) -> None:
+        stamp = self._current_stamp()
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            if stamp is None:
+                raise TokensFileError(f"the tokens file {self._path} is gone")
+            self._people = people_by_digest(read_entries(self._path))
+        except TokensFileError as exc:
+            if str(exc) != self._problem:
+                logger.error("{}: the tokens read before stay in use until it is fixed", exc)
+            self._problem = str(exc)
+            return
+        self._problem = None
+        logger.info("the tokens file {} changed: {} tokens", self._path, len(self._people))
+
+
+class RequireBearer:
+    """ASGI middleware in front of the MCP endpoint (see the module docstring); lifespan passes through.
+    Put `NoWebSockets` in front: this answers HTTP only."""
+
+    def __init__(
+        self,
+        app: Any,
+        verifier: Verifier,
+        *,
+        hint: str,
+        required_scopes: list[str] | None = None,
+        resource_metadata_url: str | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self._app = app
+        self._verifier = verifier
+        self._hint = hint
+        self._required = required_scopes or []
+        self._metadata = f'resource_metadata="{resource_metadata_url}"' if resource_metadata_url else ""
+        self._backoff = backoff or Backoff()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        address = str((scope.get("client") or ("unknown",))[0])
+        if (wait := self._backoff.retry_after(address)) > 0:
+            self._backoff.failed(address)
+            await refuse(send, 429, "too_many_failures", _BACKING_OFF, challenge=self._challenge(), retry_after=wait)
+            return
+        token = _bearer(scope)
+        checked = await self._verifier.check(token) if token else Refusal("no bearer token was sent")
+        if isinstance(checked, Refusal):
+            self._backoff.failed(address)
+            error = 'error="invalid_token"' if token else ""
+            await refuse(
+                send, 401, "invalid_token", f"{checked.reason}. {self._hint}", challenge=self._challenge(error)
+            )
+            return
+        self._backoff.succeeded(address)
+        if missing := [s for s in self._required if s not in checked.scopes]:
+            needed = " ".join(self._required)
+            message = f"the token lacks the scope {', '.join(missing)}: ask for a token with the scopes {needed}"
+            challenge = self._challenge(f'error="insufficient_scope", scope="{needed}"')
+            await refuse(send, 403, "insufficient_scope", message, challenge=challenge)
+            return
+        user = AuthenticatedUser(checked)
+        scope["user"], scope["auth"] = user, AuthCredentials(checked.scopes)
+        reset = auth_context_var.set(user)
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            auth_context_var.reset(reset)
+
+    def _challenge(self, *parameters: str) -> str:
+        return "Bearer " + ", ".join(p for p in ('realm="agentify"', *parameters, self._metadata) if p)
+
+
+def principal_of(request: Any, default: str) -> str:
+    """The principal of an MCP request: its access token's subject, else `default` (`--no-auth`).
+    `request` is the HTTP request the SDK hands a handler."""
+    user = request.scope.get("user") if request is not None else None
+    if isinstance(user, AuthenticatedUser):
+        return user.access_token.subject or user.access_token.client_id
+    return default
+
+
+_BACKING_OFF = "too many requests without a valid token came from this address; wait and try again"
+
+
+def _bearer(scope: dict[str, Any]) -> str | None:
+    header = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), b"")
+    scheme, _, token = header.decode("latin-1").partition(" ")
+    return (token.strip() or None) if scheme.lower() == "bearer" else None

@@ -1,0 +1,260 @@
+"""The MCP face of the backends' resources, prompts and completions: thin handlers over `Offerings`,
+the capabilities the gateway declares, and the backends' changes relayed to the IDE.
+
+Changes reach each client the way its protocol era delivers them: a 2025-11-25 session gets the
+notification on its connection (`resources/updated` only for a URI it subscribed to); a 2026-07-28
+client gets it on the `subscriptions/listen` stream it opened (the SDK's `ListenHandler`), where the
+URIs it listens to are subscribed at their backends for as long as the stream lasts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack, suppress
+from typing import Any, Protocol, TypeVar
+
+import anyio
+import mcp_types as types
+from loguru import logger
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agentify.backends.offers import Change
+from agentify.errors import AgentifyError
+from agentify.gateway.offers import Offerings
+from agentify.security.redact import Redactor
+
+SETTLE_SECONDS = 2.0
+"""How long `initialize` waits for backends never seen before to say what they offer (see `capabilities`)."""
+_QUEUE = 256
+_R = TypeVar("_R", bound=types.Result)
+_EVENTS: dict[str, Callable[[Change], ServerEvent]] = {
+    "tools": lambda change: ToolsListChanged(),
+    "resources": lambda change: ResourcesListChanged(),
+    "prompts": lambda change: PromptsListChanged(),
+    "resource": lambda change: ResourceUpdated(uri=change.uri or ""),
+}
+_NOTIFICATIONS: dict[str, Callable[[Change], types.ServerNotification]] = {
+    "tools": lambda change: types.ToolListChangedNotification(),
+    "resources": lambda change: types.ResourceListChangedNotification(),
+    "prompts": lambda change: types.PromptListChangedNotification(),
+    "resource": lambda change: types.ResourceUpdatedNotification(
+        params=types.ResourceUpdatedNotificationParams(uri=change.uri or "")
+    ),
+}
+
+
+class ChangeRelay:
+    """Owns the clients' change channels; `changed` may be called from any task and never blocks."""
+
+    def __init__(self, offerings: Offerings) -> None:
+        self._offerings = offerings
+        self.bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self.bus)
+        self._legacy: set[Connection] = set()
+        self._subscribed: dict[str, set[Connection]] = {}
+        self._send, self._receive = anyio.create_memory_object_stream[Change](_QUEUE)
+
+    def changed(self, change: Change) -> None:
+        try:
+            self._send.send_nowait(change)
+        except anyio.WouldBlock:
+            logger.warning("too many backend changes at once; dropped {} of {}", change.kind, change.backend)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        async with self._receive:
+            async for change in self._receive:
+                try:
+                    await self._deliver(change)
+                except Exception:  # the top of the relay's task: one bad delivery must not end the server
+                    logger.exception("relaying {} of backend {} failed", change.kind, change.backend)
+
+    async def _deliver(self, change: Change) -> None:
+        logger.debug("relaying {} of {} {}", change.kind, change.backend, change.uri or "")
+        targets = self._legacy if change.kind != "resource" else self._subscribed.get(change.uri or "", set())
+        notification = _NOTIFICATIONS[change.kind](change)
+        data = notification.model_dump(by_alias=True, mode="json", exclude_none=True)
+        for connection in list(targets):
+            try:
+                await connection.outbound.notify(data["method"], data.get("params"))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
+                logger.debug("a client went away before {} reached it: {}", data["method"], exc)
+                self._forget(connection)
+        await self.bus.publish(_EVENTS[change.kind](change))
+
+    def remember(self, connection: Connection) -> None:
+        """A 2025-11-25 connection: told of list changes until it closes."""
+        if connection.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection not in self._legacy:
+            self._legacy.add(connection)
+            connection.exit_stack.callback(self._forget, connection)
+
+    def _forget(self, connection: Connection) -> None:
+        """A closed connection; the backend's subscription stays (its updates then reach nobody) until restart."""
+        self._legacy.discard(connection)
+        for uri, connections in list(self._subscribed.items()):
+            connections.discard(connection)
+            if not connections:
+                del self._subscribed[uri]
+
+    async def subscribe(self, connection: Connection, uri: str, *, subscribe: bool) -> None:
+        """`resources/subscribe` of a 2025-11-25 client: at the owning backend, where it supports it."""
+        listeners = self._subscribed.setdefault(uri, set())
+        first, last = not listeners, listeners == {connection}
+        (listeners.add if subscribe else listeners.discard)(connection)
+        if not listeners:
+            del self._subscribed[uri]
+        if (subscribe and first) or (not subscribe and last):
+            await self._offerings.subscribe(uri, subscribe=subscribe)
+
+    async def listen(self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams) -> Any:
+        """`subscriptions/listen` of a 2026-07-28 client: its URIs are subscribed at their backends meanwhile."""
+        uris = list(params.notifications.resource_subscriptions or [])[:100]
+        async with AsyncExitStack() as stack:
+            for uri in uris:
+                try:
+                    if await self._offerings.subscribe(uri):
+                        stack.push_async_callback(self._unsubscribe_quietly, uri)
+                except (MCPError, AgentifyError) as exc:  # a URI nobody owns simply never fires
+                    logger.info("not subscribed to {} at a backend: {}", uri[:200], exc)
+            return await self._listen(ctx, params)
+
+    async def _unsubscribe_quietly(self, uri: str) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5), suppress(MCPError, AgentifyError):
+            await self._offerings.subscribe(uri, subscribe=False)
+
+    def close(self) -> None:
+        self._listen.close()
+        self._send.close()
+
+
+def capabilities_writer(
+    offerings: Callable[[ServerRequestContext[Any, Any]], Offerings],
+) -> Callable[..., Any]:
+    """Middleware: the `capabilities` of `initialize` and `server/discover` say what the backends offer."""
+
+    async def write(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method not in ("initialize", "server/discover"):
+            return await call_next(ctx)
+        found = offerings(ctx)
+        await found.settle(SETTLE_SECONDS)
+        result = await call_next(ctx)
+        if isinstance(result, dict) and isinstance(result.get("capabilities"), dict):
+            caps = {k: v for k, v in result["capabilities"].items() if k not in ("resources", "prompts", "completions")}
+            result = {**result, "capabilities": caps | found.capabilities()}
+        return result
+
+    return write
+
+
+def relayed(redactor: Redactor, result: _R) -> _R:
+    """A backend's result as the IDE gets it: unchanged but for credentials it echoed."""
+    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return type(result).model_validate(redactor.data(dumped, patterns=False))
+
+
+async def answered(redactor: Redactor, work: Awaitable[_R]) -> _R:
+    """Runs `work`; what fails becomes the JSON-RPC error the IDE sees (masked)."""
+    try:
+        return relayed(redactor, await work)
+    except MCPError as exc:
+        raise MCPError(exc.error.code, redactor.text(exc.error.message, patterns=False), exc.error.data) from None
+    except AgentifyError as exc:
+        raise MCPError(types.INTERNAL_ERROR, redactor.bounded(f"agentify {exc.code}: {exc.message}", 8000)) from None
+
+
+class OfferContext(Protocol):
+    """What the handlers use of the server's lifespan context."""
+
+    @property
+    def offerings(self) -> Offerings: ...
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+    @property
+    def relay(self) -> ChangeRelay: ...
+
+
+def offer_handlers(context: Callable[[ServerRequestContext[Any, Any]], OfferContext]) -> dict[str, Any]:
+    """The `Server(...)` handlers of resources, prompts and completions (`context` finds the services)."""
+
+    def answer(ctx: ServerRequestContext[Any, Any], work: Callable[[Offerings], Awaitable[_R]]) -> Awaitable[_R]:
+        found = context(ctx)
+        return answered(found.redactor, work(found.offerings))
+
+    def cursor(params: types.PaginatedRequestParams | None) -> str | None:
+        return params.cursor if params is not None else None
+
+    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return await answer(ctx, lambda o: o.list_resources(cursor(params)))
+
+    async def list_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return await answer(ctx, lambda o: o.list_templates(cursor(params)))
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await answer(ctx, lambda o: o.read_resource(str(params.uri)))
+
+    async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return await answer(ctx, lambda o: o.list_prompts(cursor(params)))
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        return await answer(ctx, lambda o: o.get_prompt(params.name, params.arguments))
+
+    async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        return await answer(ctx, lambda o: o.complete(params))
+
+    def subscription(subscribe: bool) -> Callable[..., Awaitable[types.EmptyResult]]:
+        async def handle(ctx: Any, params: types.SubscribeRequestParams | types.UnsubscribeRequestParams) -> Any:
+            found = context(ctx)
+            connection: Connection = ctx.session._connection  # the SDK gives no public handle on it
+            await answered(
+                found.redactor, _empty(found.relay.subscribe(connection, str(params.uri), subscribe=subscribe))
+            )
+            return types.EmptyResult()
+
+        return handle
+
+    async def listen(ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
+        return await context(ctx).relay.listen(ctx, params)
+
+    return {
+        "on_list_resources": list_resources,
+        "on_list_resource_templates": list_templates,
+        "on_read_resource": read_resource,
+        "on_subscribe_resource": subscription(True),
+        "on_unsubscribe_resource": subscription(False),
+        "on_subscriptions_listen": listen,
+        "on_list_prompts": list_prompts,
+        "on_get_prompt": get_prompt,
+        "on_completion": complete,
+    }
+
+
+async def _empty(work: Awaitable[None]) -> types.EmptyResult:
+    await work
+    return types.EmptyResult()
+
+
+def connection_keeper(relay: Callable[[ServerRequestContext[Any, Any]], ChangeRelay]) -> Callable[..., Any]:
+    """Middleware: every 2025-11-25 connection is remembered (once its handshake settled the era), to be told
+    of the backends' changes."""
+
+    async def keep(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method != "initialize":
+            relay(ctx).remember(ctx.session._connection)  # the SDK gives no public handle on it
+        return await call_next(ctx)
+
+    return keep

@@ -1,0 +1,87 @@
+"""The MCP project's own conformance suite, server scenarios, run over HTTP against agentify.
+
+agentify fronts tests/fakes/conformance_backend.py (which offers what the scenarios name) with its
+tools shown directly and unprefixed, so the suite's client sees the backend through the gateway as
+it would see the backend itself. Every active scenario must pass, except those named, with the
+reason, in expected-failures.yml; the suite also fails a run where a named scenario passes, so the
+file cannot go stale.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import AGENTIFY, REPO, gateway_env, write_config
+from tests.servers import free_port, server_process, wait_accepting
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+HERE = Path(__file__).parent
+NODE22 = REPO / "node_modules/node/bin/node"
+SUITE = REPO / "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+BACKEND = REPO / "tests/fakes/conformance_backend.py"
+RUN_SECONDS = 600
+
+
+def conformance(*argv: str) -> subprocess.CompletedProcess[str]:
+    for needed in (NODE22, SUITE):
+        if not needed.exists():
+            pytest.fail(f"{needed} is missing: run scripts/setup.sh (npm ci) first")
+    return subprocess.run(
+        [str(NODE22), str(SUITE), *argv],
+        capture_output=True,
+        text=True,
+        timeout=RUN_SECONDS,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def summary(done: subprocess.CompletedProcess[str]) -> str:
+    out = done.stdout + done.stderr
+    return out[out.find("=== SUMMARY ===") :] if "=== SUMMARY ===" in out else out[-4000:]
+
+
+async def test_every_server_scenario_passes_through_the_gateway(tmp_path: Path) -> None:
+    backend = {"id": "conformance", "command": sys.executable, "args": [str(BACKEND)]}
+    config = write_config(tmp_path, [backend], expose=["tools"], prefix=False)
+    port = free_port()
+    argv = [str(AGENTIFY), "serve", "--transport", "http", "--no-auth", "--port", str(port), "--config", str(config)]
+    env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"))
+    with server_process(argv, tmp_path / "gateway.log", env):
+        await wait_accepting(port, 60)
+        done = conformance(
+            "server",
+            "--url",
+            f"http://localhost:{port}/mcp",
+            "--expected-failures",
+            str(HERE / "expected-failures.yml"),
+            "--output-dir",
+            str(tmp_path / "results"),
+        )
+    assert done.returncode == 0, summary(done) + "\n--- gateway log (tail) ---\n" + _tail(tmp_path / "gateway.log")
+    assert "Total:" in done.stdout, done.stdout[-2000:]
+
+
+def _tail(path: Path, lines: int = 60) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+
+def test_the_backend_alone_passes_every_scenario_it_is_written_for(tmp_path: Path) -> None:
+    """Keeps the backend honest: a scenario failing through the gateway is then the gateway's fault."""
+    port = free_port()
+    argv = [sys.executable, str(BACKEND), "--http", str(port)]
+    with server_process(argv, tmp_path / "backend.log"):
+        import anyio
+
+        anyio.run(wait_accepting, port, 60)
+        done = conformance("server", "--url", f"http://localhost:{port}/mcp", "--output-dir", str(tmp_path / "r"))
+    assert done.returncode == 0, summary(done)
+    results = sorted((tmp_path / "r").rglob("checks.json"))
+    assert len(results) >= 30, [str(p) for p in results]
+    failed = [p.parent.name for p in results if any(c["status"] == "FAILURE" for c in json.loads(p.read_text()))]
+    assert failed == []

@@ -1,0 +1,150 @@
+"""The team gateway as people use it: `agentify serve --transport http` as a subprocess, people's tokens
+made with `agentify token add`, and the official clients (and raw HTTP) with those tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import urllib.error
+import urllib.request
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from tests.conftest import AGENTIFY, gateway_env, wait_until
+from tests.servers import free_port
+
+ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
+
+
+@dataclass
+class HttpGateway:
+    port: int
+    process: anyio.abc.Process
+    stderr: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def at(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def log(self) -> str:
+        return self.stderr.read_text(errors="replace")
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@asynccontextmanager
+async def http_gateway(
+    config: Path, stderr: Path, env: dict[str, str] | None = None, port: int | None = None
+) -> AsyncIterator[HttpGateway]:
+    """Serving once `/healthz` answers; stopped (SIGTERM, then SIGKILL) by pid on the way out."""
+    port = port or free_port()
+    full_env = os.environ | gateway_env(None, AGENTIFY_CACHE_DIR=str(stderr.parent / "cache")) | (env or {})
+    command = [str(AGENTIFY), "serve", "--transport", "http", "--port", str(port), "--config", str(config)]
+    with stderr.open("a") as errlog:
+        async with await anyio.open_process(
+            command, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog
+        ) as process:
+            gateway = HttpGateway(port, process, stderr)
+            try:
+                await wait_until(lambda: _healthy(gateway) or process.returncode is not None, 60)
+                assert process.returncode is None, gateway.log()[-3000:]
+                yield gateway
+            finally:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+                    with anyio.move_on_after(20):
+                        await process.wait()
+                if process.returncode is None:
+                    process.kill()
+
+
+def _healthy(gateway: HttpGateway) -> bool:
+    try:
+        return request("GET", gateway.at("/healthz")).status == 200
+    except OSError:
+        return False
+
+
+def request(
+    method: str, url: str, token: str | None = None, body: dict[str, Any] | None = None, timeout: float = 30
+) -> Answer:
+    """One plain HTTP request (blocking: run it in a thread from async tests)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    data = json.dumps(body).encode() if body is not None else None
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data, headers, method=method), timeout=timeout) as r:
+            return Answer(r.status, dict(r.headers), _json(r.read()))
+    except urllib.error.HTTPError as exc:
+        return Answer(exc.code, dict(exc.headers), _json(exc.read()))
+
+
+def initialize(url: str, token: str | None) -> Answer:
+    """A 2025-11-25 `initialize`, the first request of a new client."""
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    return request("POST", url, token, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+
+
+def _json(raw: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"raw": raw.decode(errors="replace")}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str | None, mode: str = "legacy", **options: Any) -> AsyncIterator[Client]:
+    """The SDK's `Client` over streamable HTTP with `token`, in the era `mode` names."""
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)  # roots are deprecated in 2026-07-28
+        async with create_mcp_http_client(headers=headers) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client:
+                assert client.protocol_version == ERAS[mode], client.protocol_version
+                yield client
+
+
+async def add_token(tokens_file: Path, name: str, *scopes: str) -> str:
+    """`agentify token add NAME --file F`: the token it prints once on stdout."""
+    scope_flags = [flag for scope in scopes for flag in ("--scope", scope)]
+    with anyio.fail_after(60):
+        done = await anyio.run_process(
+            [str(AGENTIFY), "token", "add", name, "--file", str(tokens_file), *scope_flags],
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode().strip()
+
+
+async def token_command(*args: str) -> subprocess.CompletedProcess[bytes]:
+    with anyio.fail_after(60):
+        return await anyio.run_process([str(AGENTIFY), "token", *args], check=False, stdin=subprocess.DEVNULL)
+
+
+def traces_of(trace_file: Path) -> list[dict[str, Any]]:
+    if not trace_file.exists():
+        return []
+    return [json.loads(line) for line in trace_file.read_text().splitlines() if line.strip()]

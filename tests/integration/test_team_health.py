@@ -1,0 +1,85 @@
+"""What a load balancer sees of one replica: /healthz and /readyz without a token and without secrets,
+and the drain on SIGTERM: /readyz 503 at once, new MCP requests 503, calls in flight (both eras)
+finish, then the process exits."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import ENV_SECRET, fake_backend, text_of, wait_until, write_config
+from tests.integration.team import http_client, http_gateway, initialize, request
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+TOKEN = "team-token-0123456789abcdef"
+ENV = {"AGENTIFY_HTTP_TOKEN": TOKEN}
+
+
+async def test_health_and_readiness_need_no_token_and_show_no_secret(tmp_path: Path) -> None:
+    backends = [
+        fake_backend("fake", env={"API_TOKEN": ENV_SECRET}),
+        fake_backend("broken", "--exit-at-start", env={"API_TOKEN": ENV_SECRET}),
+    ]
+    config = write_config(tmp_path, backends, planner={"provider": "offline"})
+    async with http_gateway(config, tmp_path / "e.log", ENV) as gateway:
+        health = await anyio.to_thread.run_sync(request, "GET", gateway.at("/healthz"))
+        await wait_until(lambda: "broken" in request("GET", gateway.at("/readyz")).body.get("backends", {}), 30)
+        ready = await anyio.to_thread.run_sync(request, "GET", gateway.at("/readyz"))
+        mcp = await anyio.to_thread.run_sync(initialize, gateway.url, None)
+    assert health.status == 200 and health.body == {"status": "ok"}
+    assert ready.status == 503, ready
+    assert ready.body["status"] == "not_ready"
+    assert ready.body["backends"]["fake"] in ("starting", "ready")
+    assert ready.body["backends"]["broken"] in ("starting", "failed", "restarting")
+    assert ENV_SECRET not in str(ready.body) and TOKEN not in str(ready.body)
+    assert mcp.status == 401  # the health routes are open, MCP is not
+
+
+async def test_readyz_is_200_once_every_eager_backend_is_ready(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend("fake")], planner={"provider": "offline"})
+    async with http_gateway(config, tmp_path / "e.log", ENV) as gateway:
+        await wait_until(lambda: request("GET", gateway.at("/readyz")).status == 200, 30)
+        ready = await anyio.to_thread.run_sync(request, "GET", gateway.at("/readyz"))
+    assert ready.body == {"status": "ready", "backends": {"fake": "ready"}}
+
+
+async def test_sigterm_drains_calls_in_flight_of_both_eras_then_exits(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend("fake")], planner={"provider": "offline"})
+    slow = {"name": "fake__slow", "arguments": {"seconds": 4}}
+    results: dict[str, Any] = {}
+    async with http_gateway(config, tmp_path / "e.log", ENV) as gateway:
+        await wait_until(lambda: request("GET", gateway.at("/readyz")).status == 200, 30)
+        started = {mode: anyio.Event() for mode in ("legacy", "auto")}
+
+        async def call_in_flight(mode: str) -> None:
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                started[mode].set()
+
+            async with http_client(gateway.url, TOKEN, mode) as client:
+                await client.list_tools()  # as IDEs do first; the SDK would list them after the result otherwise
+                results[mode] = await client.call_tool("call_tool", slow, progress_callback=progress)
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for mode in started:
+                    tg.start_soon(call_in_flight, mode)
+                for event in started.values():
+                    await event.wait()  # the backend is working on both calls
+                gateway.process.send_signal(signal.SIGTERM)
+                await wait_until(lambda: request("GET", gateway.at("/readyz")).status == 503, 5)
+                ready = await anyio.to_thread.run_sync(request, "GET", gateway.at("/readyz"))
+                newcomer = await anyio.to_thread.run_sync(initialize, gateway.url, TOKEN)
+                assert gateway.process.returncode is None  # still serving the calls in flight
+            await gateway.process.wait()
+    assert ready.body == {"status": "draining"}
+    assert newcomer.status == 503 and newcomer.body["error"] == "draining"
+    assert newcomer.headers["retry-after"] == "1"
+    for mode in ("legacy", "auto"):
+        assert not results[mode].is_error, text_of(results[mode])
+        assert text_of(results[mode]) == "slept 4.0", mode
+    assert gateway.process.returncode == 0
+    assert "drained: no request in flight" in gateway.log()

@@ -1,0 +1,78 @@
+"""Rate limits per principal and per backend, counted in memory or in a real redis-server, and what
+happens when that Redis goes away (server.limits.whenRedisDown)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from agentify.config.server import LimitsConfig
+from agentify.errors import RateLimited
+from agentify.gateway.limits import Limiter
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def limiter(redis_url: str | None = None, **limits: Any) -> AsyncIterator[Limiter]:
+    one = Limiter(LimitsConfig.model_validate(limits), redis_url)
+    try:
+        yield one
+    finally:
+        await one.aclose()
+
+
+async def test_a_principal_over_its_limit_is_refused_with_the_seconds_to_wait() -> None:
+    async with limiter(perPrincipal="2/minute") as limits:
+        await limits.charge_principal("alice")
+        await limits.charge_principal("alice")
+        with pytest.raises(RateLimited) as refused:
+            await limits.charge_principal("alice")
+        await limits.charge_principal("bob")  # each principal counts alone
+    assert 0 < refused.value.retry_after_seconds <= 60
+    assert "'alice' is over the limit of 2 per minute" in refused.value.message
+    assert f"Try again in {refused.value.retry_after_seconds} s" in refused.value.message
+
+
+async def test_a_backend_over_its_limit_is_refused_whoever_calls() -> None:
+    async with limiter(perBackend={"fs": "1/second"}) as limits:
+        await limits.charge_backend("fs")
+        with pytest.raises(RateLimited, match="backend 'fs' is over its limit of 1 per second"):
+            await limits.charge_backend("fs")
+        await limits.charge_backend("other")  # no limit of its own
+        await limits.charge_principal("alice")  # no per-principal limit
+
+
+async def test_counts_in_redis_are_shared_by_every_gateway_that_uses_it(redis: Any) -> None:
+    async with limiter(redis.url, perPrincipal="3/minute") as one, limiter(redis.url, perPrincipal="3/minute") as two:
+        await one.charge_principal("alice")
+        await two.charge_principal("alice")
+        await one.charge_principal("alice")
+        with pytest.raises(RateLimited):
+            await two.charge_principal("alice")
+        await two.charge_principal("bob")
+    assert one.where == redis.url
+
+
+@pytest.mark.parametrize("policy", ["allow", "refuse"])
+async def test_redis_down_allows_or_refuses_as_configured(redis: Any, policy: str) -> None:
+    async with limiter(redis.url, perPrincipal="100/minute", whenRedisDown=policy) as limits:
+        await limits.charge_principal("alice")
+        redis.stop()
+        if policy == "allow":
+            await limits.charge_principal("alice")
+            return
+        with pytest.raises(RateLimited) as refused:
+            await limits.charge_principal("alice")
+    assert "cannot be reached, and server.limits.whenRedisDown is refuse" in refused.value.message
+    assert refused.value.retry_after_seconds > 0
+
+
+async def test_without_limits_nothing_is_counted_or_stored() -> None:
+    async with limiter() as limits:
+        for _ in range(1000):
+            await limits.charge_principal("alice")
+            await limits.charge_backend("fs")
