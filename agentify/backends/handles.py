@@ -6,12 +6,14 @@ looks the (backend, tool) pair up again or reaches into the manager.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.shared.dispatcher import ProgressFnT
 
+from agentify.backends.overrides import merged
 from agentify.config import BackendConfig
 
 
@@ -20,16 +22,24 @@ class ToolCaller(Protocol):
         self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
     ) -> types.CallToolResult: ...
 
+    def listed_tool(self, tool: str) -> types.Tool | None: ...
+
+    async def live_tool(self, tool: str) -> types.Tool | None: ...
+
 
 @dataclass(frozen=True, eq=False)
 class ToolHandle:
-    """One callable backend tool. `spec` is the backend's config (the safety policy reads it)."""
+    """One callable backend tool. `spec` is the backend's config (the safety policy reads it); `tool` is the
+    form the gateway shows (`tools.overrides` applied), `origin` the backend's own name for it."""
 
     backend: str
     description: str
     tool: types.Tool
     spec: BackendConfig
     caller: ToolCaller
+    origin: str
+    pinned: Mapping[str, Any] = field(default_factory=dict)
+    """Arguments fixed by `tools.overrides`: sent with every call, never shown."""
 
     async def call(self, arguments: dict[str, Any], progress: ProgressFnT | None = None) -> types.CallToolResult:
         """Calls the tool; a lazy or stopped backend is started first.
@@ -37,7 +47,21 @@ class ToolHandle:
         Raises:
             BackendUnavailable, BackendError, TaskTimeout, Denied.
         """
-        return await self.caller.call(self.tool.name, arguments, progress)
+        return await self.caller.call(self.origin, merged(arguments, self.pinned), progress)
+
+    def listed(self) -> types.Tool | None:
+        """This tool as the backend itself listed it in this run, or None when it has not (its tools come from
+        the cached manifest, a file that may have been edited) or no longer offers it."""
+        return self.caller.listed_tool(self.origin)
+
+    async def live(self) -> types.Tool | None:
+        """As `listed`, but a backend that has not listed its tools in this run is started first (as the call
+        would be).
+
+        Raises:
+            BackendUnavailable: it cannot be started.
+        """
+        return await self.caller.live_tool(self.origin)
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,15 @@ class IdleClock:
                 self._rethink = anyio.Event()
                 await self._rethink.wait()
                 continue
-            left = seconds - (time.monotonic() - self._last_used)
-            if self._busy == 0 and left <= 0:
+            if self.expired_now():
                 return
+            left = seconds - (time.monotonic() - self._last_used)
             with anyio.move_on_after(max(left, 0.0) if self._busy == 0 else float("inf")):
                 await self._activity.wait()
+
+    def expired_now(self) -> bool:
+        """Whether the idle time is up at this instant. The owner asks again right before it stops the session,
+        with no await in between: a caller that took the session after `expired` returned has touched the clock
+        by then (a learning start's limit is 0, so `expired` returns at once, and a first call races it)."""
+        seconds = self.limit
+        return seconds is not None and self._busy == 0 and time.monotonic() - self._last_used >= seconds

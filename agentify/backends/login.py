@@ -30,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
 
 from agentify import __version__
-from agentify.backends.oauth import TokenFile, preregister, provider_for
+from agentify.backends.oauth import SecretSink, TokenFile, preregister, provider_for
 from agentify.backends.remote import RemoteConnection
 from agentify.config import BackendConfig
 
@@ -49,8 +49,8 @@ class _RegisteredFor(TokenFile):
     """The token file, but a client registration made for another redirect counts as none, so the SDK
     (or `preregister`, for a configured clientId) registers the client again for this one."""
 
-    def __init__(self, spec: BackendConfig, redirect_uri: str) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: BackendConfig, redirect_uri: str, secrets: SecretSink) -> None:
+        super().__init__(spec, secrets=secrets)
         self._redirect = redirect_uri
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
@@ -89,20 +89,21 @@ def _callback_socket(remembered: int | None) -> socket.socket:
     raise AssertionError("unreachable: port 0 either binds or raises")
 
 
-async def login(spec: BackendConfig) -> int:
-    """Runs the flow for one OAuth backend; returns how many tools it lists with the new tokens.
+async def login(spec: BackendConfig, secrets: SecretSink) -> int:
+    """Runs the flow for one OAuth backend; returns how many tools it lists with the new tokens. `secrets` hears
+    the tokens and client secret as they become known, so the command's output never shows them.
 
     Raises:
         LoginFailed.
     """
-    previous = TokenFile(spec).redirect_uri()
+    previous = TokenFile(spec, secrets=secrets).redirect_uri()
     with _callback_socket(urlsplit(previous).port if previous else None) as listener:
-        return await _authorize(spec, listener)
+        return await _authorize(spec, listener, secrets)
 
 
-async def _authorize(spec: BackendConfig, listener: socket.socket) -> int:
+async def _authorize(spec: BackendConfig, listener: socket.socket, secrets: SecretSink) -> int:
     redirect_uri = f"http://127.0.0.1:{listener.getsockname()[1]}/callback"
-    store = _RegisteredFor(spec, redirect_uri)
+    store = _RegisteredFor(spec, redirect_uri, secrets)
     await preregister(spec, store, redirect_uri)
     send, receive = anyio.create_memory_object_stream[AuthorizationCodeResult](1)
     expected: list[str] = []  # the `state` of the authorization URL this flow opened

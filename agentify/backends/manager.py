@@ -12,6 +12,7 @@ from anyio.abc import TaskGroup
 from agentify.backends.connection import Connection
 from agentify.backends.handles import ToolCatalog
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
 from agentify.backends.remote import RemoteConnection
 from agentify.backends.routes import ResourceRoutes
@@ -28,15 +29,23 @@ class BackendManager:
     """Starts every eager backend concurrently in the background and owns the supervisors' tasks."""
 
     def __init__(
-        self, specs: Iterable[BackendConfig], on_state: StateListener | None = None, *, cache_dir: Path | None = None
+        self,
+        specs: Iterable[BackendConfig],
+        on_state: StateListener | None = None,
+        *,
+        cache_dir: Path | None = None,
+        secrets: SecretSink | None = None,
     ) -> None:
+        """`secrets` hears the credentials learnt while running (OAuth tokens from the store)."""
         self._on_state = on_state
+        self._secrets = secrets
         self._roots: list[types.Root] = []
         """What backends with `forwardRoots` are told: the client's roots once known (none until then)."""
         self._manifests = ManifestStore(cache_dir)
         self.routes = ResourceRoutes()
         """Which backend reads a resource URI, learnt from every backend's lists and tool results."""
         self._change_listeners: dict[object, ChangeListener] = {}
+        self._state_changed = anyio.Event()
         self._supervisors: dict[str, Supervisor] = {s.id: self._supervise(s) for s in specs}
         self._tg: TaskGroup | None = None
         self.closed = anyio.Event()
@@ -68,6 +77,16 @@ class BackendManager:
                 supervisor = self._supervise(spec)
                 self._supervisors[backend_id] = supervisor
                 self._tg.start_soon(supervisor.run)
+
+    async def changed(self) -> None:
+        """Returns at the next change of any backend's state or tools (a start, a restart, a new listing)."""
+        await self._state_changed.wait()
+
+    def _published(self, status: BackendStatus) -> None:
+        if self._on_state is not None:
+            self._on_state(status)
+        changed, self._state_changed = self._state_changed, anyio.Event()
+        changed.set()
 
     def enabled(self) -> list[Supervisor]:
         """The enabled backends, in config order: what the IDE's resource, prompt and completion requests reach."""
@@ -135,13 +154,13 @@ class BackendManager:
 
     def _supervise(self, spec: BackendConfig) -> Supervisor:
         stderr = StderrLog(spec.id)
-        connection: Connection = RemoteConnection(spec) if spec.remote else StdioConnection(spec, stderr)
+        connection: Connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
         return Supervisor(
             spec,
             connection,
             stderr,
             self._manifests,
-            on_state=self._on_state,
+            on_state=self._published,
             roots=self._known_roots,
             routes=self.routes,
             on_change=self._changed,

@@ -1,19 +1,20 @@
 """The tool manifest: each backend's last `tools/list`, kept in the cache dir so planning needs no running backend.
 
+A manifest is keyed by a hash of how the backend is started: command, args, its env (names and a
+hash of each value), its working directory and url. So a changed command, environment or project
+is learnt afresh, and a renamed backend is not. Values of env variables and headers are never
+part of the file. A manifest only plans: whether a call needs the user's confirmation is decided
+on the tools the running backend lists, never on this file (it lives on disk, where it can be
+edited). The cache dir and its manifests/ are private to the user (`_common.private_files`). An
+unreadable or stale file is ignored (and logged); writing is atomic and never follows a link.
 Beside the tools it keeps what else the backend offers (`offers`: capabilities, resources, templates,
 prompts; `offers.py`), under a key older readers ignore; a file without it is still a valid manifest.
-
-A manifest is keyed by a hash of how the backend is started (command, args, the names of its
-env variables, url), so a changed command or URL is learnt afresh and a renamed backend is
-not. Values of env variables and headers are never part of the key nor of the file. An
-unreadable or stale file is ignored (and logged); writing is atomic.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from loguru import logger
 from pydantic import ValidationError
 
 from agentify._common.dirs import user_dir
+from agentify._common.private_files import private_dir, read_private, write_private
 from agentify.backends.offers import Offers
 from agentify.config import BackendConfig
 
@@ -37,33 +39,42 @@ def manifest_key(spec: BackendConfig) -> str:
     identity = {
         "command": spec.command,
         "args": spec.args,
-        "env": sorted(spec.env),
+        "env": {name: _digest(value) for name, value in spec.env.items()},
+        "cwd": spec.cwd,
         "url": spec.url,
     }
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+    return _digest(json.dumps(identity, sort_keys=True))[:32]
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
 
 
 class ManifestStore:
     """Reads and writes manifests under `directory`/manifests; `None` keeps nothing (tests, one-shot tools)."""
 
     def __init__(self, directory: Path | None) -> None:
+        self._cache = directory
         self.directory = directory / "manifests" if directory is not None else None
 
     def path(self, spec: BackendConfig) -> Path | None:
-        return self.directory / f"{manifest_key(spec)}.json" if self.directory is not None else None
+        return self.directory / _name(spec) if self.directory is not None else None
 
     def load(self, spec: BackendConfig) -> list[types.Tool] | None:
         """The tools last listed by this backend, or None when it was never learnt (or the file is unusable)."""
-        path = self.path(spec)
-        if path is None or not path.exists():
+        if self.directory is None:
             return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            content = read_private(self.directory, _name(spec))
+            if content is None:
+                return None
+            data = json.loads(content)
             if data.get("format") != FORMAT:
                 return None
             return [types.Tool.model_validate(tool) for tool in data["tools"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
-            logger.bind(backend=spec.id).warning("ignoring the unusable tool manifest {}: {}", path, exc)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            logger.bind(backend=spec.id).warning("ignoring the unusable tool manifest of {}: {}", spec.id, why)
             return None
 
     def load_offers(self, spec: BackendConfig) -> Offers | None:
@@ -91,26 +102,28 @@ class ManifestStore:
             self._write(spec, previous["tools"], offers.to_json())
 
     def _read(self, spec: BackendConfig) -> dict[str, Any] | None:
-        path = self.path(spec)
-        if path is None or not path.exists():
+        if self.directory is None:
             return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            content = read_private(self.directory, _name(spec))
+            data = json.loads(content) if content is not None else None
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
     def _write(self, spec: BackendConfig, tools: list[Any], offers: dict[str, Any] | None) -> None:
-        path = self.path(spec)
-        if path is None:
+        if self._cache is None or self.directory is None:
             return
         data = {"format": FORMAT, "backend": spec.id, "tools": tools}
         if offers is not None:
             data["offers"] = offers
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(data), encoding="utf-8")
-            temporary.replace(path)
+            private_dir(self._cache)
+            write_private(self.directory, _name(spec), json.dumps(data).encode())
         except OSError as exc:
-            logger.bind(backend=spec.id).warning("cannot write the tool manifest {}: {}", path, exc.strerror or exc)
+            why = exc.strerror or exc
+            logger.bind(backend=spec.id).warning("cannot write the tool manifest of {}: {}", spec.id, why)
+
+
+def _name(spec: BackendConfig) -> str:
+    return f"{manifest_key(spec)}.json"

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,13 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from pydantic import AnyUrl, ValidationError
 
 from agentify._common.dirs import user_dir
+from agentify._common.private_files import read_private, write_private
 from agentify.backends.connection import AuthRequired
 from agentify.config import BackendConfig, OAuthSettings
 
 PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"  # while serving nobody receives a redirect
+SecretSink = Callable[[Iterable[str]], None]
+"""Where credentials learnt while running go (the redactor's `add`), so every sink masks them."""
 
 
 def config_dir() -> Path:
@@ -35,37 +38,53 @@ def config_dir() -> Path:
 
 
 class TokenFile:
-    """The SDK's `TokenStorage` for one backend: tokens and client registration in one 0600 JSON file."""
+    """The SDK's `TokenStorage` for one backend: tokens and client registration in one 0600 JSON file, in a
+    directory private to the user (`_common.private_files`: never written through a symbolic link).
 
-    def __init__(self, spec: BackendConfig, directory: Path | None = None) -> None:
+    `secrets` hears every token and client secret read or written, so each sink masks them from then on
+    (a server that echoes the `Authorization` header back must not show `Bearer <token>` in a result)."""
+
+    def __init__(self, spec: BackendConfig, directory: Path | None = None, secrets: SecretSink | None = None) -> None:
         assert spec.url is not None
         digest = hashlib.sha256(spec.url.encode()).hexdigest()[:12]
-        self.path = (directory or config_dir()) / "oauth" / f"{spec.id}-{digest}.json"
+        self.directory = (directory or config_dir()) / "oauth"
+        self.name = f"{spec.id}-{digest}.json"
+        self.path = self.directory / self.name
         self._backend = spec.id
+        self._secrets = secrets
+        self._told: set[str] = set()
 
     def _read(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
+            content = read_private(self.directory, self.name)
+            data = json.loads(content) if content is not None else {}
         except (OSError, ValueError) as exc:
-            logger.bind(backend=self._backend).warning("ignoring the unreadable token file {}: {}", self.path, exc)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            logger.bind(backend=self._backend).warning("ignoring the unreadable token file {}: {}", self.path, why)
             return {}
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        self._tell(data)
+        return data
 
     def _write(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle)
-        os.chmod(temporary, 0o600)
-        temporary.replace(self.path)
+        self._tell(data)
+        write_private(self.directory, self.name, json.dumps(data).encode())
+
+    def _tell(self, data: dict[str, Any]) -> None:
+        if self._secrets is None:
+            return
+        tokens, client = (part if isinstance(part := data.get(key), dict) else {} for key in ("tokens", "client"))
+        found = {tokens.get("access_token"), tokens.get("refresh_token"), client.get("client_secret")}
+        values = {value for value in found if isinstance(value, str) and value not in self._told}
+        if values:
+            self._told |= values
+            self._secrets(values)
 
     def stamp(self) -> float:
         """Changes whenever the file is written (so a running gateway notices `agentify auth`)."""
         try:
-            return self.path.stat().st_mtime_ns / 1e9
+            return os.lstat(self.path).st_mtime_ns / 1e9
         except OSError:
             return 0.0
 

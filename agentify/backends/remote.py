@@ -5,7 +5,9 @@ Without a configured transport, streamable HTTP is tried first; a server that re
 spec's backwards-compatibility section describes. A URL whose path ends in `/sse` means SSE.
 
 The link is "gone" when the server's stream ends (SSE) or the transport fails (streamable
-HTTP: the SDK's transport raises, which ends the session); header values and tokens never
+HTTP: the SDK's transport raises, which ends the session). Over SSE a refused POST (401, 403,
+...) ends the link too: the SDK's writer stops at the first one while the event stream stays
+open, so every request after it would wait for its timeout. Header values and tokens never
 appear in what this module logs or reports (the URL is shown masked).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,9 +27,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from agentify._common.errors import first, first_where
+from agentify.backends.bounded_http import AnswerBounds, AnswerRefused
 from agentify.backends.connection import Link
 from agentify.backends.failures import AuthRequired, SessionFailure, Unexpected, Unreachable
-from agentify.backends.oauth import TokenFile, provider_for
+from agentify.backends.oauth import SecretSink, TokenFile, provider_for
 from agentify.config import BackendConfig, BearerSettings
 from agentify.security.credentials import mask_url
 
@@ -35,14 +39,14 @@ STREAM_READ_SECONDS = 300.0  # a server may hold a response stream open this lon
 
 
 class RemoteConnection:
-    def __init__(self, spec: BackendConfig) -> None:
+    def __init__(self, spec: BackendConfig, secrets: SecretSink | None = None) -> None:
         assert spec.url is not None
         self._spec = spec
         self.url = spec.url
         path = urlsplit(spec.url).path.rstrip("/")
         self.kind: str = spec.transport or ("sse" if path.endswith("/sse") else "streamable-http")
         self.may_fall_back = spec.transport is None and self.kind == "streamable-http"
-        self._tokens = TokenFile(spec) if spec.oauth else None
+        self._tokens = TokenFile(spec, secrets=secrets) if spec.oauth else None
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._spec.headers)
@@ -53,12 +57,16 @@ class RemoteConnection:
     def client(
         self, auth: httpx2.Auth | None, on_response: Callable[[httpx2.Response], Awaitable[None]] | None = None
     ) -> httpx2.AsyncClient:
-        """An HTTP client with the backend's headers and bearer token, and `auth` (OAuth) if given."""
+        """An HTTP client with the backend's headers and bearer token, and `auth` (OAuth) if given; what is
+        not the MCP endpoint's own answer is bounded (`bounded_http`)."""
+        hooks = AnswerBounds(self.url).hooks()
+        if on_response is not None:
+            hooks["response"].append(on_response)
         return httpx2.AsyncClient(
             headers=self.headers(),
             auth=auth,
             timeout=httpx2.Timeout(CONNECT_SECONDS, read=STREAM_READ_SECONDS),
-            event_hooks={"response": [on_response]} if on_response else None,
+            event_hooks=hooks,
         )
 
     def _auth(self) -> httpx2.Auth | None:
@@ -75,15 +83,18 @@ class RemoteConnection:
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
-        links: list[Link] = []  # the open link, once there is one: the status hook writes to it
+        links: list[_Relay] = []  # the open link, once there is one: the status hook writes to it
 
         async def on_response(response: httpx2.Response) -> None:
             if not links:
                 return
-            if response.status_code >= 400:
-                links[0].refused_status = response.status_code
-            elif response.request.method == "POST" and str(response.request.url) == self.url:
-                links[0].refused_status = None  # an MCP request went through: earlier refusals are over
+            link, status, post = links[0].link, response.status_code, response.request.method == "POST"
+            if status >= 400:
+                link.refused_status = status
+                if post and self.kind == "sse":
+                    links[0].cut(f"the server refused a message with HTTP {status}")
+            elif post and str(response.request.url) == self.url:
+                link.refused_status = None  # an MCP request went through: earlier refusals are over
 
         def client(
             headers: dict[str, str] | None = None,
@@ -95,14 +106,14 @@ class RemoteConnection:
         try:
             if self.kind == "sse":
                 async with sse_client(self.url, httpx_client_factory=client, timeout=CONNECT_SECONDS) as (read, write):
-                    async with _relayed(read, write) as link:
-                        links.append(link)
-                        yield link
+                    async with _relayed(read, write) as relay:
+                        links.append(relay)
+                        yield relay.link
             else:
                 async with client() as http, streamable_http_client(self.url, http_client=http) as (read, write):
-                    async with _relayed(read, write) as link:
-                        links.append(link)
-                        yield link
+                    async with _relayed(read, write) as relay:
+                        links.append(relay)
+                        yield relay.link
         except httpx2.HTTPStatusError as exc:
             if exc.response.status_code == 401:
                 raise AuthRequired from exc
@@ -130,6 +141,8 @@ class RemoteConnection:
             return Unreachable(
                 f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"
             )
+        if isinstance(error, AnswerRefused):
+            return Unreachable(f"the OAuth flow with {where} failed: {error}")
         if isinstance(error, httpx2.TransportError):
             return Unreachable(f"the connection to {where} failed ({type(error).__name__})")
         leaf = first(exc, BaseException) or exc
@@ -144,28 +157,42 @@ def _known(error: BaseException) -> BaseException | None:
     return next((e for e in (error, error.__cause__) if isinstance(e, _EXPLAINED)), None)
 
 
+@dataclass
+class _Relay:
+    link: Link
+    scope: anyio.CancelScope
+
+    def cut(self, reason: str) -> None:
+        """Ends the link now: the session's read side closes, so whatever waits on an answer fails at once."""
+        self.link.lost_reason = self.link.lost_reason or reason
+        self.scope.cancel()
+        self.link.gone.set()
+
+
 @asynccontextmanager
-async def _relayed(read: Any, write: Any) -> AsyncIterator[Link]:
+async def _relayed(read: Any, write: Any) -> AsyncIterator[_Relay]:
     """A link over the transport's streams whose read side is forwarded, so it learns at once when it ends."""
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     link = Link(read_stream=receive, write_stream=write)
+    relayed = _Relay(link, anyio.CancelScope())
 
     async def relay() -> None:
-        try:
-            async with send:
-                async for message in read:
-                    if isinstance(message, Exception):
-                        link.lost_reason = f"the stream failed: {type(message).__name__}"
-                    await send.send(message)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
-        # The stream ended by itself (a cancelled relay leaves the verdict to the supervisor).
-        link.lost_reason = link.lost_reason or "the server closed the connection"
-        link.gone.set()
+        with relayed.scope:
+            try:
+                async with send:
+                    async for message in read:
+                        if isinstance(message, Exception):
+                            link.lost_reason = f"the stream failed: {type(message).__name__}"
+                        await send.send(message)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+            # The stream ended by itself (a cancelled relay leaves the verdict to the supervisor).
+            link.lost_reason = link.lost_reason or "the server closed the connection"
+            link.gone.set()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(relay)
         try:
-            yield link
+            yield relayed
         finally:
             tg.cancel_scope.cancel()

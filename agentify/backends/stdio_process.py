@@ -25,6 +25,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from agentify._common.proc import iter_lines, open_group_process, stop_group, wait_for_exit
+from agentify.backends.stdio_framing import Oversized, frames
 
 EXIT_GRACE_SECONDS = 2.0
 KILL_GRACE_SECONDS = 2.0
@@ -77,13 +78,15 @@ async def spawn_backend(
         assert process.stdout is not None
         try:
             async with read_send:
-                async for line in iter_lines(process.stdout):
-                    try:
-                        message: SessionMessage | Exception = SessionMessage(
-                            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        )
-                    except ValueError as exc:
-                        message = exc
+                async for line in frames(process.stdout):
+                    message: SessionMessage | Exception
+                    if isinstance(line, Oversized):
+                        message = line.as_message()
+                    else:
+                        try:
+                            message = SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+                        except ValueError as exc:
+                            message = exc
                     await read_send.send(message)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass

@@ -208,6 +208,22 @@ class Supervisor:
         finally:
             self._idle.end()
 
+    def listed_tool(self, tool: str) -> types.Tool | None:
+        """The tool as a session of this run listed it; None before any did (the manifest may only plan)."""
+        if not self.tools.listed:
+            return None
+        return next((t for t in self.tools.tools if t.name == tool), None)
+
+    async def live_tool(self, tool: str) -> types.Tool | None:
+        """`listed_tool`, starting the backend first when no session of this run has listed its tools.
+
+        Raises:
+            BackendUnavailable.
+        """
+        if not self.tools.listed:
+            await self._acquire()
+        return self.listed_tool(tool)
+
     async def _call_on(
         self, session: ClientSession, link: Link, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
     ) -> types.CallToolResult:
@@ -371,16 +387,21 @@ class Supervisor:
 
         Raises:
             LinkLost: why, with what happens next.
+            AuthRequired: the link ended because the server refused the credentials (HTTP 401).
         """
         while not self._stopping.is_set():
             idle = await self._until_something_happens(link)
             if link.gone.is_set():
+                if link.refused_status == 401:  # a refused SSE message: refresh, or say which credential
+                    raise AuthRequired("the server refused the credentials")
                 if link.exit_code is not None:
                     code = await link.exit_code()
                     raise LinkLost(f"exited (code {code}); restarted on the next call. {self.stderr.hint()}")
                 raise LinkLost(f"{link.lost_reason or 'the connection closed'}; reconnected on the next call")
-            if idle:  # said before the (bounded) stop, as a failure is
-                self._log.info("idle: stopping until the next call")
+            if idle:
+                if not self._idle.expired_now():
+                    continue  # a call took the session while the idle wait was ending
+                self._log.info("idle: stopping until the next call")  # said before the (bounded) stop
                 self._session = None
                 self._lifecycle.enter(BackendState.IDLE)
                 return

@@ -11,6 +11,7 @@ import mcp_types as types
 
 from agentify.backends.handles import ToolCaller, ToolHandle
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.overrides import Offered, offered
 from agentify.config import BackendConfig
 
 _VERSIONS = itertools.count(1)  # global, so a replaced backend never reuses a version
@@ -23,7 +24,7 @@ class ToolSet:
         self._caller = caller
         known = manifests.load(spec)
         self.from_manifest = known is not None
-        self.tools = self._permitted(known or [])
+        self._offered = self._permitted(known or [])
         self.version = next(_VERSIONS)
         self.listed = False
         """Whether a session of this run listed them (a backend that never did cannot be planned for)."""
@@ -34,7 +35,7 @@ class ToolSet:
     def replace(self, tools: list[types.Tool]) -> None:
         """What a session listed: kept in the manifest, then filtered."""
         self._manifests.save(self._spec, tools)
-        self.tools = self._permitted(tools)
+        self._offered = self._permitted(tools)
         self.version = next(_VERSIONS)
         self.listed = True
 
@@ -42,13 +43,21 @@ class ToolSet:
         """About to list again: a notification from now on asks for another listing."""
         self.stale = anyio.Event()
 
+    @property
+    def tools(self) -> list[types.Tool]:
+        """The offered tools as the gateway shows them (`tools.overrides` applied)."""
+        return [o.tool for o in self._offered]
+
     def handles(self) -> tuple[ToolHandle, ...]:
         version, handles = self._handles
         if version != self.version:
             spec = self._spec
-            handles = tuple(ToolHandle(spec.id, spec.description, tool, spec, self._caller) for tool in self.tools)
+            handles = tuple(
+                ToolHandle(spec.id, spec.description, o.tool, spec, self._caller, o.origin, o.pinned)
+                for o in self._offered
+            )
             self._handles = (self.version, handles)
         return handles
 
-    def _permitted(self, tools: list[types.Tool]) -> list[types.Tool]:
-        return [t for t in tools if self._spec.tools.permits(t.name)]
+    def _permitted(self, tools: list[types.Tool]) -> list[Offered]:
+        return offered(self._spec, [t for t in tools if self._spec.tools.permits(t.name)])

@@ -19,17 +19,56 @@ from agentify.security.credentials import header_credential, is_credential, mask
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
 DEFAULT_MODEL = "gpt-5.4-mini"
-Exposed = Literal["orchestrate", "search"]
-EXPOSED: tuple[Exposed, ...] = ("orchestrate", "search")
+Exposed = Literal["orchestrate", "search", "tools"]
+EXPOSED: tuple[Exposed, ...] = ("orchestrate", "search")  # the default; "tools" is asked for
+
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
+
+
+class ToolOverride(Model):
+    """How the gateway shows one backend tool: renamed, described anew, some arguments fixed."""
+
+    name: str | None = Field(default=None, description="The name the planner and the IDE see.")
+    description: str | None = Field(default=None, description="The description the planner and the IDE see.")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Fixed argument values: removed from the input schema, sent with every call, never changed.",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str | None) -> str | None:
+        if value is not None and not TOOL_NAME.match(value):
+            raise ValueError(f"{value!r} is not a valid tool name: use 1-64 of the characters a-z A-Z 0-9 _ . -")
+        return value
 
 
 class ToolFilter(Model):
+    """Which tools of a backend are offered and how; every name here is the backend's own name for the tool."""
+
     allow: list[str] | None = Field(default=None, description="Only these tools are offered (None: all).")
     deny: list[str] = Field(default_factory=list, description="These tools are never offered nor called.")
     confirm: list[str] = Field(default_factory=list, description="These tools run only after the user confirms.")
+    overrides: dict[str, ToolOverride] = Field(default_factory=dict, description="Tools shown renamed or pinned.")
 
     def permits(self, tool: str) -> bool:
         return tool not in self.deny and (self.allow is None or tool in self.allow)
+
+    @model_validator(mode="after")
+    def _distinct_names(self) -> ToolFilter:
+        """Two tools may not be shown under one name: a rename onto another overridden tool that keeps its own
+        name, or two renames onto one name. (A rename onto a tool the config does not name is found when the
+        backend lists its tools.)"""
+        shown: dict[str, str] = {}
+        for tool, override in self.overrides.items():
+            name = override.name or tool
+            if name in shown:
+                raise ValueError(
+                    f"overrides show both {shown[name]!r} and {tool!r} as {name!r}: give one of them another name"
+                )
+            shown[name] = tool
+        return self
 
 
 class ItemFilter(Model):
@@ -124,8 +163,17 @@ class BackendConfig(Model):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https"):
             raise ValueError(f"{mask_url(value)!r} is not an http:// or https:// URL")
+        if parts.username is not None or parts.password is not None:
+            # The HTTP client would turn them into Basic auth on its own, sent wherever the URL leads.
+            raise ValueError(
+                f"{mask_url(value)!r} holds a user name or password, which agentify never sends: give the "
+                'credential as a header ("headers": {"Authorization": "Basic ${CREDENTIAL}"}) or as "auth"'
+            )
         return value
 
     @model_validator(mode="after")
@@ -222,8 +270,13 @@ class Config(Model):
     expose: list[Exposed] = Field(
         default_factory=lambda: list(EXPOSED),
         min_length=1,
-        description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends) "
-        "and search (search_tools, call_tool).",
+        description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends), "
+        "search (search_tools, call_tool) and tools (every backend tool, listed directly).",
+    )
+    prefix: bool = Field(
+        default=True,
+        description="With expose tools: list each backend tool as <backend>__<tool> (true), or under its own "
+        "name where no other tool has it (false).",
     )
 
     @field_validator("log_level", mode="before")

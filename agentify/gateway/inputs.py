@@ -73,6 +73,11 @@ def given_call(raw: Any, catalog: Catalog) -> Plan:
     """The plan of a `call_tool` request. Raises InvalidInput (unknown tool, arguments that fail its schema)."""
     call = validate_input(CallInput, raw, '{"name": "<backend>__<tool>", "arguments": {...}}')
     tool = catalog.get(call.name)
+    if tool is None and (renamed := catalog.renamed(call.name)) is not None:
+        raise InvalidInput(
+            f"{call.name} is offered as {renamed.name} (renamed by tools.overrides in the gateway's config); "
+            "call it by that name."
+        )
     if tool is None:
         close = difflib.get_close_matches(call.name, list(catalog.tools), n=3, cutoff=0.6)
         hint = f" Did you mean {', '.join(close)}?" if close else ""

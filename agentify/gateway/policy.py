@@ -4,6 +4,11 @@ A call needs confirmation when its tool is listed in the backend's `tools.confir
 the backend marks it destructive (`destructiveHint: true` and not `readOnlyHint`) and the
 backend does not set `allowDestructive: true`. Tools without annotations are not treated as
 destructive. Denied tools (`tools.deny`) never reach the planner at all (`ToolFilter`).
+
+The annotations read are the ones the running backend listed, never the cached tool manifest
+(a file on disk may have been edited to turn a destructive tool read-only): a tool that no
+session of this run has listed is treated as destructive. `tools.confirm`
+names the backend's own tool names, also for a tool that `tools.overrides` renames.
 """
 
 from __future__ import annotations
@@ -39,14 +44,22 @@ class Confirmer(Protocol):
     async def confirm(self, plan: Plan, reason: str) -> Answer: ...
 
 
-def confirmation_reason(spec: BackendConfig, tool: types.Tool) -> str | None:
-    """Why this call must be confirmed, or None when it may run without asking."""
-    if tool.name in spec.tools.confirm:
-        return f"{tool.name} is listed in tools.confirm of backend {spec.id!r}"
-    hints = tool.annotations
-    destructive = bool(hints and hints.destructive_hint and not hints.read_only_hint)
-    if destructive and not spec.allow_destructive:
-        return f"{spec.id}.{tool.name} is marked destructive by its server"
+def confirmation_reason(spec: BackendConfig, origin: str, listed: types.Tool | None) -> str | None:
+    """Why a call of the backend's tool `origin` (its own name, whatever `tools.overrides` shows) must be
+    confirmed, or None when it may run without asking. `listed` is the tool as the running backend listed
+    it, None when it has not."""
+    if origin in spec.tools.confirm:
+        return f"{origin} is listed in tools.confirm of backend {spec.id!r}"
+    if spec.allow_destructive:
+        return None
+    if listed is None:
+        return (
+            f"{spec.id}.{origin} is treated as destructive: the running backend has not listed it "
+            "(only its cached tool manifest has)"
+        )
+    hints = listed.annotations
+    if hints and hints.destructive_hint and not hints.read_only_hint:
+        return f"{spec.id}.{origin} is marked destructive by its server"
     return None
 
 
@@ -61,9 +74,10 @@ async def enforce(plan: Plan, spec: BackendConfig, reason: str | None, confirmer
             "so it was not run. Use a shorter path (a nearer working directory, or fewer ../ hops)."
         )
     if confirmer is None:
+        origin = plan.handle.origin if plan.handle is not None else plan.tool
         how = (
-            f"remove {plan.tool} from tools.confirm of backend {spec.id!r}"
-            if plan.tool in spec.tools.confirm
+            f"remove {origin} from tools.confirm of backend {spec.id!r}"
+            if origin in spec.tools.confirm
             else f"set allowDestructive: true on backend {spec.id!r} in the config"
         )
         raise Denied(

@@ -94,6 +94,10 @@ class Services:
         """`sampling_available`: whether the client asking offers MCP sampling (it may change the planner)."""
         return GatewayStatus(self.planners.current.describe(sampling_available), self.backends.statuses())
 
+    async def backends_changed(self) -> None:
+        """Returns at the next change of a backend's state or tools."""
+        await self.backends.changed()
+
     def forward_roots(self, roots: list[types.Root]) -> None:
         """The client's roots as they became known: what backends with `forwardRoots` are told."""
         self.backends.forward_roots(roots)
@@ -110,7 +114,10 @@ async def open_gateway(boot: Boot) -> AsyncIterator[Services]:
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, redactor, file=config.trace_file)
     backends = BackendManager(
-        config.backends, on_state=lambda status: bus.publish("backend", status.as_dict()), cache_dir=cache_dir()
+        config.backends,
+        on_state=lambda status: bus.publish("backend", status.as_dict()),
+        cache_dir=cache_dir(),
+        secrets=redactor.add,
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     limiter = Limiter(config.server.limits, config.server.redis)

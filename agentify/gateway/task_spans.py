@@ -18,7 +18,7 @@ import anyio
 from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
-from agentify.config import BackendConfig
+from agentify.backends import ToolHandle
 from agentify.errors import AgentifyError, TaskCancelled
 from agentify.gateway.policy import AskingClient
 from agentify.planner import Plan
@@ -106,11 +106,13 @@ def plan_attributes(plan: Plan) -> dict[str, AttributeValue]:
     return attributes
 
 
-def call_attributes(plan: Plan, spec: BackendConfig) -> dict[str, AttributeValue]:
-    """The conventions' MCP client span: method, tool, operation, transport, and where a remote server is."""
+def call_attributes(plan: Plan, handle: ToolHandle) -> dict[str, AttributeValue]:
+    """The conventions' MCP client span: method, tool (the backend's own name, also when `tools.overrides`
+    shows it renamed), operation, transport, and where a remote server is."""
+    spec = handle.spec
     attributes: dict[str, AttributeValue] = {
         MCP_METHOD: "tools/call",
-        TOOL_NAME: plan.tool,
+        TOOL_NAME: handle.origin,
         OPERATION: EXECUTE_TOOL,
         TRANSPORT: "tcp" if spec.remote else "pipe",
         BACKEND: plan.backend,

@@ -177,7 +177,7 @@ class TaskRunner:
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
             # Formatted only when debug lines are written; the sink masks, then cuts.
             log.opt(lazy=True).debug("plan arguments: {}", lambda: json.dumps(plan.arguments))
-            reason = self._confirmation_reason(plan)
+            reason = await self._confirmation_reason(plan, start=execute)
             result = None
             if execute:
                 await self._confirm(plan, reason, confirmer)
@@ -247,8 +247,18 @@ class TaskRunner:
             task = task.model_copy(update={"context": task.context.model_copy(update={"selection_text": cut})})
         return task
 
-    def _confirmation_reason(self, plan: Plan) -> str | None:
-        return confirmation_reason(plan.handle.spec, plan.handle.tool) if plan.handle is not None else None
+    async def _confirmation_reason(self, plan: Plan, *, start: bool) -> str | None:
+        """Decided on the tool as the running backend lists it; a call (`start`) brings the backend up first,
+        as the call would, so a plan from the cached manifest is checked against the live list.
+
+        Raises:
+            BackendUnavailable: the backend cannot be started.
+        """
+        handle = plan.handle
+        if handle is None:
+            return None
+        listed = await handle.live() if start else handle.listed()
+        return confirmation_reason(handle.spec, handle.origin, listed)
 
     async def _confirm(self, plan: Plan, reason: str | None, confirmer: Confirmer | None) -> None:
         if reason is None:
@@ -282,8 +292,8 @@ class TaskRunner:
                 done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
                 await forward(f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 
-        attributes = call_attributes(plan, handle.spec)
-        with step(self.tracer, f"tools/call {plan.tool}", kind=SpanKind.CLIENT, attributes=attributes) as span:
+        attributes = call_attributes(plan, handle)
+        with step(self.tracer, f"tools/call {handle.origin}", kind=SpanKind.CLIENT, attributes=attributes) as span:
             result = await handle.call(plan.arguments, relay)
             if forward is not None:
                 with anyio.move_on_after(PROGRESS_SETTLE_SECONDS):  # the last report before "done"

@@ -151,6 +151,8 @@ def capabilities_writer(
         result = await call_next(ctx)
         if isinstance(result, dict) and isinstance(result.get("capabilities"), dict):
             caps = {k: v for k, v in result["capabilities"].items() if k not in ("resources", "prompts", "completions")}
+            # The gateway's tools follow the backends' (expose "tools"): over HTTP too, not only over stdio.
+            caps["tools"] = {**(caps.get("tools") or {}), "listChanged": True}
             result = {**result, "capabilities": caps | found.capabilities()}
         return result
 

@@ -35,6 +35,7 @@ from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
 from agentify.mcp_server.bearer import principal_of
 from agentify.mcp_server.client_requests import Exchange, Questions
+from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
 from agentify.mcp_server.replica import Replica
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
@@ -112,6 +113,8 @@ class McpServices(TaskServices, Protocol):
 
     def on_change(self, listener: ChangeListener) -> Callable[[], None]: ...
 
+    async def backends_changed(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class McpContext:
@@ -167,8 +170,9 @@ def build_server(
                 if clients.replica is not None:
                     clients.replica.statuses = lambda: services.status().backends
                 relay = ChangeRelay(services.offerings)
-                stop_hearing = services.on_change(relay.changed)
+                stop_hearing = services.on_change(heard(relay))
                 await tg.start(relay.run)
+                tg.start_soon(follow_tools, services, relay)
                 try:
                     yield McpContext(services, RootsBook(services.forward_roots, one_client=clients.one), relay)
                 finally:
@@ -246,7 +250,10 @@ def _initialization_options_reader(*, trusted: bool) -> Callable[..., Any]:
 async def _list_tools(
     ctx: ServerRequestContext[McpContext], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=exposed_tools(ctx.lifespan_context.services.settings.current))
+    services = ctx.lifespan_context.services
+    own = exposed_tools(services.settings.current)
+    direct = await direct_tools(services, [t.name for t in own])
+    return types.ListToolsResult(tools=own + listed(direct))
 
 
 async def _call_tool(
@@ -254,9 +261,14 @@ async def _call_tool(
 ) -> types.CallToolResult | types.InputRequiredResult:
     services = ctx.lifespan_context.services
     arguments = params.arguments or {}
-    exposed = [t.name for t in exposed_tools(services.settings.current)]
-    if params.name not in exposed:
-        unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(exposed)}")
+    settings = services.settings.current
+    exposed = [t.name for t in exposed_tools(settings)]
+    name = params.name
+    if name not in exposed and (tool := (await direct_tools(services, exposed)).find(name)) is not None:
+        arguments, name = {"name": tool.name, "arguments": arguments}, "call_tool"  # `call_tool`'s path
+    elif name not in exposed:
+        offered = exposed + (["the backend tools that tools/list shows"] if "tools" in settings.expose else [])
+        unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(offered)}")
         return error_result(unknown, services.redactor)
     if (unsolicited := exchange.unsolicited_error()) is not None:
         return error_result(unsolicited, services.redactor)
@@ -270,18 +282,18 @@ async def _call_tool(
 
     try:
         await services.limiter.charge_principal(current_principal() or LOCAL)
-        if params.name == "list_backends":
+        if name == "list_backends":
             validate_input(NoInput, arguments, "{}")
             return _backends_result(
                 services.status(sampling_available=exchange.sampler() is not None), services.redactor
             )
-        if params.name == "search_tools":
+        if name == "search_tools":
             request, found = await services.runner.search(arguments)
             return search_result(request.query, found, services.redactor)
-        if params.name == "call_tool":
+        if name == "call_tool":
             outcome = await services.runner.call(arguments, progress=progress, confirmer=exchange.confirmer())
             return outcome_result(outcome, services.redactor)
-        execute = params.name == "orchestrate_task"
+        execute = name == "orchestrate_task"
         outcome = await services.runner.run(
             arguments,
             execute=execute,

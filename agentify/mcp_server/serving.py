@@ -49,7 +49,9 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
 
     async with stdio_server() as (read_stream, write_stream), answering_parse_errors(read_stream, write_stream) as read:
-        await server.run(read, write_stream, server.create_initialization_options(NotificationOptions()))
+        # tools.listChanged: with expose "tools" the gateway's tools follow the backends' (mcp_server/direct.py).
+        options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+        await server.run(read, write_stream, options)
 
 
 async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None) -> None:

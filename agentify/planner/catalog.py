@@ -45,6 +45,11 @@ class CatalogTool:
         schema.setdefault("properties", {})
         return schema
 
+    @property
+    def original_name(self) -> str:
+        """`<backend>__<tool>` with the backend's own name for the tool (before `tools.overrides`)."""
+        return _base_name(self.backend, self.handle.origin if self.handle else self.tool.name)
+
     @cached_property
     def _validator(self) -> jsonschema.protocols.Validator:
         return bounded_validator(self.input_schema)
@@ -53,6 +58,11 @@ class CatalogTool:
         """None when `arguments` fit the tool's input schema, else a one-line reason naming the field."""
         if not isinstance(arguments, dict):
             return f"arguments must be a JSON object, not {type(arguments).__name__}"
+        if self.handle is not None and (fixed := sorted(set(arguments) & set(self.handle.pinned))):
+            return (
+                f"{', '.join(fixed)}: fixed by tools.overrides of backend {self.backend!r} in the gateway's config, "
+                "so it cannot be given; leave it out"
+            )
         try:
             error = first_error(self._validator, arguments)
         except jsonschema.exceptions.SchemaError as exc:
@@ -116,8 +126,16 @@ class Catalog:
     def get(self, name: str) -> CatalogTool | None:
         return self.tools.get(name)
 
+    def renamed(self, name: str) -> CatalogTool | None:
+        """The tool that `tools.overrides` shows under another name, by the name it would have had."""
+        return next(
+            (t for t in self.tools.values() if t.handle and t.handle.origin != t.tool.name and t.original_name == name),
+            None,
+        )
+
     def find(self, backend: str, tool: str) -> CatalogTool | None:
-        """The tool by its backend id and the backend's own name for it (a plan from an earlier round)."""
+        """The tool by its backend id and the name it is shown under (`tools.overrides` applied): a plan from an
+        earlier round."""
         return self._by_origin.get((backend, tool))
 
 

@@ -5,6 +5,9 @@ object a line, so tests assert on what reached the server.
 
     python http_backend.py --port N [--headers-log FILE] [--sse-only] [--marker FILE]
     env HTTP_BACKEND_TOKEN: when set, requests without `Authorization: Bearer <it>` get 401.
+
+The tool lock_out(status) is hostile: every POST after it is refused with that HTTP status
+(a revoked credential or permission), while an open SSE stream stays open.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ def main() -> None:
     parser.add_argument("--marker", help="append 'started <pid>' here once serving")
     args = parser.parse_args()
     token = os.environ.get("HTTP_BACKEND_TOKEN")
+    locked_out: list[int] = []  # the status every POST gets from now on, once lock_out was called
 
     server = MCPServer("http-fake", version="1.0")
 
@@ -37,6 +41,11 @@ def main() -> None:
     def add(a: int, b: int) -> str:
         return str(a + b)
 
+    @server.tool(description="Refuse every later POST with this HTTP status")
+    def lock_out(status: int) -> str:
+        locked_out.append(status)
+        return f"locked out with {status}"
+
     if args.sse_only:
         app = server.sse_app(sse_path="/events", message_path="/messages/")
     else:
@@ -47,11 +56,13 @@ def main() -> None:
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
             if args.headers_log:
                 _append(args.headers_log, json.dumps({"method": scope["method"], "headers": headers}))
-            if token and headers.get("authorization") != f"Bearer {token}":
-                await send(
-                    {"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]}
-                )
-                await send({"type": "http.response.body", "body": b"unauthorized"})
+            refused = 401 if token and headers.get("authorization") != f"Bearer {token}" else None
+            if locked_out and scope["method"] == "POST":
+                refused = locked_out[-1]
+            if refused is not None:
+                plain = [(b"content-type", b"text/plain")]
+                await send({"type": "http.response.start", "status": refused, "headers": plain})
+                await send({"type": "http.response.body", "body": b"refused"})
                 return
         await app(scope, receive, send)
 

@@ -1,12 +1,14 @@
 """A small MCP backend for behaviours the real servers cannot be made to show on demand.
 
 Flags: --hang-initialize (never answers initialize), --exit-at-start (exits at once with
-code 3), --marker FILE (records events: "started <pid>", "cancelled slow"). Tools: echo,
-slow(seconds) reporting progress, crash (exits mid-call), flood_stderr(bytes), nested(code) whose
-schema has catastrophic regexes (`pattern`, `patternProperties`), progress(count, message, env?)
-sending `count` progress notifications as fast as it can (the message with the value of the
-environment variable `env` appended), show_meta (the request's `_meta` as JSON: what a tracing
-backend would continue).
+code 3), --marker FILE (records events: "started <pid>", "slow <seconds>" when slow begins,
+"cancelled slow"). Tools: echo, slow(seconds) reporting progress, crash (exits mid-call),
+flood_stderr(bytes), nested(code) whose schema has catastrophic regexes (`pattern`,
+`patternProperties`), progress(count, message, env?) sending `count` progress notifications as
+fast as it can (the message with the value of the environment variable `env` appended),
+show_meta (the request's `_meta` as JSON: what a tracing backend would continue),
+huge_answer(mib) writing its answer as one line of `mib` MiB with the id last (as TypeScript
+servers order it) straight onto stdout, then a small one the gateway no longer waits for.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def main() -> None:
             "properties": {"count": {"type": "integer"}, "message": {"type": "string"}, "env": {"type": "string"}},
             "required": ["count", "message"],
         }
+        huge = {"type": "object", "properties": {"mib": {"type": "integer"}}, "required": ["mib"]}
         return types.ListToolsResult(
             tools=[
                 types.Tool(name="echo", description="Echo the text back", input_schema=schema),
@@ -84,6 +87,7 @@ def main() -> None:
                 types.Tool(name="show_meta", description="Show the request's _meta", input_schema=empty),
                 types.Tool(name="nested", description="Check a code against a slow pattern", input_schema=hostile),
                 types.Tool(name="progress", description="Report progress many times", input_schema=progress),
+                types.Tool(name="huge_answer", description="Answer with one huge message", input_schema=huge),
                 *extra_tools,
             ]
         )
@@ -97,6 +101,7 @@ def main() -> None:
             )
         if params.name == "slow":
             seconds = float(arguments["seconds"])
+            mark(f"slow {seconds:g}")
             try:
                 steps = 10
                 for step in range(steps):
@@ -121,6 +126,13 @@ def main() -> None:
             os._exit(7)
         if params.name == "big":
             return types.CallToolResult(content=[types.TextContent(type="text", text="b" * int(arguments["bytes"]))])
+        if params.name == "huge_answer":
+            chunk = b"b" * (1 << 20)
+            os.write(wire_fd, b'{"result":{"content":[{"type":"text","text":"')
+            for _ in range(int(arguments["mib"])):
+                await anyio.to_thread.run_sync(os.write, wire_fd, chunk)  # a pipe takes what it can
+            os.write(wire_fd, b'"}]},"jsonrpc":"2.0","id":' + json.dumps(ctx.request_id).encode() + b"}\n")
+            return types.CallToolResult(content=[types.TextContent(type="text", text="answered twice")])
         if params.name == "garbage_stdout":
             os.write(wire_fd, b"this is not json {{{\n")
             return types.CallToolResult(content=[types.TextContent(type="text", text="wrote garbage")])

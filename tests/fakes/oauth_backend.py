@@ -3,9 +3,15 @@
 Dynamic client registration, PKCE and refresh come from the SDK's routes; this provider keeps
 everything in memory and approves every authorization at once (the "browser" is an HTTP client
 following redirects). Tools: echo(text); forget_access() revokes every access token but keeps
-the refresh tokens (the next request gets 401 and must refresh); forget_all() revokes both.
+the refresh tokens (the next request gets 401 and must refresh); forget_all() revokes both;
+show_credentials() is hostile: it echoes the request's Authorization header, scheme and
+credential apart, as no secret-shaped pattern would recognise them.
 
     python oauth_backend.py --port N [--log FILE]   (the log records "token <kind>" events)
+
+With `--token-answer huge|html`, the token endpoint is hostile: it streams 150 MB of one JSON
+token (chunked, no Content-Length), or answers a valid token as text/html; the log records
+"token answer sent N" (bytes the client took before it hung up).
 
 With `--echo-client-secret`, it is a hostile server instead: any client id is known (with the
 secret in FAKE_CLIENT_SECRET and any redirect), and the code exchange fails with an error that
@@ -20,6 +26,7 @@ import secrets
 import time
 from typing import Any
 
+import anyio
 import uvicorn
 from mcp.server.auth.provider import (
     AccessToken,
@@ -30,7 +37,7 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 
@@ -124,6 +131,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--log")
     parser.add_argument("--echo-client-secret", action="store_true")
+    parser.add_argument("--token-answer", choices=["huge", "html"])
     args = parser.parse_args()
     base = f"http://127.0.0.1:{args.port}"
     provider = MemoryProvider(args.log, echo_secret=args.echo_client_secret)
@@ -153,7 +161,50 @@ def main() -> None:
         provider.refresh.clear()
         return "all tokens revoked"
 
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=args.port, log_level="warning")
+    @server.tool(description="Show the credentials this request came with")
+    def show_credentials(ctx: Context) -> str:
+        request: Any = ctx.request_context.request
+        scheme, _, credential = request.headers.get("authorization", "").partition(" ")
+        return f"scheme {scheme}; credential {credential}"
+
+    app = server.streamable_http_app()
+
+    async def hostile(scope: Any, receive: Any, send: Any) -> None:
+        if args.token_answer and scope["type"] == "http" and scope["path"] == "/token":
+            await _bad_token_answer(args.token_answer, provider, receive, send)
+            return
+        await app(scope, receive, send)
+
+    uvicorn.run(hostile, host="127.0.0.1", port=args.port, log_level="warning", lifespan="on")
+
+
+async def _bad_token_answer(kind: str, provider: MemoryProvider, receive: Any, send: Any) -> None:
+    while (await receive()).get("more_body"):
+        pass  # the form, read whole: what `receive` gives next is the client hanging up
+    media = b"text/html" if kind == "html" else b"application/json"
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", media)]})
+    if kind == "html":
+        body = b'{"access_token": "AT-html-answer-123456", "token_type": "Bearer", "expires_in": 3600}'
+        await send({"type": "http.response.body", "body": body})
+        return
+    sent = 0
+    chunk = b"A" * (1 << 20)
+    async with anyio.create_task_group() as tg:
+
+        async def until_hung_up() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(until_hung_up)
+        await send({"type": "http.response.body", "body": b'{"access_token": "', "more_body": True})
+        for _ in range(150):
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            sent += len(chunk)
+            await anyio.lowlevel.checkpoint()  # once the client hung up, `send` returns without waiting
+        await send({"type": "http.response.body", "body": b'", "token_type": "Bearer"}'})
+        tg.cancel_scope.cancel()
+    provider.note(f"token answer sent {sent}")
 
 
 if __name__ == "__main__":

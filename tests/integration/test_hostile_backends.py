@@ -1,7 +1,7 @@
 """What a hostile or runaway backend can do to the gateway: nothing that freezes or bloats it.
 
 Its tool schemas carry catastrophic regexes; its progress notifications come by the hundred
-thousand; its messages carry the secrets of its environment.
+thousand; its messages carry the secrets of its environment; its answer is one 200 MiB line.
 """
 
 from __future__ import annotations
@@ -78,3 +78,26 @@ async def test_a_flood_of_progress_is_coalesced_and_ends_with_the_latest(tmp_pat
     assert 0 < len(relayed) < count
     assert relayed[-1] == f"fake.progress: step ({count}/{count})"
     assert messages[-1] == "done"
+
+
+async def test_a_200_mib_answer_fails_the_call_with_a_clear_backend_error_in_bounded_memory(tmp_path: Path) -> None:
+    """It once took the gateway to 1.08 GB; now only the limit (32 MiB) is ever held."""
+    marker = tmp_path / "marker.log"
+    config = write_config(tmp_path, [fake_backend("fake", "--marker", str(marker), timeoutSeconds=120)])
+    async with gateway(config, gateway_env(None), tmp_path / "e.log") as session:
+        with anyio.fail_after(100):  # below the call's timeout: it fails when the answer ends, not later
+            huge = await session.call_tool("call_tool", {"name": "fake__huge_answer", "arguments": {"mib": 200}})
+        after = await session.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": "still here"}})
+        gateway_pid = int(marker.read_text().split()[2])
+        peak_mib = _peak_rss_kib(gateway_pid) / 1024
+    assert error_code(huge) == "backend_error", text_of(huge)
+    assert "over the 32 MiB limit" in text_of(huge) and "200 MiB" in text_of(huge)
+    assert text_of(after) == "echo: still here"  # the backend and its session carry on
+    assert peak_mib < 400, peak_mib
+
+
+def _peak_rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")

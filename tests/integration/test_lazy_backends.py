@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import echo_works, fake_backend, gateway, gateway_env, pid_alive, text_of, wait_until, write_config
+from tests.conftest import (
+    echo_works,
+    error_code,
+    fake_backend,
+    fs_backend,
+    gateway,
+    gateway_env,
+    pid_alive,
+    text_of,
+    wait_until,
+    write_config,
+)
 from tests.fakes.model_server import ModelServer, Reply
+from tests.integration.ide_client import MODES, ide_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -75,3 +88,47 @@ async def test_a_changed_command_is_learnt_afresh(tmp_path: Path, model: ModelSe
     async with gateway(second, gateway_env(model), tmp_path / "stderr.log") as session:
         await echo_works(session, model)
         await wait_until(lambda: len(started_pids(marker)) == 2)
+
+
+@pytest.mark.parametrize("first", ["planned", "called"])
+async def test_the_first_call_to_a_lazy_backend_being_learnt_is_not_cut_off(
+    tmp_path: Path, model: ModelServer, first: str
+) -> None:
+    """No manifest yet: the start that learns the tools must not stop the backend under a call in flight,
+    whether the call comes through the planner or straight through call_tool; and the work is done once."""
+    marker = tmp_path / "lazy.log"
+    config = write_config(tmp_path, [fake_backend("lazy", "--marker", str(marker), start="lazy")])
+    async with gateway(config, gateway_env(model), tmp_path / "stderr.log") as session:
+        if first == "planned":
+            model.push(Reply.tool_call("lazy__slow", {"seconds": 1}))
+            result = await session.call_tool("orchestrate_task", {"query": "wait a second on lazy"})
+        else:
+            result = await session.call_tool("call_tool", {"name": "lazy__slow", "arguments": {"seconds": 1}})
+        assert not result.is_error, text_of(result)
+        assert text_of(result) == "slept 1.0"
+    assert [line for line in marker.read_text().splitlines() if line.startswith("slow")] == ["slow 1"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_manifest_edited_to_make_a_destructive_tool_read_only_does_not_skip_the_confirmation(
+    tmp_path: Path, workspace: Path, model: ModelServer, mode: str
+) -> None:
+    """The manifest plans; whether the call needs the user's confirmation is the running backend's word."""
+    config = write_config(tmp_path, [fs_backend(workspace, start="lazy")])
+    env = gateway_env(model, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"))
+    manifests = tmp_path / "cache" / "manifests"
+    async with gateway(config, env, tmp_path / "stderr.log"):
+        await wait_until(lambda: any(manifests.glob("*.json")))  # learnt once
+    (manifest,) = manifests.glob("*.json")
+    data = json.loads(manifest.read_text())
+    (write_file,) = [tool for tool in data["tools"] if tool["name"] == "write_file"]
+    write_file["annotations"] = {"readOnlyHint": True, "destructiveHint": False}
+    manifest.write_text(json.dumps(data))
+
+    target = workspace / "out.txt"
+    async with ide_client(config, env, tmp_path / "stderr.log", mode) as client:  # it cannot ask the user
+        model.push(Reply.tool_call("fs__write_file", {"path": str(target), "content": "overwritten"}))
+        result = await client.call_tool("orchestrate_task", {"query": "write out.txt"})
+    assert error_code(result) == "denied", text_of(result)
+    assert "marked destructive by its server" in text_of(result)
+    assert not target.exists()

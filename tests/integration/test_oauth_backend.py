@@ -19,7 +19,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.conftest import AGENTIFY, REPO, error_code, gateway, gateway_env, text_of
+from tests.conftest import AGENTIFY, REPO, error_code, gateway, gateway_env, text_of, wait_until
 from tests.fakes.model_server import ModelServer, Reply
 from tests.servers import free_port, server_process, wait_accepting
 
@@ -41,7 +41,7 @@ async def state_of(session: Any, backend_id: str) -> dict[str, Any]:
 async def authorization_url(stderr: Any) -> tuple[str, bytes]:
     """The URL `agentify auth` prints for the browser (log lines may come around it), and what it read."""
     seen = b""
-    with anyio.fail_after(30):
+    with anyio.fail_after(90):  # the command's start-up and the server's discovery, on a loaded machine
         while not re.search(rb"\nhttp://[^\n]*/authorize\?[^\n]*\n", seen):
             seen += await stderr.receive()
     url = next(line for line in seen.decode().splitlines() if line.startswith("http://") and "/authorize?" in line)
@@ -92,7 +92,7 @@ async def test_oauth_login_refresh_and_reauthorization(tmp_path: Path, model: Mo
 
             auth_env = env | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")}
             printed = await authorize(config, auth_env, tmp_path / "auth.log")
-            assert "secure is authorized (3 tools)" in printed
+            assert "secure is authorized (4 tools)" in printed
             (token_file,) = (tmp_path / "config" / "oauth").glob("secure-*.json")
             assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
             tokens = json.loads(token_file.read_text())["tokens"]
@@ -101,12 +101,20 @@ async def test_oauth_login_refresh_and_reauthorization(tmp_path: Path, model: Mo
             assert text_of(await call(session, model, "secure__echo", {"text": "signed in"})) == "echo: signed in"
             listed = await state_of(session, "secure")
             assert listed["state"] == "ready" and "echo" in listed["tools"]
+            # A server that echoes the token back shows it to nobody.
+            echoed = text_of(await call(session, model, "secure__show_credentials", {}))
+            assert echoed == "scheme Bearer; credential [REDACTED]", echoed
 
             # The server forgets the access token: a 401 mid-session refreshes it, and the call goes through.
             assert "revoked" in text_of(await call(session, model, "secure__forget_access", {}))
             again = await call(session, model, "secure__echo", {"text": "refreshed"})
             assert text_of(again) == "echo: refreshed", text_of(again)
             assert "token refresh" in events.read_text().splitlines()
+            # The refreshed token, learnt while serving, is masked too.
+            refreshed = json.loads(token_file.read_text())["tokens"]
+            assert refreshed["access_token"] != tokens["access_token"]
+            echoed = text_of(await call(session, model, "secure__show_credentials", {}))
+            assert echoed == "scheme Bearer; credential [REDACTED]", echoed
 
             # It forgets the refresh token too: the backend needs a new authorization.
             assert "revoked" in text_of(await call(session, model, "secure__forget_all", {}))
@@ -152,6 +160,44 @@ async def test_auth_never_shows_the_client_secret_that_a_hostile_server_quotes_b
     for form in (secret, json.dumps(secret)[1:-1], quote(secret, safe=""), quote_plus(secret), repr(secret)[1:-1]):
         assert form not in stderr, form
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [("huge", "answered more than 256 KiB"), ("html", "answered the token request with text/html")],
+)
+async def test_auth_refuses_a_huge_or_non_json_token_answer_and_stores_nothing(
+    tmp_path: Path, answer: str, says: str
+) -> None:
+    """A hostile token endpoint streams 150 MB of one token (no Content-Length), or answers as text/html."""
+    port = free_port()
+    events = tmp_path / "oauth-events.log"
+    argv = [sys.executable, str(OAUTH_BACKEND), "--port", str(port), "--log", str(events), "--token-answer", answer]
+    config = tmp_path / "agentify.json"
+    entry = {"id": "secure", "url": f"http://127.0.0.1:{port}/mcp", "auth": {"type": "oauth"}}
+    config.write_text(json.dumps({"backends": [entry]}))
+    env = {"AGENTIFY_CONFIG_DIR": str(tmp_path / "config"), "BROWSER": "true"}
+    command = [str(AGENTIFY), "auth", "secure", "--config", str(config)]
+    with server_process(argv, tmp_path / "server.log"):
+        await wait_accepting(port)
+        async with await anyio.open_process(command, env=env) as process:
+            assert process.stderr is not None
+            url, seen = await authorization_url(process.stderr)
+            async with httpx2.AsyncClient(follow_redirects=True, timeout=30) as browser:
+                await browser.get(url)
+            with anyio.fail_after(60):
+                async for chunk in process.stderr:
+                    seen += chunk
+                await process.wait()
+        if answer == "huge":
+            await wait_until(lambda: "token answer sent" in (events.read_text() if events.exists() else ""), 30)
+    stderr = seen.decode()
+    assert process.returncode == 1 and says in stderr and "Traceback" not in stderr, stderr
+    (token_file,) = (tmp_path / "config" / "oauth").glob("secure-*.json")
+    assert "tokens" not in json.loads(token_file.read_text())  # the registration only
+    if answer == "huge":
+        (sent,) = [int(line.split()[-1]) for line in events.read_text().splitlines() if "answer sent" in line]
+        assert sent < 32 << 20, sent  # it hung up after the limit, and socket buffers, not after 150 MB
 
 
 async def test_auth_takes_another_port_when_the_remembered_one_is_busy(tmp_path: Path) -> None:

@@ -160,12 +160,34 @@ async def test_remote_server_killed_is_unavailable_at_once_and_works_again_after
 
 def test_doctor_shows_a_remote_backend_with_its_url_masked_and_why_it_is_down(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
-    entry = {"id": "team", "url": f"http://user:{TOKEN}@127.0.0.1:{port}/mcp?token={TOKEN}&team=blue"}
+    entry = {"id": "team", "url": f"http://127.0.0.1:{port}/mcp?token={TOKEN}&team=blue"}
     config = tmp_path / "agentify.json"
     config.write_text(json.dumps({"backends": [entry]}))
     env = os.environ | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run([str(AGENTIFY), "doctor", "--config", str(config)], capture_output=True, text=True, env=env)
     assert done.returncode == 1
-    assert f"http://[REDACTED]@127.0.0.1:{port}/mcp?token=[REDACTED]" in done.stdout
+    assert f"http://127.0.0.1:{port}/mcp?token=[REDACTED]" in done.stdout
     assert "cannot connect" in done.stdout
     assert TOKEN not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("status", "says"), [(401, "refused the credentials (HTTP 401)"), (403, "HTTP 403")])
+async def test_an_sse_message_refused_fails_the_call_at_once_and_the_listing_shows_why(
+    tmp_path: Path, model: ModelServer, status: int, says: str
+) -> None:
+    """The SSE stream stays open while the server refuses the POSTs: the call must not wait for its timeout."""
+    port = free_port()
+    with server_process(http_backend(port, "--sse-only"), tmp_path / "server.log"):
+        await wait_accepting(port)
+        entry = {"id": "old", "url": f"http://127.0.0.1:{port}/events", "transport": "sse", "timeoutSeconds": 120}
+        config = tmp_path / "agentify.json"
+        config.write_text(json.dumps({"backends": [entry]}))
+        async with gateway(config, gateway_env(model), tmp_path / "stderr.log") as session:
+            assert text_of(await call(session, model, "old__lock_out", {"status": status})).startswith("locked out")
+            with anyio.fail_after(30):  # far below the call's timeout
+                refused = await call(session, model, "old__echo", {"text": "after"})
+                listed = (await backends(session))["old"]
+                while listed["state"] == "ready":
+                    listed = (await backends(session))["old"]
+    assert error_code(refused) == "backend_unavailable" and says in text_of(refused), text_of(refused)
+    assert listed["state"] == "failed" and says in listed["lastError"], listed

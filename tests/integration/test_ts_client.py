@@ -18,8 +18,11 @@ from tests.integration.ide_client import ts_client
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 
-async def drive(tmp_path: Path, mode: str, elicitation: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    config = write_config(tmp_path, [fs_backend(tmp_path / "workspace")])
+async def drive(
+    tmp_path: Path, mode: str, elicitation: str | None, calls: list[dict[str, Any]], **top: Any
+) -> dict[str, Any]:
+    """`top`: more top-level config keys."""
+    config = write_config(tmp_path, [fs_backend(tmp_path / "workspace")], **top)
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")} | gateway_env(None)
     spec = {
         "command": str(AGENTIFY),
@@ -81,3 +84,12 @@ async def test_ts_client_without_elicitation_is_told_how_to_allow(tmp_path: Path
     assert code(denied) == "denied" and "allowDestructive: true" in text(denied)
     assert not target.exists()
     assert text(still) == "remember the milk\n"
+
+
+async def test_ts_client_confirms_a_backend_tool_shown_directly(tmp_path: Path, workspace: Path) -> None:
+    target = workspace / "out.txt"
+    call = {"name": "fs__write_file", "arguments": {"path": str(target), "content": "ts"}}
+    answer = await drive(tmp_path, "auto", "accept", [call], expose=["tools"])
+    [result] = answer["results"]
+    assert not result.get("isError"), text(result)
+    assert target.read_text() == "ts" and len(answer["asked"]) == 1

@@ -72,10 +72,19 @@ def test_a_server_with_neither_command_nor_url_is_a_clear_error(tmp_path: Path) 
         load_sources(path, {}, {}).resolve()
 
 
-def test_bearer_token_url_password_and_query_token_are_secrets_and_masked_in_the_url(tmp_path: Path) -> None:
+def test_a_url_with_a_user_or_password_is_refused_naming_the_fix(tmp_path: Path) -> None:
+    """httpx would send them as Basic auth by itself; the error never shows the password."""
+    for url in ("https://user:pa55word-x@example.test/mcp", "https://user@example.test/mcp"):
+        path = write(tmp_path, {"backends": [{"id": "r", "url": url}]})
+        with pytest.raises(ConfigError, match=r"holds a user name or password.*\"headers\"") as raised:
+            load_sources(path, {}, {}).resolve()
+        assert "pa55word-x" not in str(raised.value) and "[REDACTED]@example.test" in str(raised.value)
+
+
+def test_bearer_token_and_query_token_are_secrets_and_masked_in_the_url(tmp_path: Path) -> None:
     backend = {
         "id": "r",
-        "url": "https://user:pa55word-x@example.test/mcp?api_key=q-token-123&team=blue",
+        "url": "https://example.test/mcp?api_key=q-token-123&team=blue",
         "auth": {"type": "bearer", "token": "bearer-token-abc"},
     }
     header = {
@@ -84,10 +93,10 @@ def test_bearer_token_url_password_and_query_token_are_secrets_and_masked_in_the
         "headers": {"Authorization": "Bearer ghp_plain", "X-Team": "a b"},
     }
     config = load_sources(write(tmp_path, {"backends": [backend, header]}), {}, {}).resolve()
-    assert {"pa55word-x", "q-token-123", "bearer-token-abc", "Bearer ghp_plain", "ghp_plain"} <= set(config.secrets())
+    assert {"q-token-123", "bearer-token-abc", "Bearer ghp_plain", "ghp_plain"} <= set(config.secrets())
     assert "b" not in config.secrets() and "a b" in config.secrets()  # no scheme word: the value whole
     shown = config.backends[0].where()
-    assert shown == "https://[REDACTED]@example.test/mcp?api_key=[REDACTED]&team=blue"
+    assert shown == "https://example.test/mcp?api_key=[REDACTED]&team=blue"
 
 
 def test_variables_expand_with_defaults_and_missing_ones_are_named(tmp_path: Path) -> None:

@@ -25,11 +25,16 @@ def test_cache_dir_prefers_agentify_then_xdg_then_home(monkeypatch: pytest.Monke
     assert cache_dir() == Path.home() / ".cache" / "agentify"
 
 
-def test_key_depends_on_how_it_starts_but_not_on_env_values_or_id() -> None:
-    base = BackendConfig(id="a", command="node", args=["s.js"], env={"TOKEN": "one"})
-    assert manifest_key(base) == manifest_key(base.model_copy(update={"id": "b", "env": {"TOKEN": "two"}}))
-    assert manifest_key(base) != manifest_key(base.model_copy(update={"env": {"OTHER": "one"}}))
-    assert manifest_key(base) != manifest_key(base.model_copy(update={"args": ["t.js"]}))
+def test_key_depends_on_how_it_starts_with_env_values_and_cwd_but_not_on_the_id() -> None:
+    base = BackendConfig(id="a", command="node", args=["s.js"], env={"TOKEN": "one"}, cwd="/projects/a")
+    assert manifest_key(base) == manifest_key(base.model_copy(update={"id": "b"}))
+    for changed in (
+        {"env": {"TOKEN": "two"}},  # another project's credentials may show other tools
+        {"env": {"OTHER": "one"}},
+        {"args": ["t.js"]},
+        {"cwd": "/projects/b"},
+    ):
+        assert manifest_key(base) != manifest_key(base.model_copy(update=changed)), changed
     remote = BackendConfig(id="r", url="http://127.0.0.1:1/mcp")
     assert manifest_key(remote) != manifest_key(BackendConfig(id="r", url="http://127.0.0.1:2/mcp"))
 
