@@ -137,7 +137,10 @@ function receive(event) {
     addLog(event.data);
   } else if (event.kind === "trace") {
     upsertTrace(event.data);
-    if (event.data.status !== "running") refreshStatusSoon();
+    if (event.data.status !== "running") {
+      refreshStatusSoon();
+      renderBackends();  // their latency charts
+    }
   } else if (event.kind === "backend") {
     state.backends.set(event.data.id, event.data);
     renderBackends();
@@ -213,6 +216,7 @@ function renderBackends() {
           el("span", { class: `badge ${state_}`, text: state_ })),
         el("div", { class: "meta", text: [backend.description, meta].filter(Boolean).join(" — ") }),
         backend.lastError ? el("div", { class: "error", text: backend.lastError }) : null,
+        latencyChart(backend.id),
         backend.tools.length
           ? el("div", { class: "chips" }, backend.tools.map((tool) => el("span", { class: "chip", text: tool })))
           : null,
@@ -221,6 +225,39 @@ function renderBackends() {
               el("pre", { text: backend.stderrTail.join("\n") }))
           : null));
   }
+}
+
+// The latency of a backend's last calls, from the traces the page already holds: one bar per call,
+// oldest on the left, its height relative to the slowest shown; failed calls in red.
+const LATENCY_CALLS = 30;
+
+function backendCalls(id) {
+  const calls = [];
+  for (const trace of state.traces.values()) {
+    for (const span of trace.spans) {
+      if (span.name === "call" && span.attributes.backend === id && span.durationMs !== null && span.durationMs !== undefined) {
+        calls.push(span);
+      }
+    }
+  }
+  return calls.sort((a, b) => a.start - b.start).slice(-LATENCY_CALLS);
+}
+
+function latencyChart(id) {
+  const calls = backendCalls(id);
+  if (!calls.length) return null;
+  const times = calls.map((span) => span.durationMs);
+  const slowest = Math.max(...times, 1);
+  const median = times.slice().sort((a, b) => a - b)[Math.floor((times.length - 1) / 2)];
+  const summary = `${calls.length} call${calls.length === 1 ? "" : "s"} · median ${ms(median)} · last ${ms(times[times.length - 1])}`;
+  return el("div", { class: "latency", "data-latency": id },
+    el("div", { class: "latency-bars", title: summary },
+      calls.map((span) => el("span", {
+        class: `latency-bar${span.error ? " failed" : ""}`,
+        title: `${span.attributes.tool}: ${ms(span.durationMs)}`,
+        style: { height: `${Math.max((span.durationMs / slowest) * 100, 4)}%` },
+      }))),
+    el("div", { class: "latency-label", text: summary }));
 }
 
 async function loadConfig() {

@@ -12,7 +12,7 @@ fi
 stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[console,dev]"
+  .venv/bin/python -m pip install --quiet -e ".[console,dev,docs]"
   rm -f .venv/.installed-* && touch "$stamp"
 fi
 

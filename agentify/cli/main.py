@@ -1,4 +1,4 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `arbigent`. Parsing and wiring only.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `connect`, `arbigent`. Wiring only.
 
 Exit codes (errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
 line or an environment variable is invalid; 130 `run`, `doctor` or `eval` interrupted by SIGINT or
@@ -58,6 +58,10 @@ def _refuse_inside_a_gateway() -> None:
 
 def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     args = build_parser(prog).parse_args(argv or ["serve"])  # --help and --version exit here, before the imports
+    if args.command == "connect":  # edits files: no config to load, no logging to set up
+        from agentify.cli.connect import connect
+
+        return connect(args)
     from agentify.config import load_sources
     from agentify.gateway.services import Boot
     from agentify.telemetry.setup import open_telemetry

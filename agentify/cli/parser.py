@@ -8,8 +8,9 @@ from typing import get_args
 from agentify import __version__
 from agentify.cli.errors import OneLineParser, UsageError
 from agentify.config.models import LogLevel
+from agentify.connect.ides import IDES
 
-COMMANDS = ("serve", "run", "doctor", "eval", "auth", "token")
+COMMANDS = ("serve", "run", "doctor", "eval", "auth", "token", "connect")
 TOKEN_ACTIONS = ("add", "remove", "list")
 LEVELS = get_args(LogLevel)
 
@@ -98,6 +99,17 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     auth = sub.add_parser("auth", help="authorize agentify with an OAuth backend (opens the browser)")
     common(auth)
     auth.add_argument("backend", help="the id of a backend with auth.type oauth")
+
+    connect = sub.add_parser("connect", help="move an IDE's MCP servers behind agentify (and back with --undo)")
+    connect.add_argument("ide", nargs="?", choices=list(IDES), help="the IDE whose MCP file to rewrite")
+    connect.add_argument(
+        "--project", help="the project whose IDE file to use (.cursor/, .vscode/, .mcp.json); default: the user's"
+    )
+    connect.add_argument(
+        "--config", help="agentify's config to move the servers into (default: the project's or user's agentify.json)"
+    )
+    connect.add_argument("--dry-run", action="store_true", help="show both files' changes, write nothing")
+    connect.add_argument("--undo", action="store_true", help="restore the files as they were before `connect`")
 
     token = sub.add_parser("token", help="give people their own token for serve --transport http (server.auth tokens)")
     token_actions = token.add_subparsers(dest="action", required=True, parser_class=OneLineParser)

@@ -7,4 +7,12 @@ from pydantic.alias_generators import to_camel
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="forbid")
+    # The docstring under a field is its description: the docs site's configuration reference is
+    # generated from these models (scripts/docs_reference.py).
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+    )

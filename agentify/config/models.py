@@ -98,13 +98,17 @@ def _matches(key: str, patterns: list[str]) -> bool:
 class BearerSettings(Model):
     type: Literal["bearer"]
     token: str = Field(min_length=1, repr=False)
+    """The bearer token sent to the backend; use `${VAR}` rather than the token itself."""
 
 
 class OAuthSettings(Model):
     type: Literal["oauth"]
     client_id: str | None = None
+    """A client id registered with the server; unset: dynamic client registration."""
     client_secret: str | None = Field(default=None, repr=False)
+    """The client secret of a confidential client."""
     scopes: list[str] | None = None
+    """The scopes to ask for; unset: what the server advertises."""
 
 
 Transport = Literal["streamable-http", "sse"]
@@ -115,24 +119,44 @@ auto mode); a version pins that era (`2025-11-25` is the one where a backend can
 
 class BackendConfig(Model):
     id: str
+    """Unique, `^[a-zA-Z0-9_-]{1,64}$`; tools are offered to the model as `<id>__<tool>`."""
     command: str | None = Field(default=None, min_length=1)
+    """How to start a local stdio MCP server (a backend has either `command` or `url`)."""
     url: str | None = Field(default=None, min_length=1)
+    """A remote MCP server (streamable HTTP or SSE) instead of a command."""
     transport: Transport | None = None
+    """Unset: streamable HTTP with SSE fallback (a URL ending in `/sse` means SSE)."""
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    """HTTP headers sent to a remote backend, `${VAR}` expanded; values are secrets."""
     auth: BearerSettings | OAuthSettings | None = Field(default=None, discriminator="type")
+    """How agentify authenticates to a remote backend: a bearer token or OAuth (`agentify auth <id>`)."""
     start: Literal["eager", "lazy"] = "eager"
+    """`eager`: started with the gateway; `lazy`: by the first call that needs it, planned from its tool manifest."""
     idle_stop_seconds: float | None = Field(default=None, gt=0)
+    """Stop the backend after this long without calls; the next call starts it again. Unset: never."""
     forward_roots: bool = False
+    """Answer the backend's `roots/list` with the IDE's workspace roots and tell it when they change."""
     protocol: Protocol = "auto"
+    """The MCP era spoken to the backend: `auto` (discover, else initialize; falls back to 2025-11-25 when the
+    backend asks by request), `2025-11-25` or `2026-07-28`."""
     args: list[str] = Field(default_factory=list)
+    """The command's arguments."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment of the backend (it also gets HOME, LOGNAME, PATH, SHELL, TERM, USER); values are secrets."""
     cwd: str | None = None
+    """Working directory, relative to the config file. Unset: the config file's folder."""
     description: str = ""
+    """Shown to the planner next to each tool."""
     timeout_seconds: float = Field(default=60.0, gt=0)
+    """The limit of one tool call; the call is cancelled at the backend when it is hit."""
     startup_timeout_seconds: float = Field(default=30.0, gt=0)
+    """The limit for `initialize` + `tools/list`, and for a call waiting on a starting backend."""
     enabled: bool = True
+    """`false` keeps the backend configured but off."""
     allow_destructive: bool = False
+    """`true`: tools the server marks destructive run without asking."""
     tools: ToolFilter = Field(default_factory=ToolFilter)
+    """Which tools are offered, never offered, or run only after you confirm."""
     resources: ItemFilter = Field(
         default_factory=ItemFilter, description="Resource URIs or names (`*` globs) the IDE may list and read."
     )
@@ -201,12 +225,19 @@ class BackendConfig(Model):
 
 class PlannerConfig(Model):
     provider: Literal["auto", "openai", "sampling", "offline"] = "auto"
+    """`auto`: openai with a key, else sampling when the IDE offers it, else offline."""
     model: str = DEFAULT_MODEL
+    """The chat model of the openai planner."""
     base_url: str | None = None
+    """Any OpenAI-compatible endpoint: Azure, Ollama (`http://localhost:11434/v1`), vLLM, LM Studio. Unset: OpenAI."""
     api_key: str | None = Field(default=None, repr=False)
+    """The API key (prefer `OPENAI_API_KEY` in the environment)."""
     timeout_seconds: float = Field(default=60.0, gt=0)
+    """The limit of one request to the model."""
     max_retries: int = Field(default=3, ge=0, le=10)
+    """Retries of a request on 429 (honouring `Retry-After`), 5xx, connection errors and timeouts, with backoff."""
     shortlist: int = Field(default=24, ge=1)
+    """A model planner is offered at most this many tools (the best-ranked for the task)."""
 
 
 class OtelConfig(Model):
@@ -218,15 +249,25 @@ class OtelConfig(Model):
 
 class Config(Model):
     backends: list[BackendConfig] = Field(default_factory=list)
+    """agentify's own list of backend MCP servers (besides, or instead of, an `mcpServers` map)."""
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    """Which planner picks the tool, and its model."""
     debug_port: int | None = Field(default=None, ge=0, le=65535)
+    """Serve the debug console on this port (0: any free port). Unset: off."""
     debug_host: str = "127.0.0.1"
+    """The address the console binds; anything but 127.0.0.1 is warned about."""
     log_level: LogLevel = "INFO"
+    """The level of the log on stderr (and in the console)."""
     trace_file: str | None = None
+    """Append every task's trace as a JSON line (created 0600; relative to the config file). Unset: off."""
     otel: OtelConfig = Field(default_factory=OtelConfig)
+    """OpenTelemetry export: whether spans carry the task's content."""
     max_query_chars: int = Field(default=20_000, ge=1)
+    """Longer queries are refused as `invalid_input`."""
     max_context_chars: int = Field(default=20_000, ge=100)
+    """`context.selectionText` beyond this is cut, with a note saying how long it was."""
     max_result_chars: int = Field(default=1_000_000, ge=1000)
+    """Text of a backend result beyond this is cut, with a note saying how much."""
     confirm_timeout_seconds: float = Field(
         default=600.0,
         gt=0,

@@ -203,3 +203,36 @@ async def test_the_page_works_without_a_cookie_and_no_other_local_server_receive
         assert seen and all(console.token not in request for request in seen), seen
         assert not any("cookie:" in request.lower() for request in seen), seen
     assert not problems, problems
+
+
+async def test_the_task_box_stays_whole_beside_many_backends_and_each_backend_charts_its_latency(
+    tmp_path: Path, scripted_model: ModelServer, browser: Browser
+) -> None:
+    workspace = make_workspace(tmp_path / "workspace")
+    backends = [fs_backend(workspace)] + [fs_backend(workspace, id=f"fs{n}") for n in range(2, 6)]
+    config = write_config(tmp_path, backends)
+    problems: list[str] = []
+    async with console_gateway(config, gateway_env(scripted_model), tmp_path / "stderr.log") as console:
+        page = await open_page(browser, problems)
+        await page.goto(f"{console.url}/?token={console.token}")
+        for backend in ("fs", "fs5"):
+            await expect(page.locator(f'[data-backend="{backend}"] .badge')).to_have_text("ready")
+        await page.fill("#task-cwd", str(workspace))
+        for _ in range(3):
+            await page.fill("#task-query", "read notes.txt")
+            await page.click("#task-run")
+            await expect(page.locator("#task-result-text")).to_have_text("remember the milk\n")
+            await expect(page.locator("#task-run")).to_be_enabled()
+        chart = page.locator('[data-latency="fs"]')
+        await expect(chart.locator(".latency-bar")).to_have_count(3)
+        await expect(chart.locator(".latency-label")).to_contain_text("3 calls · median")
+        await expect(page.locator('[data-latency="fs2"]')).to_have_count(0)  # no calls, no chart
+
+        # The whole task box is shown: nothing of it is cut off by the panels below it.
+        clipped = await page.locator("#task-panel").evaluate("(box) => box.scrollHeight - box.clientHeight")
+        assert clipped <= 1, f"the task box hides {clipped} px of itself"
+        await page.locator("#task-panel").screenshot(path=str(tmp_path / "task-panel.png"))
+        path = REPO / "test-artifacts" / "console-backends.png"
+        path.parent.mkdir(exist_ok=True)
+        await page.screenshot(path=str(path))
+        assert not problems, problems

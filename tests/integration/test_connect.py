@@ -1,0 +1,199 @@
+"""`agentify connect`: an IDE's real MCP file moved behind agentify and back, run as a user types it,
+with HOME and XDG pointed at a temporary folder (the real home is never touched)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import AGENTIFY, FS_SERVER
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "ghp_connect-secret-token-0042"
+HEADER = "Bearer remote-header-secret-77"
+
+CURSOR = {
+    "mcpServers": {
+        "github": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-github"],
+            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": TOKEN},
+        },
+        "remote": {"url": "https://example.invalid/mcp", "headers": {"Authorization": HEADER}},
+        "fs": {"command": "node", "args": [str(FS_SERVER), "."]},
+    }
+}
+
+VSCODE = """{
+  // VS Code's own file: comments, trailing commas and inputs, as its docs show
+  "inputs": [
+    {"type": "promptString", "id": "gh-token", "description": "GitHub token", "password": true},
+  ],
+  "servers": {
+    "github": {
+      "type": "stdio",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${input:gh-token}"}, /* asked for once */
+    },
+  },
+}
+"""
+
+
+def run(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_", "XDG_"))}
+    env = base | {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    return subprocess.run(
+        [str(AGENTIFY), "connect", *args],
+        env=env,
+        cwd=cwd or home,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    return folder
+
+
+def write(path: Path, text: str, mode: int = 0o644) -> bytes:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path.read_bytes()
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_cursor_servers_move_into_agentify_and_undo_restores_both_files_byte_for_byte(home: Path) -> None:
+    ide_file = home / ".cursor" / "mcp.json"
+    original = write(ide_file, json.dumps(CURSOR, indent=4))
+    config_file = home / ".config" / "agentify" / "agentify.json"
+    existing = {"planner": {"provider": "offline"}, "mcpServers": {"remote": {"url": "https://other.invalid/mcp"}}}
+    config_before = write(config_file, json.dumps(existing))
+
+    done = run(home, "cursor")
+    assert done.returncode == 0, done.stderr
+    assert TOKEN not in done.stdout + done.stderr and "remote-header-secret" not in done.stdout + done.stderr
+    assert "'remote' as 'remote-cursor'" in done.stdout
+
+    ide: dict[str, Any] = json.loads(ide_file.read_text())
+    assert list(ide["mcpServers"]) == ["agentify"]
+    entry = ide["mcpServers"]["agentify"]
+    assert entry["command"] == str(AGENTIFY) and entry["args"] == ["serve", "--config", str(config_file)]
+    config: dict[str, Any] = json.loads(config_file.read_text())
+    assert config["planner"] == {"provider": "offline"}
+    servers = config["mcpServers"]
+    assert servers["github"] == CURSOR["mcpServers"]["github"]  # env and its secret kept
+    assert servers["remote-cursor"] == CURSOR["mcpServers"]["remote"]  # headers kept, clash renamed
+    assert servers["remote"] == existing["mcpServers"]["remote"]
+    assert mode(config_file) == 0o600
+
+    undone = run(home, "--undo")
+    assert undone.returncode == 0, undone.stderr
+    assert ide_file.read_bytes() == original and mode(ide_file) == 0o644
+    assert config_file.read_bytes() == config_before
+
+
+def test_the_moved_servers_are_served_by_agentify(home: Path) -> None:
+    """What connect writes is a config agentify loads: its doctor starts the moved filesystem server."""
+    project = home / "project"
+    (project / "docs").mkdir(parents=True)
+    write(project / ".cursor" / "mcp.json", json.dumps({"mcpServers": {"fs": CURSOR["mcpServers"]["fs"]}}))
+    assert run(home, "cursor", "--project", str(project)).returncode == 0
+    config_file = project / "agentify.json"
+    entry = json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]["agentify"]
+    assert entry["args"][-1] == str(config_file)
+
+    doctor = subprocess.run(
+        [entry["command"], "doctor", "--config", str(config_file)],
+        env={k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_"))} | {"HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=90,
+        stdin=subprocess.DEVNULL,
+    )
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "read_text_file" in doctor.stdout
+
+
+def test_vscode_project_file_with_comments_and_inputs(home: Path) -> None:
+    project = home / "project"
+    ide_file = project / ".vscode" / "mcp.json"
+    original = write(ide_file, VSCODE)
+
+    dry = run(home, "vscode", "--project", str(project), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert '+    "agentify": {' in dry.stdout and "dry run: nothing was written" in dry.stdout
+    assert ide_file.read_bytes() == original and not (project / "agentify.json").exists()
+
+    assert run(home, "vscode", "--project", str(project)).returncode == 0
+    ide = json.loads(ide_file.read_text())
+    assert ide["inputs"][0]["id"] == "gh-token"  # VS Code still asks for it
+    entry = ide["servers"]["agentify"]
+    assert entry["type"] == "stdio"
+    assert entry["env"] == {"AGENTIFY_INPUT_GH_TOKEN": "${input:gh-token}"}
+    moved = json.loads((project / "agentify.json").read_text())["mcpServers"]["github"]
+    assert moved["env"] == {"GITHUB_PERSONAL_ACCESS_TOKEN": "${AGENTIFY_INPUT_GH_TOKEN}"}
+
+    again = run(home, "vscode", "--project", str(project))
+    assert again.returncode == 2 and "already connected" in again.stderr
+
+    assert run(home, "--undo", "vscode", "--project", str(project)).returncode == 0
+    assert ide_file.read_bytes() == original and not (project / "agentify.json").exists()
+
+
+def test_dry_run_masks_the_secrets_it_shows(home: Path) -> None:
+    write(home / ".cursor" / "mcp.json", json.dumps(CURSOR))
+    dry = run(home, "cursor", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert '"GITHUB_PERSONAL_ACCESS_TOKEN": "[REDACTED]"' in dry.stdout
+    assert TOKEN not in dry.stdout and "remote-header-secret" not in dry.stdout
+
+
+def test_claude_desktop_file_under_xdg_and_an_edit_after_connect_is_kept_on_undo(home: Path) -> None:
+    ide_file = home / "dotfiles" / "claude_desktop_config.json"
+    original = write(ide_file, json.dumps({"mcpServers": {"github": CURSOR["mcpServers"]["github"]}, "theme": "dark"}))
+    link = home / ".config" / "Claude" / "claude_desktop_config.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(ide_file)
+    assert run(home, "claude").returncode == 0
+    assert link.is_symlink()  # the dotfiles' link stays; the file it points to is rewritten
+    assert json.loads(ide_file.read_text())["theme"] == "dark"
+    edited = ide_file.read_text().replace('"dark"', '"light"')
+    ide_file.write_text(edited)
+
+    undone = run(home, "--undo", "claude")
+    assert undone.returncode == 0, undone.stderr
+    assert ide_file.read_bytes() == original
+    aside = [p for p in ide_file.parent.iterdir() if ".before-undo-" in p.name]
+    assert [p.read_text() for p in aside] == [edited] and "was edited after" in undone.stdout
+
+
+def test_bad_input_is_one_line_and_changes_nothing(home: Path) -> None:
+    broken = write(home / ".codeium" / "windsurf" / "mcp_config.json", '{"mcpServers": {"a": ')
+    done = run(home, "windsurf")
+    assert done.returncode == 2
+    assert "is not valid JSON" in done.stderr and "Traceback" not in done.stderr
+    assert (home / ".codeium" / "windsurf" / "mcp_config.json").read_bytes() == broken
+    assert not (home / ".config" / "agentify").exists()
+
+    no_project = run(home, "windsurf", "--project", str(home))
+    assert no_project.returncode == 2 and "no project-level MCP file" in no_project.stderr
+    nothing = run(home, "--undo")
+    assert nothing.returncode == 2 and "connected: none" in nothing.stderr
