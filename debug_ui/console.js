@@ -235,7 +235,9 @@ function backendCalls(id) {
   const calls = [];
   for (const trace of state.traces.values()) {
     for (const span of trace.spans) {
-      if (span.name === "call" && span.attributes.backend === id && span.durationMs !== null && span.durationMs !== undefined) {
+      // The backend call's span, as OpenTelemetry names it ("tools/call <tool>", agentify.backend).
+      const isCall = span.name.startsWith("tools/call ") && span.attributes["agentify.backend"] === id;
+      if (isCall && span.durationMs !== null && span.durationMs !== undefined) {
         calls.push(span);
       }
     }

@@ -60,10 +60,13 @@ async def drive(config: Path, env: dict[str, str]) -> None:
         async with ClientSession(read, write, elicitation_callback=accept_with_defaults) as session:
             with anyio.fail_after(60):
                 await session.initialize()
-                names: list[str] = []
-                while not names:  # the backend connects in the background; bounded by fail_after
-                    names = _tool_names(await session.call_tool("list_backends", {}))
+                while True:  # the backend connects in the background; bounded by fail_after
+                    listed = await session.call_tool("list_backends", {})
+                    backends = (listed.structured_content or {}).get("backends", [])
+                    if all(b["state"] not in ("starting", "restarting") for b in backends):
+                        break
                     await anyio.sleep(0.2)
+                names = _tool_names(listed)
                 print("tools through agentify:", names, file=sys.stderr)
                 for name in names:
                     tool = name.split("__", 1)[1]

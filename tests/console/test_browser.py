@@ -209,7 +209,9 @@ async def test_the_task_box_stays_whole_beside_many_backends_and_each_backend_ch
     tmp_path: Path, scripted_model: ModelServer, browser: Browser
 ) -> None:
     workspace = make_workspace(tmp_path / "workspace")
-    backends = [fs_backend(workspace)] + [fs_backend(workspace, id=f"fs{n}") for n in range(2, 6)]
+    # The other four cannot read, so every "read notes.txt" goes to fs (identical backends tie).
+    reads = {"deny": ["read_text_file", "read_file", "read_media_file", "read_multiple_files"]}
+    backends = [fs_backend(workspace)] + [fs_backend(workspace, id=f"fs{n}", tools=reads) for n in range(2, 6)]
     config = write_config(tmp_path, backends)
     problems: list[str] = []
     async with console_gateway(config, gateway_env(scripted_model), tmp_path / "stderr.log") as console:
