@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 from agentify import __version__
 from agentify._common.errors import first
 from agentify.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from agentify.cli.output import note, say
 from agentify.cli.running import one_shot, run_async
 from agentify.config import Config
 from agentify.errors import AgentifyError
@@ -35,13 +35,13 @@ async def run_task(boot: Boot, args: argparse.Namespace) -> int:
         except AgentifyError as exc:
             result = error_result(exc, redactor)
     if args.json:
-        print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), indent=2))
+        say(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), indent=2))
     else:
         meta = (result.meta or {}).get("agentify/plan")
         if meta:
-            print(f"# {meta['backend']}.{meta['tool']} {json.dumps(meta['arguments'])} ({meta['durationMs']:.0f} ms)")
+            say(f"# {meta['backend']}.{meta['tool']} {json.dumps(meta['arguments'])} ({meta['durationMs']:.0f} ms)")
         for block in result.content:
-            print(for_terminal(_shown(block)) if result.is_error else _shown(block))
+            say(for_terminal(_shown(block)) if result.is_error else _shown(block))
     return EXIT_FAILED if result.is_error else EXIT_OK
 
 
@@ -58,15 +58,15 @@ def _shown(block: Any) -> str:
 async def doctor(boot: Boot) -> int:
     from agentify.gateway.services import open_gateway
 
-    print(f"agentify {__version__}")
-    print(f"config: {boot.sources.file_path or '(no config file: defaults and environment only)'}")
+    say(f"agentify {__version__}")
+    say(f"config: {boot.sources.file_path or '(no config file: defaults and environment only)'}")
     async with open_gateway(boot) as services:
         await services.backends.wait_all_settled()
         shown = services.status()
     choice, statuses = shown.planner, shown.backends
-    print(f"planner: {choice.reason}")
+    say(f"planner: {choice.reason}")
     width = max([len(s.id) for s in statuses] + [7])
-    print(f"\n{'BACKEND':<{width}}  {'STATE':<10}  {'TOOLS':>5}  DETAIL")
+    say(f"\n{'BACKEND':<{width}}  {'STATE':<10}  {'TOOLS':>5}  DETAIL")
     broken = choice.name is None
     for status, spec in zip(statuses, boot.config.backends, strict=True):
         state = status.state.value if spec.enabled else "disabled"
@@ -75,15 +75,15 @@ async def doctor(boot: Boot) -> int:
         detail = status.last_error or ", ".join(status.tools)
         if status.url:
             detail = f"{status.url}: {detail}" if detail else status.url
-        print(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {boot.redactor.text(detail)}")
+        say(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {boot.redactor.text(detail)}")
         if status.server:
-            print(f"{'':<{width}}  server: {boot.redactor.text(status.server)}")
+            say(f"{'':<{width}}  server: {boot.redactor.text(status.server)}")
         if spec.enabled and status.last_error and spec.command:
-            print(f"{'':<{width}}  relative paths resolve against: {spec.cwd}")
+            say(f"{'':<{width}}  relative paths resolve against: {spec.cwd}")
     if not statuses:
-        print("(no backends configured: see backends.example.json)")
+        say("(no backends configured: see backends.example.json)")
         broken = True
-    print("\nresult: " + ("problems found (see above)" if broken else "all good"))
+    say("\nresult: " + ("problems found (see above)" if broken else "all good"))
     return EXIT_FAILED if broken else EXIT_OK
 
 
@@ -93,10 +93,9 @@ def auth(config: Config, backend_id: str, redactor: Redactor) -> int:
     spec = next((b for b in config.backends if b.id == backend_id), None)
     if spec is None or not spec.oauth:
         oauth = [b.id for b in config.backends if b.oauth]
-        print(
+        note(
             f"agentify auth: {backend_id!r} is not a backend with auth.type oauth in the config "
-            f"(OAuth backends: {', '.join(oauth) or 'none'})",
-            file=sys.stderr,
+            f"(OAuth backends: {', '.join(oauth) or 'none'})"
         )
         return EXIT_USAGE
     count = -1
@@ -113,11 +112,9 @@ def auth(config: Config, backend_id: str, redactor: Redactor) -> int:
 
     code = run_async(authorize)
     if count >= 0:
-        print(
-            f"agentify auth: {backend_id} is authorized ({count} tools); running gateways pick it up on the next call"
-        )
+        say(f"agentify auth: {backend_id} is authorized ({count} tools); running gateways pick it up on the next call")
     elif problem:
-        print(f"agentify auth: {redactor.text(problem)}", file=sys.stderr)
+        note(f"agentify auth: {redactor.text(problem)}")
     return code
 
 
@@ -160,5 +157,5 @@ def evaluate(boot: Boot, args: argparse.Namespace) -> int:
     code = one_shot("eval", evaluate)
     if report is None:  # interrupted by a signal
         return code
-    print(json.dumps(report.as_json(), indent=2) if args.json else "\n".join(report.lines()))
+    say(json.dumps(report.as_json(), indent=2) if args.json else "\n".join(report.lines()))
     return EXIT_OK

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agentify._common.dirs import user_dir
 from agentify.cli.errors import EXIT_OK, UsageError
+from agentify.cli.output import say
 from agentify.connect import ConnectError, files
 from agentify.connect.ides import IDES, installed_command
 from agentify.connect.move import Connection, plan
@@ -46,13 +47,13 @@ def connect(args: argparse.Namespace) -> int:
             )
         change = plan(ide, ide_file, config_file, installed_command(), files.read(ide_file), files.read(config_file))
         if args.dry_run:
-            print(_diff(change))
-            print("(dry run: nothing was written)")
+            say(_diff(change))
+            say("(dry run: nothing was written)")
             return EXIT_OK
         _apply(change)
     except ConnectError as exc:
         raise UsageError(str(exc)) from None
-    print("\n".join(_summary(change)))
+    say("\n".join(_summary(change)))
     return EXIT_OK
 
 
@@ -109,5 +110,5 @@ def _undo(args: argparse.Namespace, project: Path | None) -> int:
             known = ", ".join(f"{r.ide} ({r.ide_file.path})" for r in records) or "none"
             raise UsageError(f"name the IDE to undo: agentify connect --undo IDE [--project DIR] (connected: {known})")
         record = records[0]
-    print("\n".join(files.restore(record)))
+    say("\n".join(files.restore(record)))
     return EXIT_OK

@@ -10,6 +10,7 @@ import anyio
 
 from agentify._common.exit import ExitWatchdog
 from agentify.cli.errors import EXIT_OK
+from agentify.cli.output import close_stdout
 from agentify.cli.running import run_async
 from agentify.gateway.services import SHUTDOWN_SECONDS, Boot, Services, open_gateway
 from agentify.mcp_server.server import OpenServices
@@ -29,6 +30,7 @@ def _services(boot: Boot) -> OpenServices:
 
 def serve_stdio_command(boot: Boot) -> int:
     exit_after = ExitWatchdog(SHUTDOWN_SECONDS)
+    close_stdout("the MCP protocol")
 
     async def main() -> int:
         await serve_stdio(_services(boot), boot.config, on_closed=exit_after.closed)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from agentify._common import files
 from agentify._common.locking import try_lock
 from agentify.cli.errors import EXIT_OK, UsageError
+from agentify.cli.output import note, say
 from agentify.config import load_sources
 from agentify.config.server import TokensAuth
 from agentify.security.team_tokens import TokensFileError, check_name, digest, encode, new_token, read_entries
@@ -32,7 +32,7 @@ def token_command(args: argparse.Namespace) -> int:
         if args.action == "list":
             for entry in read_entries(path):
                 scopes = ", ".join(entry.get("scopes", []))
-                print(entry["name"] + (f" (scopes: {scopes})" if scopes else ""))
+                say(entry["name"] + (f" (scopes: {scopes})" if scopes else ""))
             return EXIT_OK
         with _locked(path):
             entries = read_entries(path)
@@ -42,7 +42,7 @@ def token_command(args: argparse.Namespace) -> int:
                 if name not in names:
                     raise UsageError(f"{name!r} has no token in {path} (it has: {', '.join(names) or 'none'})")
                 _write(path, [entry for entry in entries if entry["name"] != name])
-                print(f"agentify token remove: removed {name} from {path}; their token stops working", file=sys.stderr)
+                note(f"agentify token remove: removed {name} from {path}; their token stops working")
                 return EXIT_OK
             if name in names:
                 raise UsageError(
@@ -54,11 +54,10 @@ def token_command(args: argparse.Namespace) -> int:
             _write(path, [*entries, entry])
     except TokensFileError as exc:
         raise UsageError(str(exc)) from None
-    print(token)
-    print(
+    say(token)
+    note(
         f"agentify token add: added {name} to {path}. Give them the token above now: it is not stored and cannot be "
-        "shown again. Running gateways accept it from their next request.",
-        file=sys.stderr,
+        "shown again. Running gateways accept it from their next request."
     )
     return EXIT_OK
 
