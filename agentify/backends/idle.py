@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import anyio
 
@@ -69,3 +70,23 @@ class IdleClock:
         by then (a learning start's limit is 0, so `expired` returns at once, and a first call races it)."""
         seconds = self.limit
         return seconds is not None and self._busy == 0 and time.monotonic() - self._last_used >= seconds
+
+    async def expired_or(self, events: Iterable[anyio.Event]) -> bool:
+        """Waits for the idle time to run out or for one of `events`; True for the first."""
+        idle = False
+        async with anyio.create_task_group() as tg:
+
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
+                tg.cancel_scope.cancel()
+
+            async def until_idle() -> None:
+                nonlocal idle
+                await self.expired()
+                idle = True
+                tg.cancel_scope.cancel()
+
+            for event in events:
+                tg.start_soon(until, event)
+            tg.start_soon(until_idle)
+        return idle

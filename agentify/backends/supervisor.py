@@ -17,7 +17,6 @@ import time
 import warnings
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -29,6 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from agentify.backends.auth_recovery import AuthRecovery, Refusal
+from agentify.backends.backoff import Backoff
 from agentify.backends.calls import call_tool, refused, send_request, unavailable
 from agentify.backends.connection import Connection, Link
 from agentify.backends.era import Era, EraFellBack
@@ -59,29 +59,8 @@ from agentify.errors import BackendUnavailable, Denied
 StateListener = Callable[[BackendStatus], None]
 _R = TypeVar("_R", bound=types.Result)
 
-BACKOFF_FIRST = 0.5
-BACKOFF_MAX = 30.0
-STABLE_AFTER = 60.0  # seconds alive after which the backoff starts over
 SETTLE_SLACK = 1.0  # a waiter's margin over the start-up timeout, so it sees the owner's verdict
 _LIVE = (BackendState.STARTING, BackendState.RESTARTING, BackendState.READY)
-
-
-@dataclass
-class Backoff:
-    """When the next start may begin: doubling after each attempt that ended badly soon after it began."""
-
-    delay: float = 0.0
-    next_start_at: float = 0.0
-
-    def after(self, ended_badly: bool, lasted: float) -> None:
-        if ended_badly and lasted <= STABLE_AFTER:
-            self.delay = min(BACKOFF_MAX, max(BACKOFF_FIRST, self.delay * 2))
-        else:
-            self.delay = 0.0
-        self.next_start_at = time.monotonic() + self.delay
-
-    def left(self) -> float:
-        return max(0.0, self.next_start_at - time.monotonic())
 
 
 class Supervisor:
@@ -423,7 +402,8 @@ class Supervisor:
             AuthRequired: the link ended because the server refused the credentials (HTTP 401).
         """
         while not self._stopping.is_set():
-            idle = await self._until_something_happens(link)
+            events = (link.gone, self.tools.stale, self.offers.stale, self._stopping, self._reopen)
+            idle = await self._idle.expired_or(events)
             if link.gone.is_set():
                 if link.refused_status == 401:  # a refused SSE message: refresh, or say which credential
                     raise AuthRequired("the server refused the credentials")
@@ -446,26 +426,6 @@ class Supervisor:
             if self.offers.stale.is_set() and not self._stopping.is_set():
                 await self.offers.learn(session, self.start_limit)
                 self.offers.keep()
-
-    async def _until_something_happens(self, link: Link) -> bool:
-        """Waits for the link to go, the tools to change, a stop, or the idle time; True for the last."""
-        idle = False
-        async with anyio.create_task_group() as tg:
-
-            async def until(event: anyio.Event) -> None:
-                await event.wait()
-                tg.cancel_scope.cancel()
-
-            async def until_idle() -> None:
-                nonlocal idle
-                await self._idle.expired()
-                idle = True
-                tg.cancel_scope.cancel()
-
-            for event in (link.gone, self.tools.stale, self.offers.stale, self._stopping, self._reopen):
-                tg.start_soon(until, event)
-            tg.start_soon(until_idle)
-        return idle
 
     async def _list_again(self, session: ClientSession) -> None:
         self.tools.relisting()

@@ -16,11 +16,12 @@ import anyio
 import mcp_types as types
 import pytest
 
+from agentify.backends.backoff import BACKOFF_FIRST, Backoff
 from agentify.backends.failures import AuthRequired, WrongTransport
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.state import BackendState, BackendStatus, IllegalTransition, Lifecycle
 from agentify.backends.stderr_log import StderrLog
-from agentify.backends.supervisor import BACKOFF_FIRST, Backoff, Supervisor
+from agentify.backends.supervisor import Supervisor
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable
 from tests.fakes.memory_connection import MemoryConnection
