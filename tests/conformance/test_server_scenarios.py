@@ -41,9 +41,17 @@ def conformance(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def summary(done: subprocess.CompletedProcess[str]) -> str:
+def summary(done: subprocess.CompletedProcess[str], results: Path | None = None) -> str:
+    """The suite's summary, and each failed check's own message from the results directory."""
     out = done.stdout + done.stderr
-    return out[out.find("=== SUMMARY ===") :] if "=== SUMMARY ===" in out else out[-4000:]
+    text = out[out.find("=== SUMMARY ===") :] if "=== SUMMARY ===" in out else out[-4000:]
+    for checks in sorted(results.rglob("checks.json")) if results is not None else ():
+        for check in json.loads(checks.read_text()):
+            if check.get("status") == "FAILURE":
+                text += (
+                    f"\n{checks.parent.name}: {check.get('id')}: {check.get('errorMessage') or check.get('details')}"
+                )
+    return text
 
 
 async def test_every_server_scenario_passes_through_the_gateway(tmp_path: Path) -> None:
@@ -63,7 +71,9 @@ async def test_every_server_scenario_passes_through_the_gateway(tmp_path: Path) 
             "--output-dir",
             str(tmp_path / "results"),
         )
-    assert done.returncode == 0, summary(done) + "\n--- gateway log (tail) ---\n" + _tail(tmp_path / "gateway.log")
+    assert done.returncode == 0, (
+        summary(done, tmp_path / "results") + "\n--- gateway log (tail) ---\n" + _tail(tmp_path / "gateway.log")
+    )
     assert "Total:" in done.stdout, done.stdout[-2000:]
 
 
@@ -80,7 +90,9 @@ def test_the_backend_alone_passes_every_scenario_it_is_written_for(tmp_path: Pat
 
         anyio.run(wait_accepting, port, 60)
         done = conformance("server", "--url", f"http://localhost:{port}/mcp", "--output-dir", str(tmp_path / "r"))
-    assert done.returncode == 0, summary(done)
+    assert done.returncode == 0, (
+        summary(done, tmp_path / "r") + "\n--- backend log (tail) ---\n" + _tail(tmp_path / "backend.log")
+    )
     results = sorted((tmp_path / "r").rglob("checks.json"))
     assert len(results) >= 30, [str(p) for p in results]
     failed = [p.parent.name for p in results if any(c["status"] == "FAILURE" for c in json.loads(p.read_text()))]
