@@ -144,7 +144,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         backends=backends,
         planners=planners,
         runner=runner,
-        offerings=Offerings(backends),
+        offerings=Offerings(backends, prefix=lambda: settings.current.prefix),
         limiter=limiter,
         started=time.time(),
     )
