@@ -25,6 +25,7 @@ import mcp_types as types
 
 from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
+from agentify.backends.logs import LogListener
 from agentify.backends.manifest import cache_dir
 from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
@@ -103,6 +104,19 @@ class Services:
     def forward_roots(self, roots: list[types.Root]) -> None:
         """The client's roots as they became known: what backends with `forwardRoots` are told."""
         self.backends.forward_roots(roots)
+
+    def on_log(self, listener: LogListener) -> Callable[[], None]:
+        """`listener` hears the backends' log messages that no single call owns; returns how to stop it."""
+        self.backends.on_log = listener
+
+        def stop() -> None:
+            self.backends.on_log = None
+
+        return stop
+
+    def set_log_level(self, level: types.LoggingLevel) -> None:
+        """What the backends on 2025-11-25 sessions are asked to log at (`backends/logs.py`)."""
+        self.backends.set_log_level(level)
 
     def on_change(self, listener: ChangeListener) -> Callable[[], None]:
         """`listener` hears every backend's `*/list_changed` and `resources/updated`; returns how to stop it."""
