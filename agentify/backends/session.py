@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -18,6 +18,9 @@ from agentify.backends.connection import Connection, Link
 from agentify.backends.era import Era, is_modern
 from agentify.backends.failures import AuthRequired, StartRejected, StartTimeout, WrongTransport
 from agentify.backends.questions import InFlight
+
+if TYPE_CHECKING:
+    from loguru import Logger
 
 SET_LEVEL_SECONDS = 5.0  # how long logging/setLevel may take
 LISTEN_ACK_SECONDS = 10.0  # how long a 2026-07-28 server may take to acknowledge subscriptions/listen
@@ -57,7 +60,7 @@ def server_line(info: types.Implementation | None) -> str | None:
     return f"{line}: {info.description}" if info.description else line
 
 
-async def set_log_level(session: ClientSession, level: types.LoggingLevel | None, log: Any) -> None:
+async def set_log_level(session: ClientSession, level: types.LoggingLevel | None, log: Logger) -> None:
     """`logging/setLevel` (within `SET_LEVEL_SECONDS`) on a 2025-11-25 session whose server declares logging;
     nothing on a 2026-07-28 session, where each call carries its level (`logs.py`). A server that refuses or
     does not answer keeps its own level (said in `log`)."""
