@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import AGENTIFY, ENV_SECRET, fake_backend, gateway_env, text_of, write_config
-from tests.integration.ide_client import MODES, ide_client
+from tests.integration.ide_client import MODES, ide_client, ts_client
 from tests.servers import free_port, server_process, wait_accepting
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -69,6 +69,23 @@ async def test_a_backends_logs_during_a_call_reach_the_ide_at_its_level_masked_a
     assert [(log.level, log.logger) for log in logs] == [("info", "fake.db")] * 3 + [("warning", "fake")]
     assert all("using [REDACTED]" == log.data for log in logs[:3]), logs
     assert not any(ENV_SECRET in str(log) for log in logs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_typescript_client_gets_a_backends_logs_in_either_era(tmp_path: Path, mode: str) -> None:
+    """2025-11-25: logging/setLevel; 2026-07-28: the level in the call's own `_meta`, which it sets by hand."""
+    config = write_config(tmp_path, [fake_backend()])
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")} | gateway_env(
+        None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache")
+    )
+    calls = [log_call(2, "notice", "ts-notice"), log_call(1, "info", "ts-info")]
+    spec = {"command": str(AGENTIFY), "args": ["serve", "--config", str(config)], "env": env, "mode": mode}
+    spec |= {"stderrFile": str(tmp_path / "e.log"), "elicitation": None, "logLevel": "notice"}
+    answer = await ts_client(spec | {"calls": [{"name": "call_tool", "arguments": c} for c in calls]})
+    assert [r["content"][0]["text"] for r in answer["results"]] == ["logged 2", "logged 1"]
+    assert [(log["level"], log["logger"], log["data"]) for log in answer["logs"]] == [
+        ("notice", "fake", "ts-notice")
+    ] * 2
 
 
 @asynccontextmanager
