@@ -2,7 +2,8 @@
 
 Nothing here plans, spawns or formats beyond turning MCP requests into `TaskRunner`
 calls and outcomes into results (`results.py`). It sees the gateway's services through
-`McpServices`, the part of them it uses, and keeps each client's roots (`roots.RootsBook`).
+`McpServices`, the part of them it uses, and keeps each client's roots (`roots.RootsBook`) and log level
+(`logs.LogRelay`, which also relays the backends' log messages).
 Every request runs as its principal (`telemetry.principal`: from its access token over HTTP) and,
 over HTTP, counts as in flight for the drain (`replica.Replica`); every `tools/call` is charged to
 its principal's rate limit first.
