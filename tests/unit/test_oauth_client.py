@@ -1,6 +1,7 @@
 """agentify's additions to the SDK's OAuth client, against authorization servers whose answers come from a
 function (httpx2's MockTransport, a real transport): the step-up scope remembered while serving, a client
-metadata document URL as the client id, and the 2025-03-26 layout's metadata on the server's own origin.
+metadata document URL as the client id, and the 2025-03-26 layout's metadata on the server's own origin;
+and what a call refused for scope tells the user.
 The browser is `open_url`, which records the authorization URL and stops the flow there."""
 
 from __future__ import annotations
@@ -11,15 +12,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
 import httpx2
+import mcp_types as types
 import pytest
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.auth import AuthorizationCodeResult
+from mcp.shared.exceptions import MCPError
 
+from agentify.backends.calls import _call_failure
+from agentify.backends.connection import Link
 from agentify.backends.failures import AuthRequired
 from agentify.backends.oauth import TokenFile, provider_for
 from agentify.config import BackendConfig, load_sources
-from agentify.errors import ConfigError
+from agentify.errors import BackendUnavailable, ConfigError
 
 pytestmark = pytest.mark.anyio
 
@@ -164,3 +170,14 @@ async def test_legacy_metadata_on_the_servers_own_origin_is_used_and_another_ori
     with pytest.raises(OAuthFlowError, match="issuer mismatch"):
         await post(foreign, browser(spec, TokenFile(spec, tmp_path / "b")))
     assert not [line for line in seen if "register" in line or "authorize" in line]
+
+
+async def test_a_call_refused_for_scope_says_to_run_agentify_auth(tmp_path: Path) -> None:
+    send, receive = anyio.create_memory_object_stream[Any](1)
+    with send, receive:
+        link = Link(read_stream=receive, write_stream=send, refused_status=403)
+        link.gone.set()
+        error = await _call_failure(MCPError(types.CONNECTION_CLOSED, "closed"), link, backend(tmp_path), "write", "")
+    assert isinstance(error, BackendUnavailable)
+    assert "refused the call to write (HTTP 403)" in str(error)
+    assert "`agentify auth remote`" in str(error)
