@@ -7,11 +7,15 @@ Every server of the IDE's file lands in agentify's config under `mcpServers`, ex
   for a different server the moved one is renamed `<name>-<ide>` and the report says so;
 - VS Code's `${input:ID}` can only be asked for by VS Code: the value is handed to agentify through
   its entry's env (`AGENTIFY_INPUT_<ID>: "${input:ID}"`) and the moved server reads `${AGENTIFY_INPUT_<ID>}`.
+  Ids that spell the same variable (`gh.token`, `gh-token`) get distinct names: the later one carries a
+  hash of its id, so no server is ever handed another server's secret. An id agentify could not pass
+  (`weird id`) is refused before anything is written.
 The IDE's file keeps all its other keys (VS Code's `inputs`, Claude Desktop's preferences).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -22,6 +26,7 @@ from agentify.connect import ConnectError, jsonc
 from agentify.connect.ides import Ide, config_of, is_agentify
 
 _INPUT = re.compile(r"\$\{input:([A-Za-z0-9_.-]{1,128})\}")
+_ANY_INPUT = re.compile(r"\$\{input:([^}]{0,200})\}?")
 _SECRET_KEYS = ("env", "headers", "auth")
 
 
@@ -51,6 +56,8 @@ def _object(data: bytes | None, path: Path, *, comments: bool) -> dict[str, Any]
         raise ConnectError(f"{path} is not UTF-8 text; nothing was changed") from None
     except json.JSONDecodeError as exc:
         raise ConnectError(f"{path} is not valid JSON ({exc}); fix it and run again, nothing was changed") from None
+    except RecursionError:
+        raise ConnectError(f"{path} is nested too deeply to be an MCP config; nothing was changed") from None
     if not isinstance(doc, dict):
         raise ConnectError(f"{path} holds a JSON {type(doc).__name__}, not an object; nothing was changed")
     return doc
@@ -73,16 +80,34 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+def _variable(input_id: str, env: dict[str, str]) -> str:
+    """The variable that carries `input_id`: one per id, never shared with another id."""
+    wanted = f"${{input:{input_id}}}"
+    base = name = "AGENTIFY_INPUT_" + re.sub(r"[^A-Za-z0-9_]", "_", input_id).upper()
+    digest, n = hashlib.sha256(input_id.encode()).hexdigest().upper(), 8
+    while env.get(name, wanted) != wanted:
+        name, n = f"{base}_{digest[:n]}", n + 4
+    return name
+
+
 def _pass_inputs(value: Any, env: dict[str, str]) -> Any:
-    """`value` with each `${input:ID}` read from agentify's environment, which the IDE fills."""
+    """`value` with each `${input:ID}` read from agentify's environment, which the IDE fills.
+
+    Raises `ConnectError` for an input id outside what VS Code's ids and agentify's variables share."""
     if isinstance(value, str):
 
         def variable(match: re.Match[str]) -> str:
-            name = "AGENTIFY_INPUT_" + re.sub(r"[^A-Za-z0-9_]", "_", match.group(1)).upper()
+            name = _variable(match.group(1), env)
             env[name] = match.group()
             return "${" + name + "}"
 
-        return _INPUT.sub(variable, value)
+        passed = _INPUT.sub(variable, value)
+        if (odd := _ANY_INPUT.search(passed)) is not None:
+            raise ConnectError(
+                f"the input id {odd.group(1)[:80]!r} cannot be passed to agentify: use letters, digits, '_', '.' "
+                "or '-' (at most 128) in the IDE's `inputs` and the `${input:...}` that names it; nothing was changed"
+            )
+        return passed
     if isinstance(value, dict):
         return {k: _pass_inputs(v, env) for k, v in value.items()}
     if isinstance(value, list):

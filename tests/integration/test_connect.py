@@ -197,3 +197,36 @@ def test_bad_input_is_one_line_and_changes_nothing(home: Path) -> None:
     assert no_project.returncode == 2 and "no project-level MCP file" in no_project.stderr
     nothing = run(home, "--undo")
     assert nothing.returncode == 2 and "connected: none" in nothing.stderr
+
+
+def test_vscode_input_ids_that_spell_one_variable_never_share_a_secret(home: Path) -> None:
+    project = home / "project"
+    servers = {
+        name: {"command": "npx", "args": ["-y", name], "env": {"TOKEN": f"${{input:{input_id}}}"}}
+        for name, input_id in [("a", "gh.token"), ("b", "gh_token"), ("c", "gh-token"), ("d", "GH_TOKEN")]
+    }
+    write(project / ".vscode" / "mcp.json", json.dumps({"servers": servers}))
+    done = run(home, "vscode", "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    entry_env = json.loads((project / ".vscode" / "mcp.json").read_text())["servers"]["agentify"]["env"]
+    moved = json.loads((project / "agentify.json").read_text())["mcpServers"]
+    asked = {name: entry_env[moved[name]["env"]["TOKEN"][2:-1]] for name in servers}
+    assert asked == {name: server["env"]["TOKEN"] for name, server in servers.items()}
+    assert len(entry_env) == 4
+
+
+def test_vscode_input_id_agentify_cannot_pass_is_refused_and_nothing_is_written(home: Path) -> None:
+    project = home / "project"
+    text = json.dumps({"servers": {"a": {"command": "npx", "env": {"TOKEN": "${input:weird id}"}}}})
+    original = write(project / ".vscode" / "mcp.json", text)
+    done = run(home, "vscode", "--project", str(project))
+    assert done.returncode == 2 and "'weird id'" in done.stderr and "Traceback" not in done.stderr
+    assert (project / ".vscode" / "mcp.json").read_bytes() == original
+    assert not (project / "agentify.json").exists()
+
+
+def test_deeply_nested_ide_file_is_a_clear_error(home: Path) -> None:
+    original = write(home / ".cursor" / "mcp.json", '{"a":' + "[" * 200_000)
+    done = run(home, "cursor")
+    assert done.returncode == 2 and "nested too deeply" in done.stderr and "Traceback" not in done.stderr
+    assert (home / ".cursor" / "mcp.json").read_bytes() == original
