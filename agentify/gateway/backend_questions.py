@@ -5,6 +5,12 @@ knows the IDE's era), the backend side is `agentify.backends.questions`. What th
 - a question the IDE cannot answer (no elicitation, no URL mode, no sampling, no roots) is answered to
   the backend with an error that says so: the backend's own fallback decides what happens then;
 - a form question names the backend that asks, so the user knows who wants to know;
+- what the IDE shows of a question (its message, and the titles and descriptions of a form's schema)
+  is masked with the redactor's known secrets, cut to a bound and escaped, so a backend can neither
+  show another backend's env secret nor fake lines or reorder text with control or bidi characters;
+- a URL to open is never rewritten, since a masked or cut URL would open the wrong page: one that
+  carries a configured secret, control characters or more than `MAX_URL_CHARS` is refused to the
+  backend instead. A URL's own state or nonce parameters are not configured secrets, so they pass;
 - an IDE that does not answer within `seconds` (2025-11-25) gets the same treatment, never a hang;
 - a 2026-07-28 IDE answers in its next round: every question of the round is collected first, then
   `AskingClient` ends this round (the backend call is made again in the next one, with the answers).
@@ -13,7 +19,7 @@ knows the IDE's era), the backend side is `agentify.backends.questions`. What th
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -23,6 +29,12 @@ from pydantic import BaseModel
 
 from agentify.backends.questions import Answers
 from agentify.gateway.policy import AskingClient
+from agentify.security.display import escaped
+
+MAX_MESSAGE_CHARS = 2000
+MAX_SCHEMA_TEXT_CHARS = 500
+MAX_URL_CHARS = 4096
+_SCHEMA_TEXTS = frozenset(("title", "description", "enumNames"))
 
 Result = TypeVar("Result", bound=BaseModel)
 
@@ -41,16 +53,20 @@ class ClientQuestions(Protocol):
 
 
 class BackendQuestionRelay:
-    def __init__(self, client: ClientQuestions, seconds: float) -> None:
+    def __init__(self, client: ClientQuestions, seconds: float, mask: Callable[[str], str] = str) -> None:
+        """`mask` hides the known secrets in a text (the redactor's, without its secret-shaped patterns)."""
         self._client = client
         self._seconds = seconds
+        self._mask = mask
 
     async def answer(self, backend: str, requests: Mapping[str, types.InputRequest]) -> Answers:
         answers: dict[str, types.InputResponse] = {}
         asking: AskingClient | None = None
         for key, asked in requests.items():
-            request = _relayed(asked, backend, by_request=not self._client.round_trips)
-            what = _what(request, backend)
+            what = _what(asked, backend)
+            if (refusal := self._unshowable(asked)) is not None:
+                return types.ErrorData(code=types.INVALID_PARAMS, message=f"agentify did not pass on {what}: {refusal}")
+            request = _relayed(asked, backend, self._shown, by_request=not self._client.round_trips)
             if not self._client.can_answer(request):
                 return types.ErrorData(code=types.INVALID_REQUEST, message=f"the user's client cannot answer {what}")
             try:
@@ -68,8 +84,27 @@ class BackendQuestionRelay:
             raise asking
         return answers
 
+    def _shown(self, text: str, limit: int) -> str:
+        masked = self._mask(text)
+        cut = masked if len(masked) <= limit else masked[:limit] + f" [... cut: {len(masked)} characters in all]"
+        return escaped(cut)
 
-def _relayed(request: types.InputRequest, backend: str, *, by_request: bool) -> types.InputRequest:
+    def _unshowable(self, request: types.InputRequest) -> str | None:
+        if not isinstance(request, types.ElicitRequest) or not isinstance(request.params, types.ElicitRequestURLParams):
+            return None
+        url = request.params.url
+        if len(url) > MAX_URL_CHARS:
+            return f"its URL is {len(url)} characters long (at most {MAX_URL_CHARS})"
+        if escaped(url) != url:
+            return "its URL holds control, format or bidi characters"
+        if self._mask(url) != url:
+            return "its URL carries a configured secret, which the user must not be shown"
+        return None
+
+
+def _relayed(
+    request: types.InputRequest, backend: str, shown: Callable[[str, int], str], *, by_request: bool
+) -> types.InputRequest:
     """The question as the IDE gets it: a form or URL question with the asking backend's id in front of
     its message, and without the backend's `_meta` (its own trace context, new in every round, which
     would make the same question look new to the round that carries its answer).
@@ -80,11 +115,24 @@ def _relayed(request: types.InputRequest, backend: str, *, by_request: bool) -> 
         return request
     update: dict[str, Any] = {"meta": None}
     if isinstance(request, types.ElicitRequest):
-        update["message"] = f"[{backend}] {request.params.message}"
         params = request.params
+        update["message"] = f"[{backend}] {shown(params.message, MAX_MESSAGE_CHARS)}"
+        if isinstance(params, types.ElicitRequestFormParams):
+            update["requested_schema"] = _schema_shown(params.requested_schema, shown)
         if by_request and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:
             update["elicitation_id"] = "agentify-" + hashlib.sha256(params.url.encode()).hexdigest()[:16]
     return request.model_copy(update={"params": request.params.model_copy(update=update)})
+
+
+def _schema_shown(value: Any, shown: Callable[[str, int], str], key: str = "") -> Any:
+    """The schema with every title and description (and enum name) as the IDE may show it."""
+    if isinstance(value, str):
+        return shown(value, MAX_SCHEMA_TEXT_CHARS) if key in _SCHEMA_TEXTS else value
+    if isinstance(value, dict):
+        return {k: _schema_shown(v, shown, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_schema_shown(v, shown, key) for v in value]
+    return value
 
 
 def _what(request: types.InputRequest, backend: str) -> str:

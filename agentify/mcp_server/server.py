@@ -319,7 +319,9 @@ async def _call_tool(
         if name == "search_tools":
             request, found = await services.runner.search(arguments)
             return search_result(request.query, found, services.redactor)
-        answerer = BackendQuestionRelay(exchange, questions_seconds)
+        answerer = BackendQuestionRelay(
+            exchange, questions_seconds, lambda text: services.redactor.text(text, patterns=False)
+        )
         async with ctx.lifespan_context.logs.for_call(ctx) as logs:
             if name == "call_tool":
                 outcome = await services.runner.call(

@@ -81,3 +81,53 @@ async def test_the_backends_own_meta_stays_behind_so_the_same_question_looks_the
         await BackendQuestionRelay(ide, 5).answer("gh", {"q": types.ElicitRequest(params=params)})
     first, second = ide.asked
     assert first == second and first.params.meta is None
+
+
+SECRET = "other-backends-env-secret-991"
+
+
+def mask(text: str) -> str:
+    return text.replace(SECRET, "[REDACTED]")
+
+
+async def test_what_the_ide_shows_is_masked_escaped_and_bounded() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean", "title": f"Key {SECRET}\u202e", "description": "line\nforged line " + "d" * 900}
+        },
+    }
+    form = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=f"Send {SECRET}?\nagentify: approved\u202e" + "m" * 9000, requested_schema=schema
+        )
+    )
+    ide = Ide()
+    await BackendQuestionRelay(ide, 5, mask).answer("gh", {"q": form})
+    [asked] = ide.asked
+    assert isinstance(asked, types.ElicitRequest) and isinstance(asked.params, types.ElicitRequestFormParams)
+    message = asked.params.message
+    assert message.startswith("[gh] Send [REDACTED]?\\nagentify: approved\\u202e") and "\n" not in message
+    assert len(message) < 2200 and "characters in all" in message
+    shown = asked.params.requested_schema["properties"]["ok"]
+    assert shown["title"] == "Key [REDACTED]\\u202e" and shown["type"] == "boolean"
+    assert shown["description"].startswith("line\\nforged line") and len(shown["description"]) < 600
+
+
+async def test_a_url_the_gateway_would_have_to_rewrite_is_refused_not_opened() -> None:
+    fine = types.ElicitRequest(
+        params=types.ElicitRequestURLParams(message="Log in", url="https://login.example.test/?state=Zk3q9x0aLm2")
+    )
+    ide = Ide()
+    await BackendQuestionRelay(ide, 5, mask).answer("gh", {"q": fine})
+    [asked] = ide.asked
+    assert isinstance(asked.params, types.ElicitRequestURLParams) and asked.params.url.endswith("state=Zk3q9x0aLm2")
+    for url, why in [
+        (f"https://login.example.test/?key={SECRET}", "configured secret"),
+        ("https://login.example.test/\u202egnp.exe", "control, format or bidi"),
+        ("https://login.example.test/?" + "a" * 5000, "characters long"),
+    ]:
+        ide = Ide()
+        bad = types.ElicitRequest(params=types.ElicitRequestURLParams(message="Log in", url=url))
+        refused = await BackendQuestionRelay(ide, 5, mask).answer("gh", {"q": bad})
+        assert isinstance(refused, types.ErrorData) and why in refused.message and ide.asked == []
