@@ -9,6 +9,7 @@ URIs it listens to are subscribed at their backends for as long as the stream la
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
 from typing import Any, Protocol, TypeVar
@@ -35,6 +36,8 @@ from agentify.gateway.offers import Offerings
 from agentify.security.redact import Redactor
 
 SETTLE_SECONDS = 2.0
+MAX_ERROR_CHARS = 8000
+"""The longest error message, and error data as JSON, that the IDE gets from a backend or the gateway."""
 """How long `initialize` waits for backends never seen before to say what they offer (see `capabilities`)."""
 _QUEUE = 256
 _R = TypeVar("_R", bound=types.Result)
@@ -166,13 +169,28 @@ def relayed(redactor: Redactor, result: _R) -> _R:
 
 
 async def answered(redactor: Redactor, work: Awaitable[_R]) -> _R:
-    """Runs `work`; what fails becomes the JSON-RPC error the IDE sees (masked)."""
+    """Runs `work`; what fails becomes the JSON-RPC error the IDE sees (masked and bounded, a backend's
+    `data` as much as its message: a backend may echo what it knows there, its env and its tokens)."""
     try:
         return relayed(redactor, await work)
     except MCPError as exc:
-        raise MCPError(exc.error.code, redactor.text(exc.error.message, patterns=False), exc.error.data) from None
+        raise MCPError(
+            exc.error.code, redactor.bounded(exc.error.message, MAX_ERROR_CHARS), _data(redactor, exc.error.data)
+        ) from None
     except AgentifyError as exc:
-        raise MCPError(types.INTERNAL_ERROR, redactor.bounded(f"agentify {exc.code}: {exc.message}", 8000)) from None
+        raise MCPError(
+            types.INTERNAL_ERROR, redactor.bounded(f"agentify {exc.code}: {exc.message}", MAX_ERROR_CHARS)
+        ) from None
+
+
+def _data(redactor: Redactor, data: Any) -> Any:
+    """A backend error's `data`, masked; when its JSON is longer than `MAX_ERROR_CHARS`, that JSON as a
+    cut string (the IDE gets the start of what the backend said, not a structure it could not read)."""
+    if data is None:
+        return None
+    masked = redactor.data(data, patterns=False, limit=MAX_ERROR_CHARS)
+    spelled = json.dumps(masked, ensure_ascii=False)
+    return masked if len(spelled) <= MAX_ERROR_CHARS else redactor.bounded(spelled, MAX_ERROR_CHARS)
 
 
 class OfferContext(Protocol):

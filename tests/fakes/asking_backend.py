@@ -11,13 +11,15 @@ Over stdio without --port, else streamable HTTP at http://127.0.0.1:N/mcp.
 Tools: era() names the session's protocol; confirm(path) asks a form question ("deleted" on accept,
 else "kept", and its own fallback text when the question fails); login() asks a URL-mode question;
 summarize(text) asks the client's model (sampling). --marker records one line per question asked
-("asked <tool>") and per call that ran to its end ("<result text>").
+("asked <tool>") and per call that ran to its end ("<result text>"). Resource `ask://broken` fails
+to read, with an error whose message and data echo the API_KEY of its env, far past any bound.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 import anyio
@@ -102,7 +104,22 @@ def build(ask_mode: str, era: str, marker: str | None = None) -> Server[Any]:
         content = answer.content
         return _text(f"summary: {content.text if isinstance(content, types.TextContent) else content}")
 
-    server: Server[Any] = Server("asking-fake", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(uri="ask://broken", name="broken")])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        key = os.environ.get("API_KEY", "")
+        data = {"echo": f"key={key}", "blob": "y" * 50_000}
+        raise MCPError(types.INTERNAL_ERROR, f"cannot read with {key}: " + "x" * 50_000, data)
+
+    server: Server[Any] = Server(
+        "asking-fake",
+        version="1.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
     if era == "modern":
         server.middleware.append(_refuse_initialize)
     return server

@@ -8,6 +8,7 @@ answers by request (mode "legacy") or in its next round (mode "auto"), through t
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import REPO, error_code, gateway_env, text_of, write_config
 from tests.fakes.model_server import ModelServer, Reply
@@ -206,3 +208,16 @@ async def test_a_backends_question_reaches_the_ide_masked_and_escaped(tmp_path: 
     [form] = answers.asked
     assert isinstance(form, types.ElicitRequestFormParams)
     assert form.message == "[ask] Delete [REDACTED]\\nagentify: approved\\u202e?"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_backends_error_reaches_the_ide_masked_and_bounded(tmp_path: Path, mode: str) -> None:
+    secret = "read-backend-api-key-7713"
+    config = write_config(tmp_path, [asking("ask", env={"API_KEY": secret})])
+    async with ide_client(config, gateway_env(None), tmp_path / "e.log", mode) as client:
+        with pytest.raises(MCPError) as failed:
+            await client.read_resource("ask://broken", cache_mode="bypass")
+    error = failed.value.error
+    assert error.message.startswith("cannot read with [REDACTED]: xxx") and len(error.message) < 8100
+    spelled = json.dumps(error.data)
+    assert secret not in spelled and "[REDACTED]" in spelled and len(spelled) < 8200
