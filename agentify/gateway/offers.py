@@ -281,6 +281,16 @@ class Offerings:
             if page.items:  # the previous backend is done: the next page starts at this one
                 return Page(page.items, cursors.encode(listing, cursors.Position(ids[at], None)))
             page = await _fetched(listing, fetch, backends[at], inner if at == index else None)
+            if page.next_cursor and not cursors.passable(page.next_cursor):
+                logger.bind(backend=ids[at]).warning(
+                    "backend {!r} gave a {}-character cursor for its next page of {} (agentify passes on at most "
+                    "{}): its further pages are left out; ask its maintainers for shorter cursors",
+                    ids[at],
+                    len(page.next_cursor),
+                    listing,
+                    cursors.MAX_BACKEND_CURSOR_CHARS,
+                )
+                page = Page(page.items, None)
             if page.next_cursor:
                 return Page(page.items, cursors.encode(listing, cursors.Position(ids[at], page.next_cursor)))
             index, inner = at + 1, None

@@ -3,6 +3,7 @@ routing table, the filters, and real supervisors over memory connections to real
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -40,6 +41,16 @@ def test_a_cursor_keeps_the_backend_and_its_own_cursor() -> None:
 def test_a_cursor_the_gateway_never_gave_is_refused(cursor: str) -> None:
     with pytest.raises(cursors.BadCursor):
         cursors.decode("resources", cursor)
+
+
+def test_the_longest_cursor_the_gateway_makes_is_one_it_reads_and_forged_nesting_is_refused() -> None:
+    inner = "\u202e" * ((cursors.MAX_BACKEND_CURSOR_CHARS - 2) // 6)  # six characters each, in quotes
+    assert cursors.passable(inner) and not cursors.passable(inner + "\u202e")
+    position = cursors.Position("b" * 64, inner)
+    assert cursors.decode("resourceTemplates", cursors.encode("resourceTemplates", position)) == position
+    forged = base64.urlsafe_b64encode(b"[" * 6000).decode()
+    with pytest.raises(cursors.BadCursor):
+        cursors.decode("resources", forged)
 
 
 def test_a_cursor_of_one_list_is_refused_by_another() -> None:
@@ -196,6 +207,18 @@ async def test_resources_are_listed_a_backend_page_at_a_time_and_read_from_their
         with pytest.raises(MCPError) as refused:
             await offerings.list_prompts(cursors.encode("resources", cursors.Position("a", "2")))
         assert refused.value.error.code == types.INVALID_PARAMS
+
+
+async def test_a_backend_cursor_too_long_to_pass_on_ends_that_backends_pages_not_the_list() -> None:
+    handlers = paged_server("a", 5, 2)
+
+    async def long_cursor(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(uri="a://r/0", name="r0")], next_cursor="x" * 7000)
+
+    handlers["on_list_resources"] = long_cursor
+    async with fleet(None, a=({}, handlers), b=({}, paged_server("b", 1, 10))) as backends:
+        uris, pages = await every_resource(Offerings(backends))
+    assert (uris, pages) == (["a://r/0", "b://r/0"], 2)
 
 
 async def test_denied_resources_and_prompts_are_neither_listed_nor_read() -> None:
