@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentify._common import json_input
 from agentify.errors import ConfigError
 
 
@@ -14,9 +15,11 @@ def read_env_file(path: Path, where: str) -> dict[str, str]:
         ConfigError: the file cannot be read, or a line is not `KEY=value` (named by its number, never its value).
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = json_input.read_bounded(path).decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{where} names {path}, which cannot be read ({exc.strerror}): fix the path") from None
+    except json_input.TooLarge as exc:
+        raise ConfigError(f"{where} names {path}, which {exc}: fix the path") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{where} names {path}, which is not UTF-8 text: save it as UTF-8") from None
     values: dict[str, str] = {}

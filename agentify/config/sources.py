@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentify._common import json_input
 from agentify.config.dialects import from_init_options, normalise_backends, workspace_folder
 from agentify.config.itself import drop_itself
 from agentify.config.jsonc import strip_jsonc
@@ -129,19 +130,23 @@ def load_sources(
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = json_input.read_bounded(path).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist: pass --config with an existing file") from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
+    except json_input.TooLarge as exc:
+        raise ConfigError(f"config file {path} {exc}: check that --config names the right file") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     try:
-        data = json.loads(strip_jsonc(text))
+        data = json_input.loads(strip_jsonc(text))
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"config file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         ) from None
+    except json_input.TooDeep as exc:
+        raise ConfigError(f"config file {path} {exc}: fix its brackets") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a JSON object, not {type(data).__name__}")
     return data

@@ -7,8 +7,9 @@ column: a block comment is replaced by its line breaks, so those stay right.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from agentify._common import json_input
 
 
 def strip(text: str) -> str:
@@ -47,5 +48,5 @@ def strip(text: str) -> str:
 
 
 def loads(text: str) -> Any:
-    """Parses JSON with comments. Raises `json.JSONDecodeError` with the line and column."""
-    return json.loads(strip(text))
+    """Parses JSON with comments. Raises `json.JSONDecodeError` with the line and column, or TooDeep."""
+    return json_input.loads(strip(text))

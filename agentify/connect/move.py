@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentify._common import json_input
 from agentify.connect import ConnectError, jsonc
 from agentify.connect.ides import Ide, config_of, is_agentify
 
@@ -51,13 +52,13 @@ def _object(data: bytes | None, path: Path, *, comments: bool) -> dict[str, Any]
         return {}
     try:
         text = data.decode("utf-8-sig")
-        doc = jsonc.loads(text) if comments else json.loads(text)
+        doc = jsonc.loads(text) if comments else json_input.loads(text)
     except UnicodeDecodeError:
         raise ConnectError(f"{path} is not UTF-8 text; nothing was changed") from None
     except json.JSONDecodeError as exc:
         raise ConnectError(f"{path} is not valid JSON ({exc}); fix it and run again, nothing was changed") from None
-    except RecursionError:
-        raise ConnectError(f"{path} is nested too deeply to be an MCP config; nothing was changed") from None
+    except json_input.TooDeep as exc:
+        raise ConnectError(f"{path} {exc}; nothing was changed") from None
     if not isinstance(doc, dict):
         raise ConnectError(f"{path} holds a JSON {type(doc).__name__}, not an object; nothing was changed")
     return doc

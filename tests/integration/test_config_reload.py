@@ -84,3 +84,18 @@ async def test_a_changed_config_file_reconciles_the_backends_and_tells_the_ide(t
     log = stderr.read_text()
     assert "reloaded: added added, removed gone, restarted changing" in log, log
     assert "is not valid JSON" in log, log
+
+
+async def test_a_config_edited_into_deep_nesting_keeps_the_running_config_without_a_traceback(tmp_path: Path) -> None:
+    config = tmp_path / "agentify.json"
+    write(config, [fake_backend("keep")])
+    stderr = tmp_path / "stderr.log"
+    env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"))
+    async with ide_client(config, env, stderr, "legacy") as client:
+        before = await settled(client, {"keep"})
+        config.write_text('{"a":' + "[" * 200_000)
+        await wait_until(lambda: "the running config stays" in stderr.read_text(), LIMIT)
+        still = await settled(client, {"keep"})
+        assert still["keep"]["pid"] == before["keep"]["pid"]
+    log = stderr.read_text()
+    assert "nests deeper than 64 levels" in log and "Traceback" not in log and "RecursionError" not in log, log

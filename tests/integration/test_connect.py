@@ -228,5 +228,5 @@ def test_vscode_input_id_agentify_cannot_pass_is_refused_and_nothing_is_written(
 def test_deeply_nested_ide_file_is_a_clear_error(home: Path) -> None:
     original = write(home / ".cursor" / "mcp.json", '{"a":' + "[" * 200_000)
     done = run(home, "cursor")
-    assert done.returncode == 2 and "nested too deeply" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "nests deeper than 64 levels" in done.stderr and "Traceback" not in done.stderr
     assert (home / ".cursor" / "mcp.json").read_bytes() == original
