@@ -5,7 +5,10 @@
 valid change of the config file (`reload`, while `serve` runs). What a new config implies is applied
 here, in this order: its secrets are masked, the log level set, the planner replaced, the backends
 reconciled (only the added, removed and changed ones start or stop); then `listeners` (the console)
-hear of it.
+hear of it. `expose` and `prefix` are read from `current` wherever they are used, so they follow too.
+The keys in `RESTART_KEYS` shape objects built once at start (the limiter, Redis, the auth gate, the
+trace file, the task runner's bounds): a reload that changes one says so, once, as a warning naming
+each, rather than logging a success that did not happen.
 
 `PlannerSlot` holds the planner selector that the config implies. A new planner config puts a new
 selector in the slot; the replaced ones are closed only at shutdown, since a task may still use one.
@@ -23,6 +26,34 @@ from agentify.config import BackendConfig, Config, ConfigSources, PlannerConfig
 from agentify.errors import ConfigError
 from agentify.planner.select import PlannerSelector
 from agentify.security.redact import Redactor
+
+RESTART_KEYS = (
+    ("traceFile",),
+    ("otel",),
+    ("maxQueryChars",),
+    ("maxContextChars",),
+    ("maxResultChars",),
+    ("confirmTimeoutSeconds",),
+    ("server", "auth"),
+    ("server", "publicUrl"),
+    ("server", "redis"),
+    ("server", "limits"),
+    ("server", "drainSeconds"),
+)
+
+
+def restart_keys(before: Config, after: Config) -> list[str]:
+    """The keys in `RESTART_KEYS` whose value differs, spelled as in the file (`server.limits`)."""
+    old, new = (c.model_dump(mode="json", by_alias=True) for c in (before, after))
+    changed: list[str] = []
+    for path in RESTART_KEYS:
+        was: Any = old
+        now: Any = new
+        for part in path:
+            was, now = (was or {}).get(part), (now or {}).get(part)
+        if was != now:
+            changed.append(".".join(path))
+    return changed
 
 
 class Reconciler(Protocol):
@@ -128,9 +159,17 @@ class LiveConfig:
             *(f"removed {i}" for i in before if i not in after),
             *(f"restarted {i}" for i in after if i in before and after[i] != before[i]),
         ]
+        stale = restart_keys(self._current, config)
         self._sources = sources
         self._apply(config)
         logger.info("config file {} reloaded: {}", self.file_path, ", ".join(changes) or "backends unchanged")
+        if stale:
+            logger.warning(
+                "config file {} changed {}, which take effect only when agentify starts again: restart `agentify "
+                "serve` (or the IDE's agentify entry); until then the old values apply",
+                self.file_path,
+                ", ".join(stale),
+            )
         return True
 
     def _apply(self, config: Config) -> None:

@@ -99,3 +99,23 @@ async def test_a_config_edited_into_deep_nesting_keeps_the_running_config_withou
         assert still["keep"]["pid"] == before["keep"]["pid"]
     log = stderr.read_text()
     assert "nests deeper than 64 levels" in log and "Traceback" not in log and "RecursionError" not in log, log
+
+
+async def test_a_reload_that_changes_keys_needing_a_restart_names_them_once(tmp_path: Path) -> None:
+    config = tmp_path / "agentify.json"
+    write(config, [fake_backend("keep")])
+    stderr = tmp_path / "stderr.log"
+    env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"))
+    async with ide_client(config, env, stderr, "legacy") as client:
+        await settled(client, {"keep"})
+        edited = {
+            "backends": [fake_backend("keep")],
+            "maxQueryChars": 50,
+            "server": {"limits": {"perPrincipal": "5/minute"}},
+        }
+        config.write_text(json.dumps(edited))
+        await wait_until(lambda: "take effect only when agentify starts again" in stderr.read_text(), LIMIT)
+        long_query = await client.call_tool("search_tools", {"query": "x" * 100})
+        assert not long_query.is_error  # the old limit still applies, as the warning says
+    warned = [line for line in stderr.read_text().splitlines() if "take effect only when" in line]
+    assert len(warned) == 1 and "maxQueryChars, server.limits" in warned[0], warned
