@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 import mcp_types as types
 
 MAX_ENTRIES = 20_000
+MAX_PER_BACKEND = 1_000
+"""Template prefixes and schemes kept per backend: a backend that lists more forgets its oldest first."""
 
 
 class _Bounded(OrderedDict[str, list[str]]):
@@ -35,7 +37,8 @@ class ResourceRoutes:
         self._names: dict[str, str] = {}
         self._prefixes: dict[str, dict[str, str]] = {}
         """backend -> {template's literal prefix: the template}"""
-        self._schemes: dict[str, set[str]] = {}
+        self._schemes: dict[str, dict[str, None]] = {}
+        """backend -> its schemes, in the order last seen (an ordered set)"""
 
     def listed(self, backend: str, resources: Iterable[types.Resource]) -> None:
         for resource in resources:
@@ -49,8 +52,12 @@ class ResourceRoutes:
     def templates(self, backend: str, templates: Iterable[types.ResourceTemplate]) -> None:
         known = self._prefixes.setdefault(backend, {})
         for template in templates:
-            known[template.uri_template.split("{", 1)[0]] = template.uri_template
+            prefix = template.uri_template.split("{", 1)[0]
+            known.pop(prefix, None)  # re-listed: now the most recent
+            known[prefix] = template.uri_template
             self._scheme(template.uri_template, backend)
+        while len(known) > MAX_PER_BACKEND:
+            del known[next(iter(known))]
 
     def carried(self, backend: str, result: types.CallToolResult) -> None:
         """The URIs a tool result links to or embeds: that backend can read them."""
@@ -97,7 +104,11 @@ class ResourceRoutes:
 
     def _scheme(self, uri: str, backend: str) -> None:
         if scheme := _scheme_of(uri):
-            self._schemes.setdefault(backend, set()).add(scheme)
+            known = self._schemes.setdefault(backend, {})
+            known.pop(scheme, None)
+            known[scheme] = None
+            while len(known) > MAX_PER_BACKEND:
+                del known[next(iter(known))]
 
 
 def _scheme_of(uri: str) -> str:

@@ -15,6 +15,7 @@ from agentify.cli.output import note, say
 from agentify.cli.running import one_shot, run_async
 from agentify.config import Config
 from agentify.errors import AgentifyError
+from agentify.security.display import escaped
 from agentify.security.redact import Redactor
 
 if TYPE_CHECKING:
@@ -75,9 +76,10 @@ async def doctor(boot: Boot) -> int:
         detail = status.last_error or ", ".join(status.tools)
         if status.url:
             detail = f"{status.url}: {detail}" if detail else status.url
-        say(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {boot.redactor.text(detail)}")
+        say(f"{status.id:<{width}}  {state:<10}  {len(status.tools):>5}  {escaped(boot.redactor.text(detail))}")
         if status.server:
-            say(f"{'':<{width}}  server: {boot.redactor.text(status.server)}")
+            # The backend describes itself: shown escaped and cut, so it cannot fake lines of this report.
+            say(f"{'':<{width}}  server: {escaped(boot.redactor.bounded(status.server, 300))}")
         if spec.enabled and status.last_error and spec.command:
             say(f"{'':<{width}}  relative paths resolve against: {spec.cwd}")
     if not statuses:

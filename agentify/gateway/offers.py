@@ -68,10 +68,15 @@ class Page:
 Fetch = Callable[[OfferingBackend, str | None], Awaitable[Page]]
 
 
+MAX_URI_SHOWN = 2048
+"""How much of a client's URI a not-found error echoes back."""
+
+
 def not_found(uri: str) -> MCPError:
     """The one answer for a URI no backend owns and for one a filter denies: they look the same. Invalid params,
     as the SDK's own servers answer (SEP-2164)."""
-    return MCPError(types.INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+    shown = uri if len(uri) <= MAX_URI_SHOWN else uri[:MAX_URI_SHOWN] + f"... ({len(uri)} characters)"
+    return MCPError(types.INVALID_PARAMS, f"Resource not found: {shown}", {"uri": shown})
 
 
 class Offerings:

@@ -6,7 +6,7 @@
 with "method not found" before the SDK sees it (a 2025-11-25-only server, as older SDKs are).
 --ask natural asks with an `InputRequiredResult` on 2026-07-28 sessions and by request on 2025-11-25
 ones; --ask request always asks by request (the trap: it fails on 2026-07-28 with "no back-channel").
-Over stdio without --port, else streamable HTTP at http://127.0.0.1:N/mcp.
+--describe TEXT sets its description of itself. Over stdio without --port, else streamable HTTP at http://127.0.0.1:N/mcp.
 
 Tools: era() names the session's protocol; confirm(path) asks a form question ("deleted" on accept,
 else "kept", and its own fallback text when the question fails); login() asks a URL-mode question;
@@ -213,8 +213,10 @@ def main() -> None:
     parser.add_argument("--ask", choices=["natural", "request"], default="natural")
     parser.add_argument("--port", type=int)
     parser.add_argument("--marker")
+    parser.add_argument("--describe", help="the server's description of itself (serverInfo.description)")
     args = parser.parse_args()
     server = build(args.ask, args.era, args.marker)
+    server.description = args.describe
     if args.port:
         serve_http(server, args.port, args.era == "legacy")
     else:

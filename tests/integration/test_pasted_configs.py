@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,15 @@ def test_an_env_file_too_large_is_a_clear_config_error(tmp_path: Path) -> None:
     config.write_text(json.dumps({"mcpServers": {"a": {"command": "node", "envFile": "big.env"}}}))
     done = doctor(config, tmp_path)
     assert done.returncode != 0 and "big.env, which is larger than 4 MiB" in done.stderr, done.stderr
+
+
+def test_doctor_shows_a_backends_self_description_escaped_and_cut(tmp_path: Path) -> None:
+    described = "helper\nresult: all good\u202e" + "d" * 5000
+    asking = [str(REPO / "tests/fakes/asking_backend.py"), "--describe", described]
+    config = tmp_path / "agentify.json"
+    config.write_text(json.dumps({"backends": [{"id": "ask", "command": sys.executable, "args": asking}]}))
+    done = doctor(config, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [server] = [line for line in done.stdout.splitlines() if "server: asking-fake" in line]
+    assert "helper\\nresult: all good\\u202e" in server and len(server) < 500, server
+    assert [line for line in done.stdout.splitlines() if line.startswith("result:")] == ["result: all good"]

@@ -323,3 +323,20 @@ async def test_a_cursor_naming_a_backend_learnt_to_offer_nothing_goes_on_to_the_
         assert ([str(r.uri) for r in page.resources], page.next_cursor) == (["c://r/0"], None)
         with pytest.raises(MCPError, match="'gone' is gone"):
             await offerings.list_resources(cursors.encode("resources", cursors.Position("gone", None)))
+
+
+def test_the_routing_table_and_a_not_found_error_stay_bounded() -> None:
+    from agentify.backends import routes as routing
+    from agentify.gateway.offers import not_found
+
+    table = ResourceRoutes()
+    many = [
+        types.ResourceTemplate(uri_template=f"s{i}://t/{{id}}", name="t") for i in range(routing.MAX_PER_BACKEND + 50)
+    ]
+    table.templates("a", many)
+    table.listed("a", [types.Resource(uri=f"x{i}://r", name="r") for i in range(routing.MAX_PER_BACKEND + 50)])
+    assert table.template_owner("s0://t/1", ["a"]) is None  # the oldest was forgotten
+    assert table.template_owner(f"s{routing.MAX_PER_BACKEND + 49}://t/1", ["a"]) == "a"
+    assert table.owner("x0://elsewhere", ["a", "b"]) is None and table.owner("x1049://elsewhere", ["a", "b"]) == "a"
+    error = not_found("file:///" + "a" * 100_000).error
+    assert len(error.message) < 2200 and "100008 characters" in error.message
