@@ -42,8 +42,9 @@ SESSION_IDLE_SECONDS = 1800.0
 class Replica:
     """The drain switch, the count of MCP requests being handled, and the 2025-11-25 sessions held."""
 
-    def __init__(self) -> None:
+    def __init__(self, quiet_seconds: float = QUIET_SECONDS) -> None:
         self.draining = False
+        self._quiet_seconds = quiet_seconds
         self._in_flight = 0
         self._sessions: dict[str, float] = {}  # Mcp-Session-Id -> when its last request came (monotonic)
         self._last_request = time.monotonic()
@@ -109,7 +110,7 @@ class Replica:
         """0 once drained; else how long until it may be (infinite: until something changes)."""
         if self._in_flight or self._sessions:
             return math.inf
-        return self._last_request + QUIET_SECONDS - time.monotonic()
+        return self._last_request + self._quiet_seconds - time.monotonic()
 
     def _change(self) -> None:
         self._changed.set()

@@ -5,9 +5,9 @@ every backend is closed (the caller's exit watchdog: the SDK's stdin reader thre
 HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
 gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
 (`team_auth.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
-of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`), all behind the
-connection gate against idle sockets; `initializationOptions` change nothing. SIGTERM drains
-(`Replica.drain`) before the server stops.
+of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`),
+all behind the connection gate against idle sockets; `initializationOptions` change nothing.
+SIGTERM drains (`Replica.drain`) before the server stops.
 """
 
 from __future__ import annotations

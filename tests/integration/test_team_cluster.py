@@ -1,5 +1,6 @@
 """Three replicas behind HAProxy, sharing Redis, as `scripts/team.sh` runs them, driven by the official
-Python client: what a team sees when calls spread, sessions stick, replicas stop and Redis goes away."""
+Python client: what a team sees when calls spread, sessions stick, replicas stop, Redis goes away and
+someone guesses tokens."""
 
 from __future__ import annotations
 
