@@ -358,6 +358,7 @@ class Supervisor:
                     await self.offers.learn(session, self.start_limit)  # before READY: what waits sees them
                     # Listening before READY too: a change right after the first call is heard.
                     await stack.enter_async_context(listening(session))
+                    await self.offers.resubscribe(session, self.start_limit)  # after a restart
                     self._ready(session, tools)
                     self.offers.keep()
                     await set_log_level(session, self._log_level, self._log)
