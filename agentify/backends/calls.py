@@ -92,6 +92,11 @@ async def _call_failure(
 ) -> AgentifyError:
     if link.refused_status == 401:
         return refused(spec)
+    if link.refused_status == 403 and spec.oauth:  # a scope step-up, which only a new authorization answers
+        return BackendUnavailable(
+            f"backend {spec.id!r} refused the call to {tool} (HTTP 403): when it asks for more scope, run "
+            f"`agentify auth {spec.id}` (with the same --config) to authorize it, then try again."
+        )
     if exc.error.code == types.CONNECTION_CLOSED or link.gone.is_set():
         if link.exit_code is None:
             with anyio.move_on_after(LINK_END_WAIT):
