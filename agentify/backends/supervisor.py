@@ -242,10 +242,19 @@ class Supervisor:
     ) -> types.CallToolResult:
         self._idle.begin()
         roots = self._roots if self.spec.forward_roots else None
-        hint = self.stderr.hint()
         try:
             call = call_tool(
-                session, link, self.spec, tool, arguments, progress, hint, self._questions, answerer, roots, logs
+                session,
+                link,
+                self.spec,
+                tool,
+                arguments,
+                progress,
+                self.stderr.hint,
+                self._questions,
+                answerer,
+                roots,
+                logs,
             )
             return await self._era.watch(session, call)
         finally:
