@@ -297,8 +297,8 @@ class Config(Model):
     )
     prefix: bool = Field(
         default=True,
-        description="With expose tools: list each backend tool as <backend>__<tool> (true), or under its own "
-        "name where no other tool has it (false).",
+        description="List each backend prompt, and with expose tools each backend tool, as <backend>__<name> "
+        "(true), or under its own name where no other backend's has it (false).",
     )
 
     @field_validator("log_level", mode="before")
