@@ -85,9 +85,9 @@ class BackendQuestionRelay:
         return answers
 
     def _shown(self, text: str, limit: int) -> str:
-        masked = self._mask(text)
-        cut = masked if len(masked) <= limit else masked[:limit] + f" [... cut: {len(masked)} characters in all]"
-        return escaped(cut)
+        """Masked, then escaped, then cut: an escape can be ten times its character, so the cut comes last."""
+        shown = escaped(self._mask(text))
+        return shown if len(shown) <= limit else shown[:limit] + f" [... cut: {len(shown)} characters in all]"
 
     def _unshowable(self, request: types.InputRequest) -> str | None:
         if not isinstance(request, types.ElicitRequest) or not isinstance(request.params, types.ElicitRequestURLParams):

@@ -36,9 +36,9 @@ from agentify.gateway.offers import Offerings
 from agentify.security.redact import Redactor
 
 SETTLE_SECONDS = 2.0
+"""How long `initialize` waits for backends never seen before to say what they offer (see `capabilities`)."""
 MAX_ERROR_CHARS = 8000
 """The longest error message, and error data as JSON, that the IDE gets from a backend or the gateway."""
-"""How long `initialize` waits for backends never seen before to say what they offer (see `capabilities`)."""
 _QUEUE = 256
 _R = TypeVar("_R", bound=types.Result)
 _EVENTS: dict[str, Callable[[Change], ServerEvent]] = {
