@@ -5,9 +5,10 @@
 //    "elicitation": "accept"|"decline"|"cancel"|null, "calls": [{"name", "arguments"}], "readLinks"?: bool}
 // or, over streamable HTTP, {"url", "token", ...} instead of command, args, env and stderrFile.
 // With "elicitation": null the client declares no elicitation capability. With "readLinks", every
-// resource_link of the results is read with resources/read afterwards.
+// resource_link of the results is read with resources/read afterwards. With "logLevel", the client asks
+// for log messages at that level (logging/setLevel on 2025-11-25, each call's _meta on 2026-07-28).
 // Prints one JSON line: {"protocolVersion", "capabilities", "asked": [messages], "results": [CallToolResult...],
-//   "read": [ReadResourceResult...]}.
+//   "read": [ReadResourceResult...], "logs": [notifications/message params...]}.
 import { openSync } from "node:fs";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
@@ -35,10 +36,16 @@ const transport = spec.url
       env: spec.env,
       stderr: openSync(spec.stderrFile, "a"),
     });
+const logs = [];
+client.setNotificationHandler("notifications/message", (notification) => {
+  logs.push(notification.params);
+});
 await client.connect(transport);
+if (spec.logLevel && spec.mode === "legacy") await client.setLoggingLevel(spec.logLevel);
+const meta = spec.logLevel ? { _meta: { "io.modelcontextprotocol/logLevel": spec.logLevel } } : {};
 const results = [];
 for (const call of spec.calls) {
-  results.push(await client.callTool({ name: call.name, arguments: call.arguments }));
+  results.push(await client.callTool({ name: call.name, arguments: call.arguments, ...meta }));
 }
 const read = [];
 for (const result of spec.readLinks ? results : []) {
@@ -49,4 +56,4 @@ for (const result of spec.readLinks ? results : []) {
 const protocolVersion = client.getNegotiatedProtocolVersion();
 const serverCapabilities = client.getServerCapabilities();
 await client.close();
-process.stdout.write(JSON.stringify({ protocolVersion, capabilities: serverCapabilities, asked, results, read }) + "\n");
+process.stdout.write(JSON.stringify({ protocolVersion, capabilities: serverCapabilities, asked, results, read, logs }) + "\n");

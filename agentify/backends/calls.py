@@ -18,6 +18,8 @@ from opentelemetry import propagate
 from pydantic import TypeAdapter, ValidationError
 
 from agentify.backends.connection import Link
+from agentify.backends.era import is_modern
+from agentify.backends.logs import LogSink
 from agentify.backends.questions import Answerer, InFlight, resolve
 from agentify.backends.session import RootsGetter
 from agentify.config import BackendConfig
@@ -42,6 +44,7 @@ async def call_tool(
     in_flight: InFlight,
     answerer: Answerer | None = None,
     roots: RootsGetter | None = None,
+    logs: LogSink | None = None,
 ) -> types.CallToolResult:
     """One `tools/call` with the backend's timeout. Cancelling the caller cancels the backend's call.
     The caller's trace context goes in the request's `_meta` (`traceparent`), so a backend that
@@ -49,7 +52,8 @@ async def call_tool(
 
     `in_flight`: the backend's calls that can take questions; `answerer`: who answers this one's
     (`questions.py`); without one, a backend that asks is told this client cannot answer. `roots`: what
-    a 2026-07-28 backend's `roots/list` question is answered with (forwardRoots), else no roots.
+    a 2026-07-28 backend's `roots/list` question is answered with (forwardRoots), else no roots. `logs`: where
+    the backend's log messages during the call go; on a 2026-07-28 session its level goes in `_meta`.
 
     Raises:
         TaskTimeout, BackendError, BackendUnavailable, Denied; what the answerer raises (`questions.py`).
@@ -57,6 +61,8 @@ async def call_tool(
     timeout = spec.timeout_seconds
     meta: types.RequestParamsMeta = {}
     propagate.inject(meta)
+    if logs is not None and is_modern(session):
+        meta[types.LOG_LEVEL_META_KEY] = logs.level  # type: ignore[literal-required]
 
     async def send(
         responses: types.InputResponses | None = None, state: str | None = None
@@ -67,7 +73,7 @@ async def call_tool(
         return await session.send_request(types.CallToolRequest(params=params), _RESULT, progress_callback=progress)
 
     try:
-        with in_flight.call(answerer) as scope:
+        with in_flight.call(answerer, logs) as scope:
             with scope, anyio.fail_after(timeout):
                 return await resolve(await send(), send, answerer, spec.id, roots)
         raise AssertionError("a call ended by a question raises as it leaves InFlight.call")
@@ -88,6 +94,11 @@ async def call_tool(
 async def _call_failure(exc: MCPError, link: Link, spec: BackendConfig, tool: str, stderr_hint: str) -> AgentifyError:
     if link.refused_status == 401:
         return refused(spec)
+    if link.refused_status == 403 and spec.oauth:  # a scope step-up, which only a new authorization answers
+        return BackendUnavailable(
+            f"backend {spec.id!r} refused the call to {tool} (HTTP 403): when it asks for more scope, run "
+            f"`agentify auth {spec.id}` (with the same --config) to authorize it, then try again."
+        )
     if exc.error.code == types.CONNECTION_CLOSED or link.gone.is_set():
         if link.exit_code is None:
             with anyio.move_on_after(LINK_END_WAIT):

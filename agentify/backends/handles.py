@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import mcp_types as types
 from mcp.shared.dispatcher import ProgressFnT
 
+from agentify.backends.logs import LogSink
 from agentify.backends.overrides import merged
 from agentify.backends.questions import Answerer
 from agentify.config import BackendConfig
@@ -25,6 +26,7 @@ class ToolCaller(Protocol):
         arguments: dict[str, Any],
         progress: ProgressFnT | None = None,
         answerer: Answerer | None = None,
+        logs: LogSink | None = None,
     ) -> types.CallToolResult: ...
 
     def listed_tool(self, tool: str) -> types.Tool | None: ...
@@ -47,14 +49,19 @@ class ToolHandle:
     """Arguments fixed by `tools.overrides`: sent with every call, never shown."""
 
     async def call(
-        self, arguments: dict[str, Any], progress: ProgressFnT | None = None, answerer: Answerer | None = None
+        self,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None = None,
+        answerer: Answerer | None = None,
+        logs: LogSink | None = None,
     ) -> types.CallToolResult:
-        """Calls the tool; a lazy or stopped backend is started first. `answerer` answers the backend's questions.
+        """Calls the tool; a lazy or stopped backend is started first. `answerer` answers the backend's questions,
+        `logs` hears its log messages.
 
         Raises:
             BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises.
         """
-        return await self.caller.call(self.origin, merged(arguments, self.pinned), progress, answerer)
+        return await self.caller.call(self.origin, merged(arguments, self.pinned), progress, answerer, logs)
 
     def listed(self) -> types.Tool | None:
         """This tool as the backend itself listed it in this run, or None when it has not (its tools come from

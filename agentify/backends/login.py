@@ -27,7 +27,7 @@ import anyio.abc
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthToken
 
 from agentify import __version__
 from agentify.backends.oauth import SecretSink, TokenFile, preregister, provider_for
@@ -47,7 +47,9 @@ class LoginFailed(Exception):
 
 class _RegisteredFor(TokenFile):
     """The token file, but a client registration made for another redirect counts as none, so the SDK
-    (or `preregister`, for a configured clientId) registers the client again for this one."""
+    (or `preregister`, for a configured clientId) registers the client again for this one; and tokens
+    that lack a scope the server asked for while serving count as none, so the server's 401 starts a
+    new authorization (for that scope too, `oauth._Provider`) instead of the old tokens being proven."""
 
     def __init__(self, spec: BackendConfig, redirect_uri: str, secrets: SecretSink) -> None:
         super().__init__(spec, secrets=secrets)
@@ -58,6 +60,9 @@ class _RegisteredFor(TokenFile):
         if info is None or self._redirect not in [str(uri) for uri in info.redirect_uris or []]:
             return None
         return info
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return None if self.missing_scope() else await super().get_tokens()
 
 
 def _callback_socket(remembered: int | None) -> socket.socket:
@@ -96,7 +101,15 @@ async def login(spec: BackendConfig, secrets: SecretSink) -> int:
     Raises:
         LoginFailed.
     """
-    previous = TokenFile(spec, secrets=secrets).redirect_uri()
+    stored = TokenFile(spec, secrets=secrets)
+    previous = stored.redirect_uri()
+    if missing := stored.missing_scope():
+        print(
+            f"agentify auth: backend {spec.id!r} asked for more scope than was granted "
+            f"({' '.join(sorted(missing))}): authorizing again",
+            file=sys.stderr,
+            flush=True,
+        )
     with _callback_socket(urlsplit(previous).port if previous else None) as listener:
         return await _authorize(spec, listener, secrets)
 

@@ -11,6 +11,7 @@ from anyio.abc import TaskGroup
 
 from agentify.backends.connection import Connection
 from agentify.backends.handles import ToolCatalog
+from agentify.backends.logs import LogListener
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
@@ -45,6 +46,9 @@ class BackendManager:
         self.routes = ResourceRoutes()
         """Which backend reads a resource URI, learnt from every backend's lists and tool results."""
         self._change_listeners: dict[object, ChangeListener] = {}
+        self.on_log: LogListener | None = None
+        """Hears the backends' log messages that no single call owns (`logs.py`)."""
+        self._log_level: types.LoggingLevel | None = None
         self._state_changed = anyio.Event()
         self._supervisors: dict[str, Supervisor] = {s.id: self._supervise(s) for s in specs}
         self._tg: TaskGroup | None = None
@@ -77,6 +81,8 @@ class BackendManager:
                 supervisor = self._supervise(spec)
                 self._supervisors[backend_id] = supervisor
                 self._tg.start_soon(supervisor.run)
+                if self._log_level is not None:
+                    self._tg.start_soon(supervisor.send_log_level, self._log_level)
 
     async def changed(self) -> None:
         """Returns at the next change of any backend's state or tools (a start, a restart, a new listing)."""
@@ -106,6 +112,10 @@ class BackendManager:
     def _changed(self, change: Change) -> None:
         for listener in list(self._change_listeners.values()):
             listener(change)
+
+    def _logged(self, backend: str, params: types.LoggingMessageNotificationParams) -> None:
+        if self.on_log is not None:
+            self.on_log(backend, params)
 
     def statuses(self) -> list[BackendStatus]:
         return [s.status() for s in self._supervisors.values()]
@@ -140,6 +150,14 @@ class BackendManager:
         if supervisors:
             await _wait_settled(supervisors, max(s.start_limit for s in supervisors) + SETTLE_SLACK)
 
+    def set_log_level(self, level: types.LoggingLevel) -> None:
+        """The level every backend on a 2025-11-25 session logs at (`logging/setLevel`), now and after restarts."""
+        self._log_level = level
+        if self._tg is None:
+            return
+        for supervisor in self._supervisors.values():
+            self._tg.start_soon(supervisor.send_log_level, level)
+
     def forward_roots(self, roots: list[types.Root]) -> None:
         """The roots backends with `forwardRoots` answer `roots/list` with from now on; a running one is told
         they changed (notifications/roots/list_changed)."""
@@ -164,6 +182,7 @@ class BackendManager:
             roots=self._known_roots,
             routes=self.routes,
             on_change=self._changed,
+            on_log=self._logged,
         )
 
     def _known_roots(self) -> list[types.Root]:

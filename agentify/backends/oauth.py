@@ -5,6 +5,17 @@ in the user's config dir, mode 0600), and who answers the authorization redirect
 serving, nobody can: a server that asks for a new authorization makes the backend
 `needs_auth`. `agentify auth <backend>` answers it with a browser and a loopback redirect
 (`login.py`).
+
+Three things the SDK's provider does not do on its own:
+- A scope step-up (HTTP 403 `insufficient_scope`) while serving is remembered in the token file,
+  so that the next `agentify auth` asks for the escalated scope (the SDK keeps it in memory only).
+- A configured `clientMetadataUrl` is the client id where the server supports Client ID Metadata
+  Documents (the SDK registers dynamically elsewhere).
+- On the 2025-03-26 layout (no protected-resource metadata, authorization-server metadata at the
+  server's root), metadata whose issuer is on the server's own origin but has a path is accepted:
+  the SDK expects the bare origin (RFC 8414 section 3.3), but that layout makes the origin the
+  authorization server, so nobody else's issuer can be claimed this way. An issuer on another
+  origin is still refused.
 """
 
 from __future__ import annotations
@@ -13,12 +24,15 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx2
 from loguru import logger
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.utils import union_scopes
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl, ValidationError
 
@@ -96,13 +110,31 @@ class TokenFile:
         return float(value) if isinstance(value, int | float) else None
 
     def expire(self) -> bool:
-        """Marks the access token as expired so the next session refreshes it; False without a refresh token."""
+        """Marks the access token as expired so the next session refreshes it; False without a refresh token,
+        or when the server wants a scope the tokens lack (a refresh never widens the scope)."""
         data = self._read()
-        if not (data.get("tokens") or {}).get("refresh_token"):
+        if not (data.get("tokens") or {}).get("refresh_token") or self.missing_scope():
             return False
         data["expiresAt"] = 1.0  # long past (0 would read as "no expiry" to the SDK)
         self._write(data)
         return True
+
+    def wanted_scope(self) -> str | None:
+        """The scope the server asked for when nobody could authorize (a step-up while serving)."""
+        value = self._read().get("wantedScope")
+        return value if isinstance(value, str) and value else None
+
+    def set_wanted_scope(self, scope: str | None) -> None:
+        data = self._read()
+        if data.get("wantedScope") != scope:  # unchanged: no write, so a gateway does not see new credentials
+            data["wantedScope"] = scope
+            self._write(data)
+
+    def missing_scope(self) -> set[str]:
+        """The wanted scopes the stored tokens were not granted."""
+        tokens = self._read().get("tokens") or {}
+        granted = tokens.get("scope") if isinstance(tokens, dict) else None
+        return set((self.wanted_scope() or "").split()) - set(granted.split() if isinstance(granted, str) else [])
 
     async def get_tokens(self) -> OAuthToken | None:
         tokens = self._read().get("tokens")
@@ -136,23 +168,74 @@ class TokenFile:
 
 
 class _Provider(OAuthClientProvider):
-    """The SDK's provider; stored tokens also bring back their expiry, so an expired one is refreshed."""
+    """The SDK's provider; stored tokens also bring back their expiry, so an expired one is refreshed. The
+    overrides are the module docstring's three additions; `serving`: nobody can open a browser."""
 
-    def __init__(self, store: TokenFile, **options: Any) -> None:
+    def __init__(self, store: TokenFile, serving: bool, **options: Any) -> None:
         super().__init__(storage=store, **options)
         self._store = store
+        self._serving = serving
+        self._legacy_issuer: str | None = None
 
     async def _initialize(self) -> None:
         await super()._initialize()
         self.context.token_expiry_time = self._store.expires_at()
 
+    async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        metadata = self.context.client_metadata
+        if self._serving:
+            if metadata.scope:
+                self._store.set_wanted_scope(metadata.scope)  # the SDK's union of granted and challenged scopes
+            raise AuthRequired("the server asks for a new authorization")
+        metadata.scope = union_scopes(metadata.scope, self._store.wanted_scope())
+        return await super()._perform_authorization_code_grant()
 
-async def _nobody_to_ask(url: str) -> None:
-    raise AuthRequired("the server asks for a new authorization")
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        await super()._handle_token_response(response)
+        self._store.set_wanted_scope(None)  # authorized: what was wanted has been asked for
 
+    def _expected_issuer(self) -> str:
+        if self.context.auth_server_url is None and self._legacy_issuer is not None:
+            return self._legacy_issuer
+        return super()._expected_issuer()
 
-async def _no_callback() -> AuthorizationCodeResult:
-    raise AuthRequired("the server asks for a new authorization")
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow, started once more, expecting it, when 2025-03-26 metadata names an issuer on the
+        server's origin with a path (the SDK decides the issuer it expects before it fetches the metadata)."""
+        flow = super()._auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if self._legacy_issuer is None and (issuer := await self._same_origin_issuer(outgoing, response)):
+                    self._legacy_issuer = issuer
+                    await flow.aclose()
+                    flow = super()._auth_flow(request)
+                    outgoing = await flow.__anext__()
+                else:
+                    outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
+    async def _same_origin_issuer(self, sent: httpx2.Request, response: httpx2.Response) -> str | None:
+        """The issuer of 2025-03-26 metadata (fetched at the server's root) when it has the server's origin
+        and a path: the one case where the SDK's expected issuer (the bare origin) is too strict."""
+        server = urlsplit(self.context.server_url)
+        legacy = f"{server.scheme}://{server.netloc}/.well-known/oauth-authorization-server"
+        if self.context.auth_server_url is not None or str(sent.url) != legacy or response.status_code != 200:
+            return None
+        try:
+            await response.aread()  # the SDK reads it again from memory
+            issuer = response.json().get("issuer")
+        except (ValueError, AttributeError):
+            return None  # the SDK reports it
+        if not isinstance(issuer, str):
+            return None
+        parts = urlsplit(issuer)
+        same_origin = (parts.scheme, parts.netloc.lower()) == (server.scheme, server.netloc.lower())
+        return issuer if same_origin and parts.path.strip("/") else None
 
 
 def provider_for(
@@ -164,7 +247,7 @@ def provider_for(
     callback: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
 ) -> OAuthClientProvider:
     """The SDK's OAuth provider for `spec`. Without `open_url` (serving), a needed authorization raises
-    `AuthRequired` instead of opening anything."""
+    `AuthRequired` instead of opening anything, and the scope it would have asked for is remembered."""
     settings = spec.auth
     assert isinstance(settings, OAuthSettings) and spec.url is not None
     redirect = redirect_uri or store.redirect_uri() or PLACEHOLDER_REDIRECT
@@ -178,10 +261,12 @@ def provider_for(
     )
     return _Provider(
         store,
+        serving=open_url is None,
         server_url=spec.url,
         client_metadata=metadata,
-        redirect_handler=open_url or _nobody_to_ask,
-        callback_handler=callback or _no_callback,
+        redirect_handler=open_url,
+        callback_handler=callback,
+        client_metadata_url=settings.client_metadata_url,
     )
 
 

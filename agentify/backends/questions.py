@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import anyio
 import mcp_types as types
 
+from agentify.backends.logs import LogSink
 from agentify.errors import Denied
 
 CANCEL_FIRST_SECONDS = 2.0  # how long a withdrawn question's answer waits for its call's cancel to go out
@@ -45,22 +46,23 @@ class Answerer(Protocol):
 @dataclass(eq=False)
 class _Call:
     answerer: Answerer | None
+    logs: LogSink | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     ended_by: BaseException | None = None
     left: anyio.Event = field(default_factory=anyio.Event)
 
 
 class InFlight:
-    """The calls of one backend that can take questions; the session's callbacks route requests to them."""
+    """The calls of one backend in flight; the session's callbacks route questions and log messages to them."""
 
     def __init__(self, backend: str) -> None:
         self._backend = backend
         self._calls: list[_Call] = []
 
     @contextmanager
-    def call(self, answerer: Answerer | None) -> Iterator[anyio.CancelScope]:
+    def call(self, answerer: Answerer | None, logs: LogSink | None = None) -> Iterator[anyio.CancelScope]:
         """A call in flight: run it inside the scope yielded. Re-raises what ended it from a question."""
-        call = _Call(answerer)
+        call = _Call(answerer, logs)
         self._calls.append(call)
         try:
             yield call.scope
@@ -69,6 +71,16 @@ class InFlight:
             call.left.set()
         if call.ended_by is not None:
             raise call.ended_by
+
+    def log(self, params: types.LoggingMessageNotificationParams) -> bool:
+        """Hands a log message to the one call in flight (its sink, if its client wants logs); False when there
+        is no call or several, so that the message is nobody's call's (`logs.py`)."""
+        if len(self._calls) != 1:
+            return False
+        sink = self._calls[0].logs
+        if sink is not None:
+            sink.heard(self._backend, params)
+        return True
 
     async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         answer = await self._ask(types.ElicitRequest(params=params))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
 from loguru import logger
-from mcp.client.session import ClientSession, MessageHandlerFnT
+from mcp.client.session import ClientSession, LoggingFnT, MessageHandlerFnT
 from mcp.client.subscriptions import Subscription, SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
 
@@ -19,15 +19,20 @@ from agentify.backends.era import Era, is_modern
 from agentify.backends.failures import AuthRequired, StartRejected, StartTimeout, WrongTransport
 from agentify.backends.questions import InFlight
 
+if TYPE_CHECKING:
+    from loguru import Logger
+
+SET_LEVEL_SECONDS = 5.0  # how long logging/setLevel may take
 LISTEN_ACK_SECONDS = 10.0  # how long a 2026-07-28 server may take to acknowledge subscriptions/listen
 RootsGetter = Callable[[], Sequence[types.Root]]
 
 
 def client_session(
-    link: Link, on_message: MessageHandlerFnT, roots: RootsGetter | None, questions: InFlight
+    link: Link, on_message: MessageHandlerFnT, roots: RootsGetter | None, questions: InFlight, on_log: LoggingFnT
 ) -> ClientSession:
     """A session over `link`; with `roots`, it answers `roots/list` from them (and so advertises roots).
-    It advertises elicitation (form and URL) and sampling: `questions` hands them to the call that asked."""
+    It advertises elicitation (form and URL) and sampling: `questions` hands them to the call that asked.
+    `on_log` hears the server's log messages (it must not block: the SDK runs it before later messages)."""
     list_roots = None
     if roots is not None:
         getter = roots
@@ -42,6 +47,7 @@ def client_session(
         list_roots_callback=list_roots,
         elicitation_callback=questions.elicit,
         sampling_callback=questions.sample,
+        logging_callback=on_log,
         client_info=types.Implementation(name="agentify", version=__version__),
     )
 
@@ -52,6 +58,22 @@ def server_line(info: types.Implementation | None) -> str | None:
         return None
     line = f"{info.name} {info.version}".strip()
     return f"{line}: {info.description}" if info.description else line
+
+
+async def set_log_level(session: ClientSession, level: types.LoggingLevel | None, log: Logger) -> None:
+    """`logging/setLevel` (within `SET_LEVEL_SECONDS`) on a 2025-11-25 session whose server declares logging;
+    nothing on a 2026-07-28 session, where each call carries its level (`logs.py`). A server that refuses or
+    does not answer keeps its own level (said in `log`)."""
+    caps = session.server_capabilities
+    if level is None or is_modern(session) or caps is None or caps.logging is None:
+        return
+    request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))
+    try:
+        with anyio.fail_after(SET_LEVEL_SECONDS):
+            await session.send_request(request, types.EmptyResult)
+        log.debug("asked to log at {} and above", level)
+    except (TimeoutError, MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+        log.info("logging/setLevel {} was not taken: {}", level, exc)
 
 
 async def list_tools(session: ClientSession) -> list[types.Tool]:

@@ -45,11 +45,20 @@ from agentify.backends.failures import (
 )
 from agentify.backends.handles import ToolHandle
 from agentify.backends.idle import IdleClock
+from agentify.backends.logs import LogListener, LogSink
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.offers import BackendOffers, ChangeListener, change_of
 from agentify.backends.questions import Answerer, InFlight
 from agentify.backends.routes import ResourceRoutes
-from agentify.backends.session import RootsGetter, client_session, list_tools, listening, server_line, start
+from agentify.backends.session import (
+    RootsGetter,
+    client_session,
+    list_tools,
+    listening,
+    server_line,
+    set_log_level,
+    start,
+)
 from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
@@ -76,6 +85,7 @@ class Supervisor:
         roots: RootsGetter | None = None,
         routes: ResourceRoutes | None = None,
         on_change: ChangeListener | None = None,
+        on_log: LogListener | None = None,
     ) -> None:
         self.spec = spec
         self.connection = connection
@@ -86,6 +96,8 @@ class Supervisor:
         self.tools = ToolSet(spec, manifests, self)
         self.offers = BackendOffers(spec, manifests, routes or ResourceRoutes())
         self._on_change = on_change
+        self._on_log = on_log
+        self._log_level: types.LoggingLevel | None = None  # what logging/setLevel says; the backend's own until set
         learning = spec.start == "lazy" and not self.tools.from_manifest  # started once, only to learn the tools
         self._idle = IdleClock(spec.idle_stop_seconds, learning=learning)
         lazy_and_known = spec.start == "lazy" and not learning
@@ -161,8 +173,10 @@ class Supervisor:
         arguments: dict[str, Any],
         progress: ProgressFnT | None = None,
         answerer: Answerer | None = None,
+        logs: LogSink | None = None,
     ) -> types.CallToolResult:
-        """Calls one tool, starting the backend first if needed; `answerer` answers the backend's questions.
+        """Calls one tool, starting the backend first if needed; `answerer` answers the backend's questions,
+        `logs` hears its log messages meanwhile.
 
         Raises:
             Denied, BackendUnavailable, BackendError, TaskTimeout; what the answerer raises (`questions.py`).
@@ -172,7 +186,7 @@ class Supervisor:
         session, link = await self._acquire()
         result: types.CallToolResult | None = None
         try:
-            result = await self._call_on(session, link, tool, arguments, progress, answerer)
+            result = await self._call_on(session, link, tool, arguments, progress, answerer, logs)
         except BackendUnavailable:
             if not self._auth.call_may_be_retried(link):
                 raise
@@ -182,7 +196,7 @@ class Supervisor:
             with anyio.move_on_after(self.start_limit):
                 await link.gone.wait()  # the owner ends that session, then starts one (a refreshed token, an older era)
             session, link = await self._acquire()
-            result = await self._call_on(session, link, tool, arguments, progress, answerer)
+            result = await self._call_on(session, link, tool, arguments, progress, answerer, logs)
         self.offers.routes.carried(self.spec.id, result)  # the links it gave are read from here
         return result
 
@@ -224,13 +238,14 @@ class Supervisor:
         arguments: dict[str, Any],
         progress: ProgressFnT | None,
         answerer: Answerer | None,
+        logs: LogSink | None,
     ) -> types.CallToolResult:
         self._idle.begin()
         roots = self._roots if self.spec.forward_roots else None
         hint = self.stderr.hint()
         try:
             call = call_tool(
-                session, link, self.spec, tool, arguments, progress, hint, self._questions, answerer, roots
+                session, link, self.spec, tool, arguments, progress, hint, self._questions, answerer, roots, logs
             )
             return await self._era.watch(session, call)
         finally:
@@ -246,6 +261,12 @@ class Supervisor:
                     await session.send_roots_list_changed()
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 self._log.warning("could not send roots/list_changed: {}", exc)
+
+    async def send_log_level(self, level: types.LoggingLevel) -> None:
+        """The level a live 2025-11-25 session logs at, from now on and after every restart (`logs.py`)."""
+        self._log_level = level
+        if (session := self._session) is not None:
+            await set_log_level(session, level, self._log)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -323,7 +344,7 @@ class Supervisor:
                     self._link = link
                     roots = self._roots if self.spec.forward_roots else None
                     session = await stack.enter_async_context(
-                        client_session(link, self._on_message, roots, self._questions)
+                        client_session(link, self._on_message, roots, self._questions, self._on_log_message)
                     )
                     try:
                         tools = await start(
@@ -339,6 +360,7 @@ class Supervisor:
                     await stack.enter_async_context(listening(session))
                     self._ready(session, tools)
                     self.offers.keep()
+                    await set_log_level(session, self._log_level, self._log)
                     await self._serve(session, link)
             return False
         except SessionFailure as failure:
@@ -448,6 +470,10 @@ class Supervisor:
                 self._on_change(change)
         elif isinstance(message, Exception):
             self._log.warning("unreadable message from the backend: {}", str(message)[:300])
+
+    async def _on_log_message(self, params: types.LoggingMessageNotificationParams) -> None:
+        if not self._questions.log(params) and self._on_log is not None:
+            self._on_log(self.spec.id, params)
 
     def _fail(self, failure: SessionFailure | BackendUnavailable) -> None:
         message = str(failure)

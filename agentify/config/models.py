@@ -109,6 +109,17 @@ class OAuthSettings(Model):
     """The client secret of a confidential client."""
     scopes: list[str] | None = None
     """The scopes to ask for; unset: what the server advertises."""
+    client_metadata_url: str | None = None
+    """The HTTPS URL of a client metadata document you publish (a Client ID Metadata Document, whose URL is
+    the client id): used where the authorization server supports them; elsewhere the client registers."""
+
+    @field_validator("client_metadata_url")
+    @classmethod
+    def _check_metadata_url(cls, value: str | None) -> str | None:
+        if value is not None and (urlsplit(value).scheme != "https" or urlsplit(value).path in ("", "/")):
+            # The SDK's rule (the URL is the client id the authorization server fetches).
+            raise ValueError(f"{value!r} is not an https:// URL with a path, as a client metadata document's must be")
+        return value
 
 
 Transport = Literal["streamable-http", "sse"]
@@ -286,8 +297,8 @@ class Config(Model):
     )
     prefix: bool = Field(
         default=True,
-        description="With expose tools: list each backend tool as <backend>__<tool> (true), or under its own "
-        "name where no other tool has it (false).",
+        description="List each backend prompt, and with expose tools each backend tool, as <backend>__<name> "
+        "(true), or under its own name where no other backend's has it (false).",
     )
 
     @field_validator("log_level", mode="before")

@@ -4,7 +4,9 @@ Lists are paginated a backend at a time: one page of the IDE is one page of one 
 gateway's cursor (`cursors.py`) says which backend and its own cursor. A backend that is not running
 and whose manifest knows its lists (a lazy or idle one) answers from the manifest without being
 started; a backend that failed is left out of the list (and logged). Resource URIs pass unchanged;
-reads and completions go to the owner that `ResourceRoutes` learnt. Prompts are `<backend>__<prompt>`.
+reads and completions go to the owner that `ResourceRoutes` learnt. Prompts are `<backend>__<prompt>`, or
+keep their own name with config `prefix: false` where no other backend lists a prompt of that name (the
+names are compared in what each backend's offers know, so a listing does not depend on paging).
 The `resources` and `prompts` filters of a backend hide what they deny from lists and from reads.
 
 Errors: `MCPError` with the JSON-RPC code the IDE should see (a backend's own refusal is passed on);
@@ -73,8 +75,11 @@ def not_found(uri: str) -> MCPError:
 
 
 class Offerings:
-    def __init__(self, backends: Backends) -> None:
+    def __init__(self, backends: Backends, prefix: Callable[[], bool] = lambda: True) -> None:
+        """`prefix`: whether prompts are named `<backend>__<prompt>` even where no two backends share a name
+        (config `prefix`, read at each request so that a reloaded config applies)."""
         self._backends = backends
+        self._prefix = prefix
 
     # ----- resources -------------------------------------------------------------------------
 
@@ -149,6 +154,8 @@ class Offerings:
     # ----- prompts and completions -------------------------------------------------------------
 
     async def list_prompts(self, cursor: str | None) -> types.ListPromptsResult:
+        if not self._prefix():
+            await self.settle()  # a name is shown bare only when every backend's prompts are known
         page = await self._page("prompts", cursor, "prompts", self._prompts_page)
         return types.ListPromptsResult(prompts=page.items, next_cursor=page.next_cursor)
 
@@ -170,19 +177,34 @@ class Offerings:
         return await backend.request(types.CompleteRequest(params=params), types.CompleteResult)
 
     async def _prompt_owner(self, name: str) -> tuple[OfferingBackend, str]:
-        """(backend, its own prompt name) for `<backend>__<prompt>`; where two backend ids could be the prefix
-        (`a` and `a__b`), the one that lists such a prompt, else the longer id. Raises MCPError."""
+        """(backend, its own prompt name) for the name `prompts/list` shows. A bare name is the one backend's
+        that lists it alone (`prefix: false`); `<backend>__<prompt>` is always understood, and where two backend
+        ids could be the prefix (`a` and `a__b`), the one that lists such a prompt wins, else the longer id.
+        Raises MCPError."""
         await self.settle()
+        offering = self._offering("prompts")
+        if (owner := self._bare_prompts().get(name)) is not None:
+            return next(b for b in offering if b.spec.id == owner), name
         matches = [
-            (b, name[len(b.spec.id) + len(NAME_SEP) :])
-            for b in self._offering("prompts")
-            if name.startswith(b.spec.id + NAME_SEP)
+            (b, name[len(b.spec.id) + len(NAME_SEP) :]) for b in offering if name.startswith(b.spec.id + NAME_SEP)
         ]
         known = [(b, p) for b, p in matches if any(k.name == p for k in b.offers.offers.prompts)]
         for backend, prompt in sorted(known or matches, key=lambda m: -len(m[0].spec.id)):
             if prompt and backend.spec.prompts.permits(prompt):
                 return backend, prompt
-        raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {name} (prompts are named <backend>__<prompt>)")
+        named = "<backend>__<prompt>" + (" or, where no other backend has it, <prompt>" if not self._prefix() else "")
+        raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {name} (prompts are named {named})")
+
+    def _bare_prompts(self) -> dict[str, str]:
+        """With `prefix: false`, the prompts shown under their own name: each that exactly one backend lists (and
+        lets be seen), with that backend's id. Empty with `prefix: true`."""
+        if self._prefix():
+            return {}
+        owners: dict[str, list[str]] = {}
+        for backend in self._offering("prompts"):
+            for name in {p.name for p in backend.offers.offers.prompts if backend.spec.prompts.permits(p.name)}:
+                owners.setdefault(name, []).append(backend.spec.id)
+        return {name: ids[0] for name, ids in owners.items() if len(ids) == 1}
 
     async def _prompts_page(self, backend: OfferingBackend, cursor: str | None) -> Page:
         spec = backend.spec
@@ -192,8 +214,9 @@ class Offerings:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await backend.request(types.ListPromptsRequest(params=params), types.ListPromptsResult)
             prompts, next_cursor = result.prompts, result.next_cursor
+        bare = self._bare_prompts()
         shown = [
-            p.model_copy(update={"name": f"{spec.id}{NAME_SEP}{p.name}"})
+            p if bare.get(p.name) == spec.id else p.model_copy(update={"name": f"{spec.id}{NAME_SEP}{p.name}"})
             for p in prompts
             if spec.prompts.permits(p.name)
         ]

@@ -25,6 +25,7 @@ import mcp_types as types
 
 from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
+from agentify.backends.logs import LogListener
 from agentify.backends.manifest import cache_dir
 from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
@@ -104,6 +105,19 @@ class Services:
         """The client's roots as they became known: what backends with `forwardRoots` are told."""
         self.backends.forward_roots(roots)
 
+    def on_log(self, listener: LogListener) -> Callable[[], None]:
+        """`listener` hears the backends' log messages that no single call owns; returns how to stop it."""
+        self.backends.on_log = listener
+
+        def stop() -> None:
+            self.backends.on_log = None
+
+        return stop
+
+    def set_log_level(self, level: types.LoggingLevel) -> None:
+        """What the backends on 2025-11-25 sessions are asked to log at (`backends/logs.py`)."""
+        self.backends.set_log_level(level)
+
     def on_change(self, listener: ChangeListener) -> Callable[[], None]:
         """`listener` hears every backend's `*/list_changed` and `resources/updated`; returns how to stop it."""
         return self.backends.on_change(listener)
@@ -144,7 +158,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         backends=backends,
         planners=planners,
         runner=runner,
-        offerings=Offerings(backends),
+        offerings=Offerings(backends, prefix=lambda: settings.current.prefix),
         limiter=limiter,
         started=time.time(),
     )

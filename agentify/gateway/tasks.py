@@ -25,6 +25,7 @@ from opentelemetry.trace import SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from agentify.backends import BackendManager, ToolHandle
+from agentify.backends.logs import LogSink
 from agentify.backends.questions import Answerer
 from agentify.errors import AgentifyError, Declined, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
@@ -124,13 +125,15 @@ class TaskRunner:
         given: Plan | None = None,
         default_cwd: str | None = None,
         answerer: Answerer | None = None,
+        logs: LogSink | None = None,
     ) -> TaskOutcome:
         """A task in words: validate, plan, (confirm, call).
 
         `given` is a plan chosen in an earlier round of the same `tools/call` (2026-07-28, where a
         confirmation is a round trip): it is checked against the catalog again instead of planning
         anew. `default_cwd` is the working directory of a task whose context names none (the
-        client's first root). `answerer` answers the backend's own questions (`backend_questions.py`)."""
+        client's first root). `answerer` answers the backend's own questions (`backend_questions.py`); `logs`
+        hears the backend's log messages during its call."""
 
         async def decide() -> Plan:
             with step(self.tracer, "validate"):
@@ -139,7 +142,7 @@ class TaskRunner:
             return await self._plan(task, sampler, given)
 
         kind = "orchestrate" if execute else "plan"
-        return await self._run(kind, raw_input, decide, execute, progress, confirmer, answerer)
+        return await self._run(kind, raw_input, decide, execute, progress, confirmer, answerer, logs)
 
     async def call(
         self,
@@ -148,6 +151,7 @@ class TaskRunner:
         progress: Progress | None = None,
         confirmer: Confirmer | None = None,
         answerer: Answerer | None = None,
+        logs: LogSink | None = None,
     ) -> TaskOutcome:
         """`call_tool`: the IDE's model chose the tool and its arguments; all else is `run`'s path."""
 
@@ -159,7 +163,7 @@ class TaskRunner:
                 )
             return plan
 
-        return await self._run("call", raw_input, decide, True, progress, confirmer, answerer)
+        return await self._run("call", raw_input, decide, True, progress, confirmer, answerer, logs)
 
     async def search(self, raw_input: Any) -> tuple[SearchInput, list[Ranked]]:
         """`search_tools`: the best-ranked tools for a query, by the index the planners use; traced."""
@@ -178,6 +182,7 @@ class TaskRunner:
         progress: Progress | None,
         confirmer: Confirmer | None,
         answerer: Answerer | None = None,
+        logs: LogSink | None = None,
     ) -> TaskOutcome:
         started = time.monotonic()
         with self._task(kind, raw_input) as trace_id:
@@ -193,7 +198,7 @@ class TaskRunner:
                 if self.limiter is not None:
                     await self.limiter.charge_backend(plan.backend)
                 await _report(progress, f"calling {plan.backend}.{plan.tool}")
-                result = await self._call(plan, progress, answerer)
+                result = await self._call(plan, progress, answerer, logs)
                 await _report(progress, "done")
             return TaskOutcome(
                 plan=plan,
@@ -292,7 +297,9 @@ class TaskRunner:
             span.set_attributes(plan_attributes(plan))
         return plan
 
-    async def _call(self, plan: Plan, report: Progress | None, answerer: Answerer | None) -> types.CallToolResult:
+    async def _call(
+        self, plan: Plan, report: Progress | None, answerer: Answerer | None, logs: LogSink | None
+    ) -> types.CallToolResult:
         handle = _handle(plan)
 
         forward = LatestProgress(report) if report is not None else None
@@ -305,7 +312,7 @@ class TaskRunner:
         attributes = call_attributes(plan, handle)
         with step(self.tracer, f"tools/call {handle.origin}", kind=SpanKind.CLIENT, attributes=attributes) as span:
             try:
-                result = await handle.call(plan.arguments, relay, answerer)
+                result = await handle.call(plan.arguments, relay, answerer, logs)
             except AskingClient as asking:  # 2026-07-28: a backend's question, answered in the client's next round
                 asking.plan = plan
                 raise

@@ -2,7 +2,8 @@
 
 Nothing here plans, spawns or formats beyond turning MCP requests into `TaskRunner`
 calls and outcomes into results (`results.py`). It sees the gateway's services through
-`McpServices`, the part of them it uses, and keeps each client's roots (`roots.RootsBook`).
+`McpServices`, the part of them it uses, and keeps each client's roots (`roots.RootsBook`) and log level
+(`logs.LogRelay`, which also relays the backends' log messages).
 Every request runs as its principal (`telemetry.principal`: from its access token over HTTP) and,
 over HTTP, counts as in flight for the drain (`replica.Replica`); every `tools/call` is charged to
 its principal's rate limit first.
@@ -25,6 +26,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from agentify import __version__
 from agentify._common.schemas import tool_schema
+from agentify.backends.logs import LogListener
 from agentify.backends.offers import Change, ChangeListener
 from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
@@ -37,6 +39,7 @@ from agentify.gateway.services import GatewayStatus, TaskServices
 from agentify.mcp_server.bearer import principal_of
 from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
+from agentify.mcp_server.logs import LogRelay
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
 from agentify.mcp_server.replica import Replica
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
@@ -114,17 +117,22 @@ class McpServices(TaskServices, Protocol):
 
     def on_change(self, listener: ChangeListener) -> Callable[[], None]: ...
 
+    def on_log(self, listener: LogListener) -> Callable[[], None]: ...
+
+    def set_log_level(self, level: types.LoggingLevel) -> None: ...
+
     async def backends_changed(self) -> None: ...
 
 
 @dataclass(frozen=True)
 class McpContext:
-    """The server's lifespan context: the services, the roots of each client it serves, and the relay of the
-    backends' changes to its clients."""
+    """The server's lifespan context: the services, the roots of each client it serves, and the relays of the
+    backends' changes and log messages to its clients."""
 
     services: McpServices
     roots: RootsBook
     relay: ChangeRelay
+    logs: LogRelay
 
     @property
     def offerings(self) -> Offerings:
@@ -171,15 +179,21 @@ def build_server(
                 if clients.replica is not None:
                     clients.replica.statuses = lambda: services.status().backends
                 relay = ChangeRelay(services.offerings)
+                logs = LogRelay(services.redactor, services.set_log_level)
                 stop_hearing = services.on_change(heard(relay))
+                stop_logs = services.on_log(logs.heard)
                 services.settings.reloaded.append(_telling(relay))
                 await tg.start(relay.run)
+                await tg.start(logs.run)
                 tg.start_soon(follow_tools, services, relay)
                 try:
-                    yield McpContext(services, RootsBook(services.forward_roots, one_client=clients.one), relay)
+                    roots = RootsBook(services.forward_roots, one_client=clients.one)
+                    yield McpContext(services, roots, relay, logs)
                 finally:
                     stop_hearing()
+                    stop_logs()
                     relay.close()
+                    logs.close()
                     tg.cancel_scope.cancel()  # a delivery stuck on a client that stopped reading ends here
         finally:
             if on_closed is not None:
@@ -226,6 +240,7 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
         on_list_tools=_list_tools,
         on_call_tool=call_tool,
         on_roots_list_changed=_roots_changed,
+        on_set_logging_level=_set_log_level,
         **offer_handlers(lambda ctx: ctx.lifespan_context),
     )
 
@@ -305,22 +320,24 @@ async def _call_tool(
             request, found = await services.runner.search(arguments)
             return search_result(request.query, found, services.redactor)
         answerer = BackendQuestionRelay(exchange, questions_seconds)
-        if name == "call_tool":
-            outcome = await services.runner.call(
-                arguments, progress=progress, confirmer=exchange.confirmer(), answerer=answerer
+        async with ctx.lifespan_context.logs.for_call(ctx) as logs:
+            if name == "call_tool":
+                outcome = await services.runner.call(
+                    arguments, progress=progress, confirmer=exchange.confirmer(), answerer=answerer, logs=logs
+                )
+                return outcome_result(outcome, services.redactor)
+            execute = name == "orchestrate_task"
+            outcome = await services.runner.run(
+                arguments,
+                execute=execute,
+                progress=progress,
+                sampler=exchange.sampler(),
+                confirmer=exchange.confirmer(),
+                given=exchange.plan if execute else None,
+                default_cwd=await _default_cwd(ctx.lifespan_context.roots.of(ctx.request), exchange, arguments),
+                answerer=answerer,
+                logs=logs,
             )
-            return outcome_result(outcome, services.redactor)
-        execute = name == "orchestrate_task"
-        outcome = await services.runner.run(
-            arguments,
-            execute=execute,
-            progress=progress,
-            sampler=exchange.sampler(),
-            confirmer=exchange.confirmer(),
-            given=exchange.plan if execute else None,
-            default_cwd=await _default_cwd(ctx.lifespan_context.roots.of(ctx.request), exchange, arguments),
-            answerer=answerer,
-        )
     except AskingClient as asking:  # 2026-07-28: the client answers and calls again
         if asking.plan is not None:  # a backend asked: the next round calls the same plan, not a new one
             exchange.keep_plan(asking.plan)
@@ -345,6 +362,14 @@ async def _default_cwd(roots: ClientRoots, exchange: Exchange, arguments: dict[s
             logger.info("the client offers roots but did not list them ({}); tasks run without them", exc)
             roots.learn([])
     return roots.working_directory()
+
+
+async def _set_log_level(
+    ctx: ServerRequestContext[McpContext], params: types.SetLevelRequestParams
+) -> types.EmptyResult:
+    """`logging/setLevel` (2025-11-25): the backends' log messages this client gets from now on."""
+    ctx.lifespan_context.logs.set_level(ctx, params.level)
+    return types.EmptyResult()
 
 
 async def _roots_changed(ctx: ServerRequestContext[McpContext], params: types.NotificationParams | None) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import openai
 from loguru import logger
 
+from agentify.config import PlannerConfig
 from agentify.errors import InvalidPlan, NoPlan, PlannerError
 from agentify.planner import Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool
@@ -32,6 +33,16 @@ class OpenAIPlanner:
     def __init__(self, client: openai.AsyncOpenAI, model: str) -> None:
         self._client = client
         self._model = model
+
+    @classmethod
+    def from_config(cls, config: PlannerConfig) -> OpenAIPlanner:
+        client = openai.AsyncOpenAI(
+            api_key=config.api_key,
+            base_url=config.base_url,
+            timeout=config.timeout_seconds,
+            max_retries=config.max_retries,
+        )
+        return cls(client, config.model)
 
     async def aclose(self) -> None:
         await self._client.close()

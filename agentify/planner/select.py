@@ -17,18 +17,19 @@ planners share one retrieval index cache, so an index is built once per set of t
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import openai
+from typing import TYPE_CHECKING
 
 from agentify.config import PlannerConfig
 from agentify.errors import PlannerUnavailable
 from agentify.planner import Planner
 from agentify.planner.catalog import Catalog
 from agentify.planner.offline import OfflinePlanner
-from agentify.planner.openai import OpenAIPlanner
 from agentify.planner.retrieval import IndexCache, ToolIndex
 from agentify.planner.sampling import Sampler, SamplingPlanner
 from agentify.planner.shortlist import Shortlisted
+
+if TYPE_CHECKING:
+    from agentify.planner.openai import OpenAIPlanner
 
 HOW_TO_CONFIGURE = (
     "Set OPENAI_API_KEY (or planner.apiKey in the config, or OPENAI_API_KEY in the MCP server's "
@@ -52,13 +53,10 @@ class PlannerSelector:
         self._offline = OfflinePlanner(self._indexes)
         self._openai: OpenAIPlanner | None = None
         if config.api_key and config.provider in ("auto", "openai"):
-            client = openai.AsyncOpenAI(
-                api_key=config.api_key,
-                base_url=config.base_url,
-                timeout=config.timeout_seconds,
-                max_retries=config.max_retries,
-            )
-            self._openai = OpenAIPlanner(client, config.model)
+            # imported here: the openai package costs a gateway without a key 0.8 s of CPU at start
+            from agentify.planner.openai import OpenAIPlanner
+
+            self._openai = OpenAIPlanner.from_config(config)
 
     def index(self, catalog: Catalog) -> ToolIndex:
         """The retrieval index of `catalog`, the one every planner ranks with; built once per set of tools."""

@@ -6,7 +6,12 @@ MCP_CONFORMANCE_SCENARIO / MCP_CONFORMANCE_CONTEXT). This writes an agentify con
 as a remote backend, authorizes with `agentify auth` when the scenario is about auth (the
 "browser" is this script's `--open`, which follows the authorization server's redirects to
 agentify's callback, as a user's browser would), then drives `agentify serve` over stdio with the
-official Python client, as an IDE does, and calls the backend's tool through the gateway.
+official Python client, as an IDE does, and calls the backend's tool through the gateway. When a
+call leaves the backend needing authorization (a scope step-up), it runs `agentify auth` again, as
+the gateway's message says, and calls once more.
+
+Like the suite's own example client, it names a client metadata document URL for every auth
+scenario; agentify uses it only where the server supports them, and registers elsewhere.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +33,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 AGENTIFY = Path(sys.executable).with_name("agentify")
 ARGUMENTS = {"add_numbers": {"a": 5, "b": 3}}
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"  # the one auth/basic-cimd expects
 
 
 def open_in_browser(url: str) -> None:
@@ -38,7 +45,7 @@ def open_in_browser(url: str) -> None:
 def config_for(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any]:
     backend: dict[str, Any] = {"id": "target", "url": url}
     if scenario.startswith("auth/"):
-        auth: dict[str, Any] = {"type": "oauth"}
+        auth: dict[str, Any] = {"type": "oauth", "clientMetadataUrl": CLIENT_METADATA_URL}
         if "client_id" in context:
             auth["clientId"] = context["client_id"]
         if "client_secret" in context:
@@ -54,28 +61,38 @@ async def accept_with_defaults(context: Any, params: types.ElicitRequestParams) 
     return types.ElicitResult(action="accept", content=content)
 
 
-async def drive(config: Path, env: dict[str, str]) -> None:
+async def drive(config: Path, env: dict[str, str], login: Callable[[], None] | None) -> None:
     params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config)], env=env)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, elicitation_callback=accept_with_defaults) as session:
-            with anyio.fail_after(60):
+            with anyio.fail_after(120):
                 await session.initialize()
-                while True:  # the backend connects in the background; bounded by fail_after
-                    listed = await session.call_tool("list_backends", {})
-                    backends = (listed.structured_content or {}).get("backends", [])
-                    if all(b["state"] not in ("starting", "restarting") for b in backends):
-                        break
-                    await anyio.sleep(0.2)
-                names = _tool_names(listed)
+                names = _tool_names(await _settled(session))
                 print("tools through agentify:", names, file=sys.stderr)
-                for name in names:
-                    tool = name.split("__", 1)[1]
-                    result = await session.call_tool("call_tool", {"name": name, "arguments": ARGUMENTS.get(tool, {})})
-                    print(name, "->", [getattr(b, "text", b) for b in result.content], file=sys.stderr)
+                await _call_each(session, names)
+                if login is not None and any(b["state"] == "needs_auth" for b in await _settled(session)):
+                    await anyio.to_thread.run_sync(login)
+                    await _call_each(session, names)
 
 
-def _tool_names(result: types.CallToolResult) -> list[str]:
-    backends = (result.structured_content or {}).get("backends", [])
+async def _settled(session: ClientSession) -> list[dict[str, Any]]:
+    """The backends once none is starting; the caller's fail_after bounds the wait."""
+    while True:
+        listed = await session.call_tool("list_backends", {})
+        backends: list[dict[str, Any]] = (listed.structured_content or {}).get("backends", [])
+        if all(b["state"] not in ("starting", "restarting") for b in backends):
+            return backends
+        await anyio.sleep(0.2)
+
+
+async def _call_each(session: ClientSession, names: list[str]) -> None:
+    for name in names:
+        tool = name.split("__", 1)[1]
+        result = await session.call_tool("call_tool", {"name": name, "arguments": ARGUMENTS.get(tool, {})})
+        print(name, "->", [getattr(b, "text", b) for b in result.content], file=sys.stderr)
+
+
+def _tool_names(backends: list[dict[str, Any]]) -> list[str]:
     return [f"{b['id']}__{tool}" for b in backends for tool in b.get("tools", [])]
 
 
@@ -96,17 +113,22 @@ def main() -> int:
             "BROWSER": f"{sys.executable} {Path(__file__).resolve()} --open %s",
         }
         env.pop("OPENAI_API_KEY", None)
-        if scenario.startswith("auth/"):
-            login = subprocess.run(
+
+        def login() -> None:
+            done = subprocess.run(
                 [str(AGENTIFY), "auth", "target", "--config", str(config)],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 timeout=100,
                 check=False,
             )
-            if login.returncode != 0:
-                print(f"agentify auth exited {login.returncode}", file=sys.stderr)
-        anyio.run(drive, config, env)
+            if done.returncode != 0:
+                print(f"agentify auth exited {done.returncode}", file=sys.stderr)
+
+        auth = scenario.startswith("auth/")
+        if auth:
+            login()
+        anyio.run(drive, config, env, login if auth else None)
     return 0
 
 

@@ -9,7 +9,10 @@ fast as it can (the message with the value of the environment variable `env` app
 show_meta (the request's `_meta` as JSON: what a tracing backend would continue),
 huge_answer(mib) writing its answer as one line of `mib` MiB with the id last (as TypeScript
 servers order it) straight onto stdout, then a small one the gateway no longer waits for,
-parent (the pid of the process that started it: which gateway replica).
+parent (the pid of the process that started it: which gateway replica),
+log(count, level, message, env?, logger?) sending `count` log messages during the call (at or above the
+level `logging/setLevel` set, on a 2025-11-25 session), log_level (the level set, or "unset"), and
+log_later(entries: [[level, text], ...]) sending those log messages a moment after the call returned.
 --one-at-a-time serves one call at a time, as many stdio servers do.
 """
 
@@ -21,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from typing import Any
 
 import anyio
@@ -28,6 +32,10 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+warnings.simplefilter("ignore", MCPDeprecationWarning)  # logging is deprecated in 2026-07-28, still in use
 
 
 def main() -> None:
@@ -76,6 +84,18 @@ def main() -> None:
             "required": ["count", "message"],
         }
         huge = {"type": "object", "properties": {"mib": {"type": "integer"}}, "required": ["mib"]}
+        log = {
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer"},
+                "level": {"type": "string"},
+                "message": {"type": "string"},
+                "env": {"type": "string"},
+                "logger": {"type": "string"},
+            },
+            "required": ["count", "level", "message"],
+        }
+        later = {"type": "object", "properties": {"entries": {"type": "array"}}, "required": ["entries"]}
         return types.ListToolsResult(
             tools=[
                 types.Tool(name="echo", description="Echo the text back", input_schema=schema),
@@ -94,11 +114,29 @@ def main() -> None:
                 types.Tool(name="nested", description="Check a code against a slow pattern", input_schema=hostile),
                 types.Tool(name="progress", description="Report progress many times", input_schema=progress),
                 types.Tool(name="huge_answer", description="Answer with one huge message", input_schema=huge),
+                types.Tool(name="log", description="Send log messages during the call", input_schema=log),
+                types.Tool(name="log_level", description="Say the level logging/setLevel set", input_schema=empty),
+                types.Tool(name="log_later", description="Send log messages after the call", input_schema=later),
                 *extra_tools,
             ]
         )
 
     one_at_a_time = anyio.Lock()
+    log_level: list[str] = []  # what logging/setLevel set last (2025-11-25 sessions)
+    background: list[anyio.abc.TaskGroup] = []
+
+    async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        log_level[:] = [params.level]
+        return types.EmptyResult()
+
+    def logged(level: str) -> bool:
+        return not log_level or LEVELS.index(level) >= LEVELS.index(log_level[0])
+
+    async def log_after(session: Any, entries: list[list[str]]) -> None:
+        await anyio.sleep(0.2)
+        for level, text in entries:
+            if logged(level):
+                await session.send_log_message(level, text)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if not args.one_at_a_time:
@@ -138,6 +176,21 @@ def main() -> None:
             for step in range(count):
                 await ctx.session.report_progress(step + 1, count, message)
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"reported {count}")])
+        if params.name == "log":
+            message = arguments["message"] + os.environ.get(arguments.get("env") or "", "")
+            level = arguments["level"]
+            for _ in range(int(arguments["count"]) if logged(level) else 0):
+                await ctx.session.send_log_message(
+                    level, message, logger=arguments.get("logger"), related_request_id=ctx.request_id
+                )
+            return types.CallToolResult(content=[types.TextContent(type="text", text=f"logged {arguments['count']}")])
+        if params.name == "log_level":
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=log_level[0] if log_level else "unset")]
+            )
+        if params.name == "log_later":
+            background[0].start_soon(log_after, ctx.session, arguments["entries"])
+            return types.CallToolResult(content=[types.TextContent(type="text", text="logging soon")])
         if params.name == "crash":
             os._exit(7)
         if params.name == "big":
@@ -171,11 +224,14 @@ def main() -> None:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_subscriptions_listen=ListenHandler(changes),
+        on_set_logging_level=set_level,
     )
 
     async def run() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_server() as (read, write), anyio.create_task_group() as tg:
+            background.append(tg)
             await server.run(read, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()
 
     anyio.run(run)
 

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import shutil
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,35 @@ async def test_server_everythings_resources_prompts_and_completions_reach_the_id
         with pytest.raises(MCPError) as unknown:
             await client.get_prompt("everything__no-such-prompt")
         assert "no-such-prompt" in unknown.value.error.message
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_without_prefix_prompts_keep_their_names_except_where_two_backends_share_one(
+    tmp_path: Path, mode: str
+) -> None:
+    """Two server-everythings list the same prompts, so theirs stay `<backend>__<prompt>`; the conformance
+    backend's are its alone, so they keep their names, and get and complete route by those names."""
+    conformance = {"id": "conf", "command": sys.executable, "args": [str(REPO / "tests/fakes/conformance_backend.py")]}
+    backends = [everything_backend(id="e1"), everything_backend(id="e2"), conformance]
+    config = write_config(tmp_path, backends, prefix=False)
+    async with ide_client(config, env_for(tmp_path), tmp_path / "stderr.log", mode) as client:
+        names: list[str] = []
+        cursor: str | None = None
+        with anyio.fail_after(30):
+            while not names or cursor:
+                page = await client.list_prompts(cursor=cursor, cache_mode="bypass")
+                names += [p.name for p in page.prompts]
+                cursor = page.next_cursor
+        assert {"e1__simple-prompt", "e2__simple-prompt", "test_simple_prompt", "test_prompt_with_arguments"} <= set(
+            names
+        ), names
+        assert "simple-prompt" not in names
+        got = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
+        assert "a" in got.messages[0].content.text  # type: ignore[union-attr]
+        shared = await client.get_prompt("e2__args-prompt", {"city": "Lisbon"})
+        assert "Lisbon" in shared.messages[0].content.text  # type: ignore[union-attr]
+        with pytest.raises(MCPError, match="Unknown prompt: simple-prompt"):
+            await client.get_prompt("simple-prompt")  # two backends have it: the name alone says not whose
 
 
 async def until_ready(client: Client) -> None:

@@ -238,6 +238,26 @@ async def test_prompts_and_completions_reach_the_backend_under_its_own_names() -
         }
 
 
+async def test_without_prefix_a_prompt_keeps_its_name_unless_another_backend_has_one_so_named() -> None:
+    """Both backends have `greet`, so it stays `<backend>__greet` on each; `secret` is denied on b, so a's is alone."""
+    servers = {"a": ({}, paged_server("a", 0, 1)), "b": ({"prompts": {"deny": ["secret"]}}, paged_server("b", 0, 1))}
+    async with fleet(None, **servers) as backends:
+        offerings = Offerings(backends, prefix=lambda: False)
+        first = await offerings.list_prompts(None)
+        second = await offerings.list_prompts(first.next_cursor)
+        assert [p.name for p in [*first.prompts, *second.prompts]] == ["a__greet", "secret", "b__greet"]
+        got = await offerings.get_prompt("secret", None)
+        assert got.messages[0].content == types.TextContent(text="a secret None")
+        assert (await offerings.get_prompt("b__greet", None)).messages[0].content.text.startswith("b greet")  # type: ignore[union-attr]
+        argument = types.CompletionArgument(name="who", value="y")
+        bare = types.CompleteRequestParams(ref=types.PromptReference(name="secret"), argument=argument)
+        assert (await offerings.complete(bare)).completion.values == ["a:secret:y"]
+        with pytest.raises(MCPError, match="Unknown prompt: greet"):
+            await offerings.get_prompt("greet", None)  # shared: which backend's is not guessed
+        prefixed = [p.name for p in (await Offerings(backends).list_prompts(None)).prompts]
+        assert prefixed == ["a__greet", "a__secret"]  # the default
+
+
 async def test_a_lazy_backend_lists_from_its_manifest_without_starting(tmp_path: Path) -> None:
     async with fleet(tmp_path, a=({}, paged_server("a", 3, 2))) as backends:  # learns, and keeps the manifest
         assert backends.supervisors[0].state is BackendState.READY

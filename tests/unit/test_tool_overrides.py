@@ -36,7 +36,7 @@ class Recorder:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: Any = None, answerer: Any = None
+        self, tool: str, arguments: dict[str, Any], progress: Any = None, answerer: Any = None, logs: Any = None
     ) -> types.CallToolResult:
         self.calls.append((tool, arguments))
         return types.CallToolResult(content=[])

@@ -1,0 +1,203 @@
+"""The backends' log messages as the IDE gets them, and the level each client asked for.
+
+A client says which levels it wants, and gets no backend logs until it does:
+- a 2025-11-25 client with `logging/setLevel`, kept per MCP session (its connection; over stdio, the one
+  client), never shared with another client of the gateway;
+- a 2026-07-28 client in each request's `_meta` (`io.modelcontextprotocol/logLevel`, the per-request opt-in
+  of that revision, as the SDK's `allowed_log_levels` reads it). It has no session and its server may not
+  write logs on any stream but a request's, so it gets them only during the calls that carry a level.
+
+During a call, the backend's messages go on that call's stream (`CallLogs`). Outside calls (or when several
+calls of the backend are in flight, so the call cannot be told: `backends/logs.py`) they go to every
+2025-11-25 connection whose level lets them through (`LogRelay`). Each message is redacted as progress is
+(the backends' known secrets), bounded (`MAX_DATA_CHARS`) and names its backend: logger `<backend>` or
+`<backend>.<logger>`.
+
+A flooding backend costs bounded memory: a call keeps at most `CALL_PENDING` messages waiting for its client
+and the relay `RELAY_PENDING`; later ones are dropped and counted (the call's client is told how many).
+
+Backends on a 2025-11-25 session are asked (`logging/setLevel`) for the most verbose level a connected
+client set, so that every client can be served from one session; each client's own level is applied here.
+A 2026-07-28 backend gets each call's level with the call.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+from loguru import logger
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agentify.backends.logs import LEVELS, severity
+from agentify.security.redact import Redactor
+
+MAX_DATA_CHARS = 8000
+"""A message's data beyond this (as JSON) is sent as its redacted text, cut, with a note of its length."""
+MAX_LOGGER_CHARS = 200
+CALL_PENDING = 200
+RELAY_PENDING = 500
+SETTLE_SECONDS = 2.0
+"""How long a call's result waits for the log messages that came before it to be written."""
+
+Params = types.LoggingMessageNotificationParams
+Send = Callable[[Params], Awaitable[None]]
+
+
+def relayed(redactor: Redactor, backend: str, params: Params) -> Params:
+    """The message as the IDE gets it: redacted, bounded, named for its backend."""
+    text = json.dumps(params.data, default=str)
+    data = redactor.bounded(text, MAX_DATA_CHARS) if len(text) > MAX_DATA_CHARS else redactor.data(params.data)
+    name = backend + (f".{redactor.bounded(params.logger, MAX_LOGGER_CHARS)}" if params.logger else "")
+    return Params(level=params.level, logger=name, data=data)
+
+
+class CallLogs:
+    """One call's `LogSink`: its messages reach its client one at a time, in the order they came."""
+
+    def __init__(self, level: types.LoggingLevel, send: Send, redactor: Redactor) -> None:
+        self.level = level
+        self._send = send
+        self._redactor = redactor
+        self._pending: deque[tuple[str, Params]] = deque()
+        self._dropped = 0
+        self._waiting = anyio.Event()
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def heard(self, backend: str, params: Params) -> None:
+        if severity(params.level) < severity(self.level):
+            return
+        if len(self._pending) >= CALL_PENDING:
+            self._dropped += 1
+            return
+        self._pending.append((backend, params))
+        self._idle = anyio.Event() if self._idle.is_set() else self._idle
+        self._waiting.set()
+
+    async def deliver(self) -> None:
+        """Writes the messages as they come; runs for the call."""
+        try:
+            while True:
+                await self._waiting.wait()
+                self._waiting = anyio.Event()
+                while self._pending:
+                    backend, params = self._pending.popleft()
+                    await self._write(relayed(self._redactor, backend, params))
+                if self._dropped:
+                    dropped, self._dropped = self._dropped, 0
+                    note = f"{dropped} log messages of the backend were dropped: it logged faster than they were sent"
+                    await self._write(Params(level="warning", logger="agentify", data=note))
+                self._idle.set()
+        finally:
+            self._idle.set()  # a cancelled delivery has nothing more to wait for
+
+    async def settled(self) -> None:
+        await self._idle.wait()
+
+    async def _write(self, params: Params) -> None:
+        try:
+            await self._send(params)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
+            logger.debug("a log message did not reach the client: {}", exc)
+
+
+class LogRelay:
+    """The level of each 2025-11-25 connection, and the messages no call owns, relayed to those that want them."""
+
+    def __init__(self, redactor: Redactor, tell_backends: Callable[[types.LoggingLevel], None]) -> None:
+        self._redactor = redactor
+        self._tell_backends = tell_backends
+        self._levels: dict[Connection, types.LoggingLevel] = {}
+        self._asked: types.LoggingLevel | None = None
+        self._dropped = 0
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[str, Params]](RELAY_PENDING)
+
+    def set_level(self, ctx: ServerRequestContext[Any, Any], level: types.LoggingLevel) -> None:
+        """`logging/setLevel` of the connection `ctx` came on."""
+        connection: Connection = ctx.session._connection  # the SDK gives no public handle on it
+        if connection not in self._levels:
+            connection.exit_stack.callback(self._forget, connection)
+        self._levels[connection] = level
+        self._ask_backends()
+
+    def level_of(self, ctx: ServerRequestContext[Any, Any]) -> types.LoggingLevel | None:
+        """The level the client of this request asked for: its session's, or (2026-07-28) the request's own."""
+        if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            level = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
+            return level if level in LEVELS else None
+        return self._levels.get(ctx.session._connection)
+
+    @asynccontextmanager
+    async def for_call(self, ctx: ServerRequestContext[Any, Any]) -> AsyncIterator[CallLogs | None]:
+        """The call's log sink, for as long as it runs (None when its client asked for no logs). Leaving waits
+        (bounded) until what the backend logged before its result has been written, so it comes first."""
+        level = self.level_of(ctx)
+        if level is None:
+            yield None
+            return
+
+        async def send(params: Params) -> None:
+            with warnings.catch_warnings():  # deprecated in 2026-07-28, where it is still the per-request log
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await ctx.session.send_log_message(
+                    params.level, params.data, params.logger, related_request_id=ctx.request_id
+                )
+
+        logs = CallLogs(level, send, self._redactor)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(logs.deliver)
+            try:
+                yield logs
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS):
+                    await logs.settled()
+                tg.cancel_scope.cancel()
+
+    def heard(self, backend: str, params: Params) -> None:
+        """A message no call owns (a `LogListener`): queued for the connections that want it, or dropped."""
+        if not any(severity(params.level) >= severity(level) for level in self._levels.values()):
+            return
+        try:
+            self._send.send_nowait((backend, params))
+        except anyio.WouldBlock:
+            self._dropped += 1
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        async with self._receive:
+            async for backend, params in self._receive:
+                message = relayed(self._redactor, backend, params)
+                data = message.model_dump(by_alias=True, mode="json", exclude_none=True)
+                for connection, level in list(self._levels.items()):
+                    if severity(params.level) >= severity(level):
+                        await connection.notify("notifications/message", data)  # never raises: drops when closed
+                if self._dropped:
+                    logger.warning("dropped {} backend log messages: the clients read slower", self._dropped)
+                    self._dropped = 0
+
+    def close(self) -> None:
+        self._send.close()
+
+    def _forget(self, connection: Connection) -> None:
+        self._levels.pop(connection, None)
+        self._ask_backends()
+
+    def _ask_backends(self) -> None:
+        """The backends log at the most verbose level a connected client asked for (it changes nothing when
+        the last one leaves: the protocol has no way back to a backend's own default)."""
+        if not self._levels:
+            return
+        wanted = min(self._levels.values(), key=severity)
+        if wanted != self._asked:
+            self._asked = wanted
+            self._tell_backends(wanted)
