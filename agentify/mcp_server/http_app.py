@@ -3,7 +3,7 @@ answered with one JSON body whenever nothing but its result comes for it.
 
 The SDK answers every request of a 2025-11-25 session with an event stream: sse-starlette's response (a
 task group of four tasks and two memory streams per request) and SSE framing, which the client then
-parses. That was about 40 % of the server's CPU per call over HTTP (docs/performance.md). Streamable
+parses. That was about a third of the gateway's CPU per call over HTTP (docs/team.md, Figures). Streamable
 HTTP lets the server choose either form for each request when the client accepts both, so the answer is
 held back until the first message for that request:
 - its result (or error) comes first: `application/json`;

@@ -5,7 +5,8 @@ every backend is closed (the caller's exit watchdog: the SDK's stdin reader thre
 HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
 gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
 (`team_auth.protect`), a cap and a deadline on request bodies (`BodyLimit`), all behind the
-connection gate against idle sockets; `initializationOptions` change nothing. SIGTERM drains
+connection gate against idle sockets; then the endpoint (`http_app`: a request whose result comes alone
+is answered with one JSON body). `initializationOptions` change nothing. SIGTERM drains
 (`Replica.drain`) before the server stops.
 """
 
