@@ -142,10 +142,10 @@ class QuickReplies(StreamableHTTPServerTransport):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _frame(self, event: EventMessage) -> bytes:
-        """One SSE event as the SDK's stream carries it (`_create_event_data`); JSON holds no raw line breaks."""
+        """One SSE event as the SDK's stream carries it (`_create_event_data`; no `id:` without an event store).
+        JSON holds no raw line breaks, so the data is one line."""
         fields = self._create_event_data(event)
-        head = f"id: {fields['id']}\r\n" if "id" in fields else ""
-        return f"{head}event: {fields['event']}\r\ndata: {fields['data']}\r\n\r\n".encode()
+        return f"event: {fields['event']}\r\ndata: {fields['data']}\r\n\r\n".encode()
 
 
 async def _next(events: MemoryObjectReceiveStream[EventMessage]) -> EventMessage | None:
