@@ -25,6 +25,8 @@ Section `planning` (scripts/bench_planning.py): offline planning in process over
 backends (47 tools) and over 20 backends (about 280 tools), with the index built once and per task.
 Section `tracing` (scripts/bench_tracing.py): call_tool and orchestrate_task with OpenTelemetry off,
 on (the default, nothing exported) and exporting over OTLP/HTTP to a receiver on 127.0.0.1.
+Section `stdio` (scripts/bench_stdio.py): agentify's stdio transport to a backend against the SDK's
+`stdio_client`, each under the same `ClientSession`.
 
 Prints a table, or with --json one object: overhead_ratio_p50, throughput_ratio_c16,
 floor_ratio_p50, floor_throughput_ratio_c16 (orchestrate_task), call_tool_floor_ratio_p50,
@@ -35,7 +37,7 @@ tracing_call_tool_export_cost_ms, http_token_vs_stdio_p50, http_tokens_vs_stdio_
 (and the raw figures).
 
 Usage: .venv/bin/python scripts/bench.py [--json] [--calls N] [--rss-calls N] [--planner offline|scripted]
-       [--backends N] [--sections floor,start,http,backends,planning,tracing]
+       [--backends N] [--sections floor,start,http,backends,planning,tracing,stdio]
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ import anyio
 import bench_backends
 import bench_http
 import bench_planning
+import bench_stdio
 import bench_tracing
 from bench_support import (
     FS,
@@ -83,7 +86,7 @@ from tests.fakes.model_server import ModelServer, Reply
 
 FLOOR = REPO / "scripts/floor_proxy.py"
 POLL_SECONDS = 0.005
-SECTIONS = ("floor", "start", "http", "backends", "planning", "tracing")
+SECTIONS = ("floor", "start", "http", "backends", "planning", "tracing", "stdio")
 
 
 async def cold_start(config: Path, model: ModelServer | None) -> tuple[float, float]:
@@ -207,6 +210,8 @@ async def main(calls: int, rss_calls: int, planner: str, backends: int, sections
             results |= await bench_backends.run(server, calls, backends)
         if "planning" in sections:
             results |= await bench_planning.run(calls)
+        if "stdio" in sections:
+            results |= await bench_stdio.run(calls)
     finally:
         server.stop()
     return results
@@ -227,7 +232,7 @@ FLOOR_ROWS = (  # (label, value as a format string over the results, target)
     ("call_tool p50 / p95, gateway", "{call_tool_p50_ms:.2f} / {call_tool_p95_ms:.2f} ms", ""),
     ("floor_overhead_ratio_p50 (floor / direct)", "{floor_overhead_ratio_p50:.2f}", ""),
     ("call_tool_floor_ratio_p50 (call_tool / floor)", "{call_tool_floor_ratio_p50:.2f}", "target <= 1.15"),
-    ("floor_ratio_p50 (orchestrate_task / floor)", "{floor_ratio_p50:.2f}", "target <= 1.15"),
+    ("floor_ratio_p50 (orchestrate_task / floor)", "{floor_ratio_p50:.2f}", "target <= 1.35"),
     ("call_tool_overhead_ratio_p50 (call_tool / direct)", "{call_tool_overhead_ratio_p50:.2f}", ""),
     ("overhead_ratio_p50 (orchestrate_task / direct)", "{overhead_ratio_p50:.2f}", "target <= 2.0"),
     (
@@ -243,9 +248,13 @@ FLOOR_ROWS = (  # (label, value as a format string over the results, target)
     (
         "call_tool_floor_throughput_ratio_c16 (floor / call_tool)",
         "{call_tool_floor_throughput_ratio_c16:.2f}",
-        "target <= 1.15",
+        "target <= 1.11 (call_tool at least 0.9x)",
     ),
-    ("floor_throughput_ratio_c16 (floor / orchestrate_task)", "{floor_throughput_ratio_c16:.2f}", "target <= 1.15"),
+    (
+        "floor_throughput_ratio_c16 (floor / orchestrate_task)",
+        "{floor_throughput_ratio_c16:.2f}",
+        "target <= 1.25 (orchestrate_task at least 0.8x)",
+    ),
     ("call_tool_throughput_ratio_c16 (call_tool / direct)", "{call_tool_throughput_ratio_c16:.2f}", ""),
     ("throughput_ratio_c16 (orchestrate_task / direct)", "{throughput_ratio_c16:.2f}", "target >= 0.5"),
     ("gateway RSS early / late of {rss_calls} calls (max of 3)", "{rss_early_mib:.1f} / {rss_late_mib:.1f} MiB", ""),
@@ -290,6 +299,9 @@ def print_table(r: dict[str, Any], rss_calls: int) -> None:
     if "tracing_spans_received" in r:
         print()
         bench_tracing.print_table(r)
+    if "stdio_sdk_p50_ms" in r:
+        print()
+        bench_stdio.print_table(r)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Replicas, measured side by side in one run (README "Replicas"): `scripts/team.sh` with 1 and with 3
 replicas, at once, on a backend that serves one call at a time.
 
-- throughput of 1 and of 3 replicas (target: 3 replicas >= 2.5x one);
+- throughput of 1 and of 3 replicas (target: 3 replicas >= 2.5x one), each call holding the backend
+  SLOW_SECONDS as a real one-at-a-time backend would, with the CPU each part spent per call (the
+  replicas, their backends, HAProxy, and this script's clients, the load generator);
 - the HAProxy hop: a call through HAProxy against the same call straight to a replica;
 - p50/p99 and failed calls during a rolling restart (SIGHUP to team.sh: each replica SIGTERMed in turn);
 - failed calls when one replica is SIGKILLed under load.
@@ -27,21 +29,32 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from bench_support import AGENTIFY, REPO, interleaved, interleaved_percentiles, percentiles
+from bench_support import AGENTIFY, REPO, descendants, interleaved, interleaved_percentiles, percentiles
 
 from tests.integration.team import http_client
 
 TOKEN = "bench-team-token-0123456789abcdef"
-SLOW_SECONDS = 1.0
+SLOW_SECONDS = 0.1
 """How long one call holds the backend (--seconds): one replica serves 1/SLOW_SECONDS calls a second at most.
 The longer, the less the gateway's and the client's own CPU counts on a loaded machine."""
-CONCURRENCY = 6
+CONCURRENCY = 9
+"""Clients calling at once: three per replica, so that no backend waits for a call while round robin
+spreads them unevenly."""
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 WORKERS = 4
 
 
 class Team:
     def __init__(self, process: subprocess.Popen[bytes], url: str, errors: Path) -> None:
         self.process, self.url, self.errors = process, url, errors
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds spent so far by the replicas, their backends and HAProxy (living processes)."""
+        replicas = {pid for pid, _ in self.replicas().values()}
+        parts = {"replicas": replicas, "backends": {b for pid in replicas for b in descendants(pid)}}
+        started = descendants(self.process.pid)
+        parts["HAProxy"] = {pid for pid in started if _command(pid).split(b"\0")[0].endswith(b"haproxy")}
+        return {part: sum(_cpu_seconds(pid) for pid in pids) for part, pids in parts.items()}
 
     def replicas(self) -> dict[int, tuple[int, str]]:
         """Replica number -> (pid, own URL), as team.sh last reported them."""
@@ -73,29 +86,59 @@ def team(replicas: int, config: Path, work: Path) -> Iterator[Team]:
             process.kill()
 
 
+def _command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-async def _throughput(url: str, calls: int) -> float:
-    """Calls per second of `calls` slow calls, CONCURRENCY clients at once."""
+Throughput = tuple[float, dict[str, float]]
+"""Calls a second, and the CPU milliseconds each part spent per call."""
+
+
+async def _throughput(team: Team, calls: int) -> Throughput:
+    """`calls` slow calls from CONCURRENCY clients, timed once every client is connected."""
     slow = {"name": "fake__slow", "arguments": {"seconds": SLOW_SECONDS}}
     left = list(range(calls))
+    connected = anyio.Event()
+    ready: list[None] = []
 
     async def client() -> None:
-        async with http_client(url, TOKEN, "auto") as session:
+        async with http_client(team.url, TOKEN, "auto") as session:
+            ready.append(None)
+            if len(ready) == CONCURRENCY:
+                connected.set()
+            await connected.wait()
             while left:
                 left.pop()
                 result = await session.call_tool("call_tool", slow)
                 assert not result.is_error, result
 
-    start = time.perf_counter()
     async with anyio.create_task_group() as tg:
         for _ in range(CONCURRENCY):
             tg.start_soon(client)
-    return calls / (time.perf_counter() - start)
+        await connected.wait()
+        before, own_before, start = team.cpu_seconds(), time.process_time(), time.perf_counter()
+    elapsed = time.perf_counter() - start
+    spent = {part: seconds - before[part] for part, seconds in team.cpu_seconds().items()}
+    spent["clients (this script)"] = time.process_time() - own_before
+    return calls / elapsed, {part: seconds * 1000 / calls for part, seconds in spent.items()}
 
 
 async def _under_load(url: str, disturb: Any) -> tuple[list[float], list[str]]:
@@ -140,14 +183,20 @@ async def main(calls: int) -> None:
         config.write_text(json.dumps({"backends": [backend], "planner": {"provider": "offline"}}))
         with team(1, config, work) as one, team(3, config, work) as three:
             print(f"load before: {os.getloadavg()[0]:.1f} (1-minute load average, 2 cores)")
-            rates = await interleaved(
-                {"1 replica": lambda: _throughput(one.url, calls), "3 replicas": lambda: _throughput(three.url, calls)},
+            rounds = await interleaved(
+                {"1 replica": lambda: _throughput(one, calls), "3 replicas": lambda: _throughput(three, calls)},
                 rounds=3,
             )
-            single, triple = (sorted(rates[k])[1] for k in ("1 replica", "3 replicas"))
+            single, triple = (sorted(rounds[k])[1] for k in ("1 replica", "3 replicas"))  # the median round
             print(f"throughput, backend one call at a time ({SLOW_SECONDS:g} s each), {CONCURRENCY} clients:")
-            print(f"  1 replica  {single:6.1f} calls/s")
-            print(f"  3 replicas {triple:6.1f} calls/s   {triple / single:.2f}x (target >= 2.5x)")
+            print(f"  1 replica  {single[0]:6.1f} calls/s (at most {1 / SLOW_SECONDS:g})")
+            print(
+                f"  3 replicas {triple[0]:6.1f} calls/s (at most {3 / SLOW_SECONDS:g})   {triple[0] / single[0]:.2f}x"
+            )
+            print("  CPU ms per call        1 replica   3 replicas")
+            for part in triple[1]:
+                print(f"    {part:22s} {single[1][part]:6.1f}      {triple[1][part]:6.1f}")
+            print(f"  load average after the rounds: {os.getloadavg()[0]:.1f}")
 
             parent = {"name": "fake__parent", "arguments": {}}
             (_, direct_url) = three.replicas()[1]
@@ -189,7 +238,7 @@ async def main(calls: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=12, help="slow calls per throughput round")
+    parser.add_argument("--calls", type=int, default=150, help="slow calls per throughput round")
     parser.add_argument("--seconds", type=float, default=SLOW_SECONDS, help="how long one call holds the backend")
     options = parser.parse_args()
     SLOW_SECONDS = options.seconds

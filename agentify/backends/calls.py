@@ -7,6 +7,7 @@ becomes `TaskTimeout`, `BackendError` or `BackendUnavailable` in this module and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
@@ -40,7 +41,7 @@ async def call_tool(
     tool: str,
     arguments: dict[str, Any],
     progress: ProgressFnT | None,
-    stderr_hint: str,
+    stderr_hint: Callable[[], str],
     in_flight: InFlight,
     answerer: Answerer | None = None,
     roots: RootsGetter | None = None,
@@ -50,7 +51,8 @@ async def call_tool(
     The caller's trace context goes in the request's `_meta` (`traceparent`), so a backend that
     traces continues the task's trace.
 
-    `in_flight`: the backend's calls that can take questions; `answerer`: who answers this one's
+    `stderr_hint` says what the backend's stderr last said; it is read only when the call fails (it reads the
+    whole stderr tail). `in_flight`: the backend's calls that can take questions; `answerer`: who answers this one's
     (`questions.py`); without one, a backend that asks is told this client cannot answer. `roots`: what
     a 2026-07-28 backend's `roots/list` question is answered with (forwardRoots), else no roots. `logs`: where
     the backend's log messages during the call go; on a 2026-07-28 session its level goes in `_meta`.
@@ -91,7 +93,9 @@ async def call_tool(
         raise await _call_failure(exc, link, spec, tool, stderr_hint) from exc
 
 
-async def _call_failure(exc: MCPError, link: Link, spec: BackendConfig, tool: str, stderr_hint: str) -> AgentifyError:
+async def _call_failure(
+    exc: MCPError, link: Link, spec: BackendConfig, tool: str, stderr_hint: Callable[[], str]
+) -> AgentifyError:
     if link.refused_status == 401:
         return refused(spec)
     if link.refused_status == 403 and spec.oauth:  # a scope step-up, which only a new authorization answers
@@ -112,7 +116,7 @@ async def _call_failure(exc: MCPError, link: Link, spec: BackendConfig, tool: st
         return BackendError(
             f"backend {spec.id!r} exited during the call to {tool}"
             + (f" (exit code {code})" if code is not None else "")
-            + f"; it will be restarted on the next call. {stderr_hint}"
+            + f"; it will be restarted on the next call. {stderr_hint()}"
         )
     return BackendError(f"backend {spec.id!r} rejected the call to {tool}: {exc.error.message} (code {exc.error.code})")
 

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from agentify.backends.manifest import ManifestStore
 
 MAX_KEPT = 500
+MAX_SUBSCRIBED = 1000
+"""Subscriptions kept per backend to renew after a restart; past it, a new one is still made but not renewed."""
 
 _Page = TypeVar("_Page", types.ListResourcesResult, types.ListResourceTemplatesResult, types.ListPromptsResult)
 
@@ -113,6 +115,33 @@ class BackendOffers:
         self.routes = routes
         self.offers = manifests.load_offers(spec) or Offers()
         self.stale = anyio.Event()
+        self._subscribed: set[str] = set()
+
+    def subscribed(self, uri: str, on: bool) -> None:
+        """A client's subscription to `uri` was made (or ended) at this backend."""
+        if not on:
+            self._subscribed.discard(uri)
+        elif len(self._subscribed) < MAX_SUBSCRIBED:
+            self._subscribed.add(uri)
+        else:
+            logger.bind(backend=self._spec.id).warning(
+                "{} subscriptions kept: {} is not renewed after a restart", MAX_SUBSCRIBED, uri[:200]
+            )
+
+    async def resubscribe(self, session: ClientSession, limit: float) -> None:
+        """A new session (after a restart) holds none of the last one's subscriptions: they are made again, so
+        the clients' `resources/updated` keep coming."""
+        if not self._subscribed or not self.offers.has("subscribe"):
+            return
+        log = logger.bind(backend=self._spec.id)
+        for uri in sorted(self._subscribed):
+            request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+            try:
+                with anyio.fail_after(limit):
+                    await session.send_request(request, types.EmptyResult)
+            except (TimeoutError, MCPError) as exc:
+                log.warning("subscribing again to {} after the restart failed: {}", uri[:200], exc)
+        log.info("subscribed again to {} resources", len(self._subscribed))
 
     async def learn(self, session: ClientSession, limit: float) -> None:
         """Lists them on a live session (the owner's); a backend that lists badly keeps its tools, and the

@@ -242,10 +242,19 @@ class Supervisor:
     ) -> types.CallToolResult:
         self._idle.begin()
         roots = self._roots if self.spec.forward_roots else None
-        hint = self.stderr.hint()
         try:
             call = call_tool(
-                session, link, self.spec, tool, arguments, progress, hint, self._questions, answerer, roots, logs
+                session,
+                link,
+                self.spec,
+                tool,
+                arguments,
+                progress,
+                self.stderr.hint,
+                self._questions,
+                answerer,
+                roots,
+                logs,
             )
             return await self._era.watch(session, call)
         finally:
@@ -358,6 +367,7 @@ class Supervisor:
                     await self.offers.learn(session, self.start_limit)  # before READY: what waits sees them
                     # Listening before READY too: a change right after the first call is heard.
                     await stack.enter_async_context(listening(session))
+                    await self.offers.resubscribe(session, self.start_limit)  # after a restart
                     self._ready(session, tools)
                     self.offers.keep()
                     await set_log_level(session, self._log_level, self._log)

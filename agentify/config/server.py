@@ -1,11 +1,13 @@
 """Config `server`: how `serve --transport http` serves a team (DESIGN.md, "Team gateway").
 
 Who the clients are (`auth`), the URL they use (`publicUrl`), the rate limits and where their counts
-live (`limits`, `redis`), and how long a SIGTERM waits for calls in flight (`drainSeconds`).
+live (`limits`, `redis`), how long a SIGTERM waits for calls in flight (`drainSeconds`), and which
+peers are proxies whose `X-Forwarded-For` names the client (`trustedProxies`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -81,6 +83,23 @@ class ServerConfig(Model):
     drain_seconds: float = Field(
         default=DRAIN_SECONDS, gt=0, le=300, description="How long SIGTERM waits for calls in flight."
     )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Addresses or CIDRs of the proxies in front (e.g. HAProxy's): only from these peers is "
+        "X-Forwarded-For believed, and the client is its right-most address that is not one of them.",
+    )
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for network in value:
+            try:
+                ipaddress.ip_network(network)
+            except ValueError:
+                raise ValueError(
+                    f"{network!r} is not an IP address or network: write e.g. 127.0.0.1, 10.0.0.0/8 or fd00::/8"
+                ) from None
+        return value
 
     @field_validator("public_url")
     @classmethod

@@ -119,6 +119,7 @@ class Offerings:
         else:
             request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
         await owner.request(request, types.EmptyResult)
+        owner.offers.subscribed(uri, subscribe)  # made again if the backend restarts
         return True
 
     async def _resources_page(self, backend: OfferingBackend, cursor: str | None) -> Page:

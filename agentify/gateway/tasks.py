@@ -302,10 +302,12 @@ class TaskRunner:
     ) -> types.CallToolResult:
         handle = _handle(plan)
 
-        forward = LatestProgress(report) if report is not None else None
+        forward: LatestProgress | None = None  # made when the backend first reports: most calls never do
 
         async def relay(progress: float, total: float | None, message: str | None) -> None:
-            if forward is not None:
+            nonlocal forward
+            if report is not None:
+                forward = forward or LatestProgress(report)
                 done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
                 await forward(f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 

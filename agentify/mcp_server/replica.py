@@ -2,16 +2,21 @@
 
 `GET /healthz` answers 200 while the process serves; `GET /readyz` 200 when every eager backend is
 ready, else 503 with each backend's state. Both need no token and show no secret (backend ids and
-states only). On SIGTERM the replica drains (`Replica.drain`): `/readyz` answers 503 at once, a new
-MCP request gets 503 (the balancer sends it elsewhere), and the calls in flight finish, bounded by
-`server.drainSeconds`; then the server stops. What is not a new request still passes while
-draining: a client's answer to the gateway's question (a JSON-RPC response that a call in flight
-waits for), a notification such as a cancellation, and the end of a session.
+states only). On SIGTERM the replica drains (`Replica.drain`): `/readyz` answers 503 at once, and
+new work gets 503 with `Retry-After` and `Connection: close` (the balancer retries it on another
+replica): a new 2025-11-25 session, a 2026-07-28 request, a session this replica does not hold.
+What still passes: every request of a 2025-11-25 session this replica holds (it lives nowhere
+else, so sending it elsewhere would lose it), a client's answer to the gateway's question, a
+notification such as a cancellation. The drain ends when no request is in flight, no session is
+held and the balancer has stopped sending work (`QUIET_SECONDS` without a request), or after
+`server.drainSeconds`; then the server stops.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,16 +31,24 @@ Scope = dict[str, Any]
 HEALTH_PATHS = ("/healthz", "/readyz")
 _DRAIN_BODY_BYTES = 16 * 1024 * 1024
 _SERVING = (BackendState.READY, BackendState.IDLE)
+_SESSION_HEADER = b"mcp-session-id"
+QUIET_SECONDS = 1.0
+"""Without a request for this long, the balancer has taken a draining replica out (it stopped sending after
+/readyz said 503): stopping earlier could close the listening socket on a connection it just opened."""
+SESSION_IDLE_SECONDS = 1800.0
+"""A session without a request for this long is gone: the SDK ends idle sessions after as long."""
 
 
 class Replica:
-    """The drain switch and the count of MCP requests being handled."""
+    """The drain switch, the count of MCP requests being handled, and the 2025-11-25 sessions held."""
 
-    def __init__(self) -> None:
+    def __init__(self, quiet_seconds: float = QUIET_SECONDS) -> None:
         self.draining = False
+        self._quiet_seconds = quiet_seconds
         self._in_flight = 0
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._sessions: dict[str, float] = {}  # Mcp-Session-Id -> when its last request came (monotonic)
+        self._last_request = time.monotonic()
+        self._changed = anyio.Event()
         self.statuses: Callable[[], list[BackendStatus]] | None = None
         """The backends' states, once the gateway's services are open (readiness)."""
 
@@ -43,26 +56,65 @@ class Replica:
     async def handling(self) -> AsyncIterator[None]:
         """Around one MCP request's handler: the drain waits for it."""
         self._in_flight += 1
-        self._idle = anyio.Event() if self._in_flight == 1 else self._idle
         try:
             yield
         finally:
             self._in_flight -= 1
-            if self._in_flight == 0:
-                self._idle.set()
+            self._change()
+
+    def holds(self, session: str) -> bool:
+        """Whether the session lives here (and so may not be sent elsewhere); seen now."""
+        if session not in self._sessions:
+            return False
+        self._sessions[session] = time.monotonic()
+        return True
+
+    def opened(self, session: str) -> None:
+        self._sessions[session] = time.monotonic()
+        if len(self._sessions) % 1024 == 0:  # a client that never ends its session leaves it to the SDK's expiry
+            expired = time.monotonic() - SESSION_IDLE_SECONDS
+            self._sessions = {s: seen for s, seen in self._sessions.items() if seen > expired}
+
+    def ended(self, session: str) -> None:
+        if self._sessions.pop(session, None) is not None:
+            self._change()
+
+    def requested(self) -> None:
+        """A request came (the balancer still sends work here)."""
+        self._last_request = time.monotonic()
 
     async def drain(self, seconds: float) -> None:
-        """Refuses new requests from now on; returns when none is in flight, or after `seconds`."""
+        """Refuses new work from now on; returns when nothing is left to finish (see the module docstring),
+        or after `seconds`."""
         self.draining = True
-        logger.info("draining: /readyz answers 503, new requests get 503; {} in flight", self._in_flight)
+        logger.info(
+            "draining: /readyz answers 503, new work gets 503; {} in flight, {} sessions held",
+            self._in_flight,
+            len(self._sessions),
+        )
         with anyio.move_on_after(seconds) as waited:
-            await self._idle.wait()
+            while (wait := self._left_to_wait()) > 0:
+                with anyio.move_on_after(wait):
+                    await self._changed.wait()
         if waited.cancelled_caught:
             logger.warning(
-                "{} requests still in flight after {:g} s (server.drainSeconds): stopping", self._in_flight, seconds
+                "{} requests still in flight and {} sessions held after {:g} s (server.drainSeconds): stopping",
+                self._in_flight,
+                len(self._sessions),
+                seconds,
             )
         else:
-            logger.info("drained: no request in flight")
+            logger.info("drained: no request in flight, no session held")
+
+    def _left_to_wait(self) -> float:
+        """0 once drained; else how long until it may be (infinite: until something changes)."""
+        if self._in_flight or self._sessions:
+            return math.inf
+        return self._last_request + self._quiet_seconds - time.monotonic()
+
+    def _change(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
 
     def readiness(self) -> tuple[int, dict[str, Any]]:
         if self.draining:
@@ -95,10 +147,32 @@ class ReplicaRoutes:
             await _json(send, status, body)
         elif path in self._public:
             await self._public[path](scope, receive, send)
-        elif self._replica.draining:
-            await self._while_draining(scope, receive, send)
         else:
-            await self._app(scope, receive, send)
+            self._replica.requested()
+            session = _header(scope, _SESSION_HEADER)
+            if session is not None and self._replica.holds(session):
+                await self._app(scope, receive, self._watching(session, scope, send))
+            elif self._replica.draining:
+                await self._while_draining(scope, receive, send)
+            elif session is None and scope["method"] == "POST":  # perhaps an `initialize`: learn its session
+                await self._app(scope, receive, self._watching(None, scope, send))
+            else:
+                await self._app(scope, receive, send)
+
+    def _watching(self, session: str | None, scope: Scope, send: Any) -> Any:
+        """`send`, learning from the response which session opened (`session` None) or ended (404, DELETE)."""
+
+        async def watched(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                if session is None and status == 200:
+                    if (opened := _header(message, _SESSION_HEADER)) is not None:
+                        self._replica.opened(opened)
+                elif session is not None and (status == 404 or (status < 300 and scope["method"] == "DELETE")):
+                    self._replica.ended(session)
+            await send(message)
+
+        return watched
 
     async def _while_draining(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["method"] == "DELETE":
@@ -151,11 +225,18 @@ async def _body(receive: Any) -> bytes | None:
             return b"".join(chunks)
 
 
+def _header(scope_or_message: dict[str, Any], name: bytes) -> str | None:
+    value = next((v for k, v in scope_or_message.get("headers", ()) if k.lower() == name), None)
+    return value.decode("latin-1") if value is not None else None
+
+
 async def _json(send: Any, status: int, body: dict[str, Any], retry_after: int | None = None) -> None:
+    """`retry_after`: a refusal to retry elsewhere; the connection closes with it, so that neither a
+    balancer nor a client sends the retry over a connection to this replica."""
     data = json.dumps(body).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     headers.append((b"cache-control", b"no-store"))
     if retry_after is not None:
-        headers.append((b"retry-after", str(retry_after).encode()))
+        headers += [(b"retry-after", str(retry_after).encode()), (b"connection", b"close")]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})

@@ -4,10 +4,11 @@ stdio: the SDK's transport with unreadable lines answered (`stdio_guard`); `on_c
 every backend is closed (the caller's exit watchdog: the SDK's stdin reader thread only returns at EOF).
 HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
 gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
-(`team_auth.protect`), a cap and a deadline on request bodies (`BodyLimit`), all behind the
-connection gate against idle sockets; then the endpoint (`http_app`: a request whose result comes alone
-is answered with one JSON body). `initializationOptions` change nothing. SIGTERM drains
-(`Replica.drain`) before the server stops.
+(`team_auth.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
+of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`),
+all behind the connection gate against idle sockets; then the endpoint (`http_app`: a request whose
+result comes alone is answered with one JSON body). `initializationOptions` change nothing.
+SIGTERM drains (`Replica.drain`) before the server stops.
 """
 
 from __future__ import annotations
@@ -102,6 +103,10 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         lifespan="on",
         http=gate.protocol(),
         timeout_graceful_shutdown=CLOSE_SECONDS,
+        # The client's address (the 401 back-off's key) comes from X-Forwarded-For only when the peer is a
+        # proxy of server.trustedProxies: uvicorn would otherwise believe any process on loopback.
+        proxy_headers=bool(boot.config.server.trusted_proxies),
+        forwarded_allow_ips=boot.config.server.trusted_proxies,
     )
     try:
         await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)

@@ -9,8 +9,9 @@ shared token (`server.auth` type `token`) it comes from `AGENTIFY_HTTP_TOKEN` (a
 Guessing is slowed per client address (`Backoff`): after `FREE_FAILURES` refusals within a minute,
 the address is refused outright (429, `Retry-After`) for a while that doubles with each further
 failure, up to `MAX_BACKOFF_SECONDS`, whatever token it sends. Every answer is immediate, so a
-client without the token never holds a connection. Addresses are what the socket says: clients
-behind one proxy or NAT share theirs.
+client without the token never holds a connection. Addresses are what the socket says, except from
+the proxies of `server.trustedProxies`, whose `X-Forwarded-For` names the client (uvicorn's proxy
+headers, set up by `serve`); clients behind one untrusted proxy or NAT share theirs.
 """
 
 from __future__ import annotations

@@ -88,7 +88,9 @@ def test_the_haproxy_config_checks_readiness_and_sticks_on_the_session_header() 
     assert f"stick store-response res.hdr({MCP_SESSION_ID_HEADER})" in lines
     assert "balance roundrobin" in lines
     assert any(re.fullmatch(r"retry-on .*\b503\b.*", line) for line in lines)
-    assert not any(line.startswith(("compression", "option http-buffer-request")) for line in lines)
+    assert "option http-buffer-request" in lines  # a request is retried only if HAProxy holds it whole
+    assert {"option persist", "option forwardfor"} <= set(lines)
+    assert not any(line.startswith("compression") for line in lines)
 
 
 def test_haproxy_accepts_the_shipped_config_with_replicas_added(tmp_path: Path) -> None:

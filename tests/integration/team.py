@@ -129,7 +129,7 @@ async def http_client(url: str, token: str | None, mode: str = "legacy", **optio
 async def add_token(tokens_file: Path, name: str, *scopes: str) -> str:
     """`agentify token add NAME --file F`: the token it prints once on stdout."""
     scope_flags = [flag for scope in scopes for flag in ("--scope", scope)]
-    with anyio.fail_after(60):
+    with anyio.fail_after(180):  # a cold Python start: over a minute on a machine at load 20
         done = await anyio.run_process(
             [str(AGENTIFY), "token", "add", name, "--file", str(tokens_file), *scope_flags],
             check=False,

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -207,6 +208,43 @@ async def test_a_subscribed_resources_updates_reach_a_2025_ide(tmp_path: Path) -
         with anyio.fail_after(30):
             await updated.wait()
     assert set(updates) == {uri}
+
+
+async def test_a_subscription_is_made_again_when_its_backend_restarts(tmp_path: Path) -> None:
+    """A restarted backend's new session holds no subscription: without renewing it, updates stop silently."""
+    updated = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.set()
+
+    config = write_config(tmp_path, [everything_backend()])
+    async with ide_client(
+        config, env_for(tmp_path), tmp_path / "stderr.log", "legacy", message_handler=on_message
+    ) as client:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.subscribe_resource("demo://resource/dynamic/text/1")
+        first = await _everything(client)
+        os.killpg(first["pid"], signal.SIGKILL)
+        with anyio.fail_after(60):
+            while True:  # polled: the state is only seen through list_backends
+                if (await _everything(client))["state"] != "ready":
+                    break
+                await anyio.sleep(0.1)
+        toggled = await client.call_tool(  # the next call starts it again
+            "call_tool", {"name": "everything__toggle-subscriber-updates", "arguments": {}}
+        )
+        assert not toggled.is_error, text_of(toggled)
+        assert (await _everything(client))["pid"] != first["pid"]
+        with anyio.fail_after(30):
+            await updated.wait()
+
+
+async def _everything(client: Client) -> dict[str, Any]:
+    listed = await client.call_tool("list_backends", {})
+    (backend,) = (listed.structured_content or {})["backends"]
+    return dict(backend)
 
 
 async def test_a_resource_a_2026_ide_listens_to_is_subscribed_at_its_backend(tmp_path: Path) -> None:

@@ -33,6 +33,8 @@ def resolve(tmp_path: Path, server: dict[str, Any], env: dict[str, str] | None =
         ({"publicUrl": "agentify.example.com/mcp"}, "is not an http:// or https:// URL"),
         ({"redis": "http://127.0.0.1:6379"}, "is not a redis://, rediss:// or unix:// URL"),
         ({"drainSeconds": 0}, "server.drainSeconds"),
+        ({"trustedProxies": ["haproxy"]}, "'haproxy' is not an IP address or network: write e.g. 127.0.0.1"),
+        ({"trustedProxies": ["10.0.0.1/8"]}, "'10.0.0.1/8' is not an IP address or network"),
     ],
 )
 def test_a_bad_server_section_is_a_clear_error(tmp_path: Path, server: dict[str, Any], says: str) -> None:

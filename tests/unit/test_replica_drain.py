@@ -1,0 +1,71 @@
+"""The drain gate in process, over a stand-in MCP app: while draining, a 2025-11-25 session the replica
+holds goes on, new work is refused for the balancer to retry elsewhere, and the drain waits for the
+held sessions to end."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from agentify.mcp_server.replica import Replica, ReplicaRoutes
+
+pytestmark = pytest.mark.anyio
+INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).encode()
+CALL = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}}).encode()
+
+
+async def _mcp(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Opens session "s1" on a request without one, answers "s1" 200 (DELETE ends it), anything else 404."""
+    session = dict(scope["headers"]).get(b"mcp-session-id")
+    if session is None:
+        status, headers = 200, [(b"mcp-session-id", b"s1")]
+    else:
+        status, headers = (200, []) if session == b"s1" else (404, [])
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+async def _request(
+    app: ReplicaRoutes, method: str, body: bytes, session: str | None = None
+) -> tuple[int, dict[str, str]]:
+    headers = [(b"mcp-session-id", session.encode())] if session else []
+    scope = {"type": "http", "method": method, "path": "/mcp", "headers": headers}
+    started: dict[str, Any] = {}
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            started.update(message)
+
+    await app(scope, receive, send)
+    return started["status"], {k.decode(): v.decode() for k, v in started["headers"]}
+
+
+async def test_a_held_session_goes_on_while_draining_and_new_work_is_refused_for_a_retry() -> None:
+    replica = Replica(quiet_seconds=0.05)
+    app = ReplicaRoutes(_mcp, replica)
+    assert (await _request(app, "POST", INITIALIZE))[0] == 200  # opens s1 here
+    drained = anyio.Event()
+
+    async def drain() -> None:
+        await replica.drain(30)
+        drained.set()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            await anyio.wait_all_tasks_blocked()
+            follow_up = await _request(app, "POST", CALL, session="s1")
+            newcomer = await _request(app, "POST", INITIALIZE)
+            stranger = await _request(app, "POST", CALL, session="s9")
+            assert not drained.is_set()  # s1 is still held
+            ended = await _request(app, "DELETE", b"", session="s1")
+            await drained.wait()
+    assert follow_up[0] == 200 and ended[0] == 200
+    for status, headers in (newcomer, stranger):
+        assert status == 503 and headers["retry-after"] == "1" and headers["connection"] == "close"
