@@ -6,7 +6,8 @@ HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health ro
 gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
 (`team_auth.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
 of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`),
-all behind the connection gate against idle sockets; `initializationOptions` change nothing.
+all behind the connection gate against idle sockets; then the endpoint (`http_app`: a request whose
+result comes alone is answered with one JSON body). `initializationOptions` change nothing.
 SIGTERM drains (`Replica.drain`) before the server stops.
 """
 
@@ -65,6 +66,7 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     import uvicorn  # here, as everything HTTP serving needs: stdio starts without it
 
     from agentify._common.listen import EmbeddedServer
+    from agentify.mcp_server.http_app import MCP_PATH, mcp_app
     from agentify.mcp_server.replica import Replica, ReplicaRoutes
     from agentify.mcp_server.server import Clients, build_server
     from agentify.mcp_server.shared_state import shared_questions
@@ -84,10 +86,8 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         questions=questions,
         clients=Clients(one=False, replica=replica),
     )
-    mcp = server.streamable_http_app(
-        host=host, streamable_http_path="/mcp", transport_security=host_check(host, boot.config.server)
-    )
-    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+    mcp = mcp_app(server, host_check(host, boot.config.server))
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
     protected = protect(BodyLimit(mcp, limit=HTTP_BODY_BYTES), boot, endpoint=url, shared_token=token)
     app = NoWebSockets(ReplicaRoutes(protected.app, replica, protected.public))

@@ -94,12 +94,12 @@ def protect(app: Any, boot: Boot, *, endpoint: str, shared_token: str | None) ->
 
 
 def host_check(host: str, server: ServerConfig) -> TransportSecuritySettings | None:
-    """The Host and Origin a request may carry with `publicUrl`: its own, and loopback's on a loopback bind.
-    None without it: the SDK then guards a loopback bind against DNS rebinding itself, and checks no other."""
-    if server.public_url is None:
-        return None
+    """The Host and Origin a request may carry: loopback's on a loopback bind (against DNS rebinding, as the
+    SDK's own default), and `publicUrl`'s own. None (any) on another bind without `publicUrl`."""
     loopback = host in NO_AUTH_HOSTS
-    public = urlsplit(server.public_url)
-    hosts = [public.netloc, f"{public.hostname}:*"] + (_LOOPBACK_HOSTS if loopback else [])
-    origins = [f"{public.scheme}://{public.netloc}"] + (_LOOPBACK_ORIGINS if loopback else [])
-    return TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=origins)
+    hosts, origins = (list(_LOOPBACK_HOSTS), list(_LOOPBACK_ORIGINS)) if loopback else ([], [])
+    if server.public_url is not None:
+        public = urlsplit(server.public_url)
+        hosts += [public.netloc, f"{public.hostname}:*"]
+        origins.append(f"{public.scheme}://{public.netloc}")
+    return TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=origins) if hosts else None
