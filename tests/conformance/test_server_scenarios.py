@@ -10,6 +10,7 @@ file cannot go stale.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,18 +83,32 @@ def _tail(path: Path, lines: int = 60) -> str:
 
 
 def test_the_backend_alone_passes_every_scenario_it_is_written_for(tmp_path: Path) -> None:
-    """Keeps the backend honest: a scenario failing through the gateway is then the gateway's fault."""
+    """Keeps the backend honest: a scenario failing through the gateway is then the gateway's fault.
+
+    A scenario that fails here is run once more on its own: the SDK's own server, with no gateway in
+    between, has been seen (twice in CI, under load) to lose the client's answer to its sampling or
+    elicitation request, so the TS client timed out. A fault of this file fails both runs."""
     port = free_port()
     argv = [sys.executable, str(BACKEND), "--http", str(port)]
+    url = f"http://localhost:{port}/mcp"
     with server_process(argv, tmp_path / "backend.log"):
         import anyio
 
         anyio.run(wait_accepting, port, 60)
-        done = conformance("server", "--url", f"http://localhost:{port}/mcp", "--output-dir", str(tmp_path / "r"))
-    assert done.returncode == 0, (
-        summary(done, tmp_path / "r") + "\n--- backend log (tail) ---\n" + _tail(tmp_path / "backend.log")
-    )
-    results = sorted((tmp_path / "r").rglob("checks.json"))
+        done = conformance("server", "--url", url, "--output-dir", str(tmp_path / "r"))
+        results = sorted((tmp_path / "r").rglob("checks.json"))
+        failed = sorted({_scenario(p.parent.name) for p in results if _failed(p)})
+        again = {name: conformance("server", "--url", url, "--scenario", name) for name in failed}
     assert len(results) >= 30, [str(p) for p in results]
-    failed = [p.parent.name for p in results if any(c["status"] == "FAILURE" for c in json.loads(p.read_text()))]
-    assert failed == []
+    still = {name: summary(run) for name, run in again.items() if run.returncode != 0}
+    assert not still, summary(done, tmp_path / "r") + "\n".join(still.values()) + _tail(tmp_path / "backend.log")
+    assert done.returncode == 0 or failed, summary(done, tmp_path / "r")
+
+
+def _scenario(results_dir: str) -> str:
+    """`server-<scenario>-<timestamp>`, the suite's name for a scenario's results."""
+    return re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", results_dir).removeprefix("server-")
+
+
+def _failed(checks: Path) -> bool:
+    return any(c["status"] == "FAILURE" for c in json.loads(checks.read_text()))

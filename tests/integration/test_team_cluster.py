@@ -135,6 +135,7 @@ async def test_sigterm_of_a_replica_under_load_loses_no_call_and_a_sigkill_loses
         first, second, _ = member.replicas
         termed: list[str] = []
         killed: list[str] = []
+        after_kill = 0
         for pid, signum, outcomes in ((first, signal.SIGTERM, termed), (second, signal.SIGKILL, killed)):
             stop = anyio.Event()
             async with anyio.create_task_group() as tg:
@@ -144,7 +145,7 @@ async def test_sigterm_of_a_replica_under_load_loses_no_call_and_a_sigkill_loses
                 with anyio.fail_after(60):
                     while alive(pid):  # noqa: ASYNC110 - another process
                         await anyio.sleep(0.05)
-                settled = len(outcomes)
+                settled = after_kill = len(outcomes)
                 await _calls_until(outcomes, settled + 10)
                 stop.set()
         await _stops_clean(member, tmp_path / "backends.log")
@@ -152,7 +153,9 @@ async def test_sigterm_of_a_replica_under_load_loses_no_call_and_a_sigkill_loses
     assert [o for o in termed if o != "ok"] == []
     lost = [o for o in killed if o != "ok"]
     assert len(lost) <= workers, lost  # at most the calls in flight at the killed replica
-    assert killed[-5:] == ["ok"] * 5  # the others serve on
+    # the others serve on (a legacy client of the killed replica may learn late that its session is gone:
+    # its stream's reconnection meets "Session not found" at another replica, and that counts among `lost`)
+    assert killed[after_kill:].count("ok") >= 10 - workers, killed[after_kill:]
 
 
 def _guesses_then_others(url: str, token: str) -> tuple[list[int], int, int]:
