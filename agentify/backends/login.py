@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import html
 import socket
-import sys
 import webbrowser
 from collections.abc import Callable
 from contextlib import suppress
@@ -65,7 +64,7 @@ class _RegisteredFor(TokenFile):
         return None if self.missing_scope() else await super().get_tokens()
 
 
-def _callback_socket(remembered: int | None) -> socket.socket:
+def _callback_socket(remembered: int | None, tell: Callable[[str], None]) -> socket.socket:
     """A listening socket on 127.0.0.1: the remembered port when it is free, else any free one.
 
     Raises:
@@ -84,19 +83,18 @@ def _callback_socket(remembered: int | None) -> socket.socket:
         sock.listen(16)
         taken = int(sock.getsockname()[1])
         if remembered and taken != remembered:
-            print(
+            tell(
                 f"agentify auth: port {remembered}, where the last authorization came back, is busy; using port "
-                f"{taken} instead (the client is registered again for it)",
-                file=sys.stderr,
-                flush=True,
+                f"{taken} instead (the client is registered again for it)"
             )
         return sock
     raise AssertionError("unreachable: port 0 either binds or raises")
 
 
-async def login(spec: BackendConfig, secrets: SecretSink) -> int:
+async def login(spec: BackendConfig, secrets: SecretSink, tell: Callable[[str], None]) -> int:
     """Runs the flow for one OAuth backend; returns how many tools it lists with the new tokens. `secrets` hears
-    the tokens and client secret as they become known, so the command's output never shows them.
+    the tokens and client secret as they become known, so the command's output never shows them; `tell`
+    says what the person at the terminal should know meanwhile.
 
     Raises:
         LoginFailed.
@@ -104,17 +102,17 @@ async def login(spec: BackendConfig, secrets: SecretSink) -> int:
     stored = TokenFile(spec, secrets=secrets)
     previous = stored.redirect_uri()
     if missing := stored.missing_scope():
-        print(
+        tell(
             f"agentify auth: backend {spec.id!r} asked for more scope than was granted "
-            f"({' '.join(sorted(missing))}): authorizing again",
-            file=sys.stderr,
-            flush=True,
+            f"({' '.join(sorted(missing))}): authorizing again"
         )
-    with _callback_socket(urlsplit(previous).port if previous else None) as listener:
-        return await _authorize(spec, listener, secrets)
+    with _callback_socket(urlsplit(previous).port if previous else None, tell) as listener:
+        return await _authorize(spec, listener, secrets, tell)
 
 
-async def _authorize(spec: BackendConfig, listener: socket.socket, secrets: SecretSink) -> int:
+async def _authorize(
+    spec: BackendConfig, listener: socket.socket, secrets: SecretSink, tell: Callable[[str], None]
+) -> int:
     redirect_uri = f"http://127.0.0.1:{listener.getsockname()[1]}/callback"
     store = _RegisteredFor(spec, redirect_uri, secrets)
     await preregister(spec, store, redirect_uri)
@@ -135,7 +133,7 @@ async def _authorize(spec: BackendConfig, listener: socket.socket, secrets: Secr
 
     async def open_url(url: str) -> None:
         expected[:] = parse_qs(urlsplit(url).query).get("state", [])[:1]
-        print(f"Open this page to authorize agentify for backend {spec.id!r}:\n{url}", file=sys.stderr, flush=True)
+        tell(f"Open this page to authorize agentify for backend {spec.id!r}:\n{url}")
         await anyio.to_thread.run_sync(_try_browser, url)
 
     async def wait_for_code() -> AuthorizationCodeResult:

@@ -106,7 +106,7 @@ def auth(config: Config, backend_id: str, redactor: Redactor) -> int:
     async def authorize() -> int:
         nonlocal count, problem
         try:
-            count = await login(spec, redactor.add)
+            count = await login(spec, redactor.add, note)
         except Exception as exc:  # top level of the command: every failure becomes one readable line
             problem = _login_problem(exc, LoginFailed)
             return EXIT_FAILED
