@@ -104,7 +104,8 @@ class ConsoleSupervisor:
                     "debug console not started: the module {} is missing; install agentify[console]", exc.name
                 )
                 return
-            await serve_console(self._services, console.host, console.port, self.token, console.stop)
+            with self._services.reading_traces():  # tasks are recorded while a console can show them
+                await serve_console(self._services, console.host, console.port, self.token, console.stop)
         except Exception:  # top-level handler of the console's task: the gateway must keep serving
             logger.exception("the debug console stopped after an unexpected error; the gateway keeps serving")
         finally:

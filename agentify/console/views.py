@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from agentify import __version__
@@ -43,6 +44,8 @@ class ConsoleServices(TaskServices, Protocol):
 
     @property
     def started(self) -> float: ...
+
+    def reading_traces(self) -> AbstractContextManager[None]: ...
 
 
 _T = TypeVar("_T")

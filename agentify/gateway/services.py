@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -91,11 +91,17 @@ class Services:
     offerings: Offerings
     """The backends' resources, prompts and completions, as one server."""
     limiter: Limiter
+    telemetry: Telemetry
     started: float
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
         """`sampling_available`: whether the client asking offers MCP sampling (it may change the planner)."""
         return GatewayStatus(self.planners.current.describe(sampling_available), self.backends.statuses())
+
+    def reading_traces(self) -> AbstractContextManager[None]:
+        """While inside, every task is recorded in `traces` (the console, while it serves). Unread,
+        tasks keep their trace ids but record nothing (`telemetry.setup`)."""
+        return self.telemetry.attached(self.traces)
 
     async def backends_changed(self) -> None:
         """Returns at the next change of a backend's state or tools."""
@@ -147,6 +153,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         config.max_result_chars,
         config.max_context_chars,
         limiter=limiter,
+        reading=boot.telemetry.reading,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     services = Services(
@@ -160,9 +167,10 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         runner=runner,
         offerings=Offerings(backends, prefix=lambda: settings.current.prefix),
         limiter=limiter,
+        telemetry=boot.telemetry,
         started=time.time(),
     )
-    with boot.telemetry.attached(traces):
+    with services.reading_traces() if config.trace_file else nullcontext():
         async with anyio.create_task_group() as tg:
             await tg.start(backends.run)
             watching = anyio.CancelScope()

@@ -14,14 +14,14 @@ import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import mcp_types as types
 from loguru import logger
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.trace import Span, SpanKind, Tracer, get_current_span
 from opentelemetry.util.types import AttributeValue
 
 from agentify.backends import BackendManager, ToolHandle
@@ -93,8 +93,12 @@ class TaskRunner:
         max_result_chars: int,
         max_context_chars: int = 20_000,
         limiter: Limiter | None = None,
+        reading: Callable[[], bool] = lambda: True,
     ) -> None:
+        """`reading`: whether anything records spans now (`Telemetry.reading`); when nothing does, a task
+        keeps its root span (its trace id) and skips the steps' spans and attributes."""
         self.manager = manager
+        self._reading = reading
         self.limiter = limiter
         self.planners = planners
         self.tracer = tracer
@@ -136,7 +140,7 @@ class TaskRunner:
         hears the backend's log messages during its call."""
 
         async def decide() -> Plan:
-            with step(self.tracer, "validate"):
+            with self._step("validate"):
                 task = self._validate(raw_input, default_cwd)
             await _report(progress, "planning")
             return await self._plan(task, sampler, given)
@@ -156,18 +160,19 @@ class TaskRunner:
         """`call_tool`: the IDE's model chose the tool and its arguments; all else is `run`'s path."""
 
         async def decide() -> Plan:
-            with step(self.tracer, "validate") as span:
+            with self._step("validate") as span:
                 plan = given_call(raw_input, await self.catalog())
-                span.set_attributes(
-                    {BACKEND: plan.backend, TOOL_NAME: plan.tool, TOOL_ARGUMENTS: as_json(plan.arguments)}
-                )
+                if span.is_recording():
+                    span.set_attributes(
+                        {BACKEND: plan.backend, TOOL_NAME: plan.tool, TOOL_ARGUMENTS: as_json(plan.arguments)}
+                    )
             return plan
 
         return await self._run("call", raw_input, decide, True, progress, confirmer, answerer, logs)
 
     async def search(self, raw_input: Any) -> tuple[SearchInput, list[Ranked]]:
         """`search_tools`: the best-ranked tools for a query, by the index the planners use; traced."""
-        with self._task("search", raw_input), step(self.tracer, "search") as span:
+        with self._task("search", raw_input), self._step("search") as span:
             request = validate_input(SearchInput, raw_input, '{"query": "what to do", "limit": 5}')
             found = search_tools(self.planners.current.index(await self.catalog()), request.query, request.limit)
             span.set_attribute(SEARCH_TOOLS, [r.tool.name for r in found])
@@ -212,7 +217,9 @@ class TaskRunner:
     def _task(self, kind: str, raw_input: Any) -> Iterator[str | None]:
         """The task's root span; yields its trace id. Every failure leaves with that id set, a bug as
         `InternalError` (its traceback logged once, here)."""
-        attributes: dict[str, AttributeValue] = {TASK_KIND: kind, TASK_INPUT: as_json(_as_dict(raw_input))}
+        attributes: dict[str, AttributeValue] = {TASK_KIND: kind}
+        if self._reading():
+            attributes[TASK_INPUT] = as_json(_as_dict(raw_input))
         with step(self.tracer, kind, attributes=attributes) as span:
             trace_id = trace_id_of(span)
             log = logger.bind(trace=trace_id)
@@ -238,6 +245,19 @@ class TaskRunner:
                 )
                 error.trace_id = trace_id
                 raise error from exc
+
+    def _step(
+        self,
+        name: str,
+        *,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Callable[[], dict[str, AttributeValue]] | None = None,
+    ) -> AbstractContextManager[Span]:
+        """A step's span (`task_spans.step`) while anything reads spans; else the task's own span stands
+        in, recording nothing, and `attributes` is never called."""
+        if not self._reading():
+            return nullcontext(get_current_span())
+        return step(self.tracer, name, kind=kind, attributes=attributes() if attributes else None)
 
     def _validate(self, raw_input: Any, default_cwd: str | None = None) -> TaskInput:
         task = validate_input(TaskInput, raw_input, '{"query": "what to do", "context": {...}}')
@@ -278,12 +298,12 @@ class TaskRunner:
     async def _confirm(self, plan: Plan, reason: str | None, confirmer: Confirmer | None) -> None:
         if reason is None:
             return
-        with step(self.tracer, "confirm", attributes={CONFIRM_REASON: reason}) as span:
+        with self._step("confirm", attributes=lambda: {CONFIRM_REASON: reason}) as span:
             await enforce(plan, _handle(plan).spec, reason, confirmer)
             span.set_attribute(CONFIRM_ANSWER, "accept")
 
     async def _plan(self, task: TaskInput, sampler: Sampler | None, given: Plan | None = None) -> Plan:
-        with step(self.tracer, "plan", attributes={OPERATION: PLAN}) as span:
+        with self._step("plan", attributes=lambda: {OPERATION: PLAN}) as span:
             catalog = await self.catalog()
             if given is None:
                 planner = self.planners.current.choose(sampler=sampler)
@@ -294,7 +314,8 @@ class TaskRunner:
                 plan = given
             if plan.handle is None:  # planned in an earlier round: resolved against today's catalog
                 plan = _resolved(plan, catalog)
-            span.set_attributes(plan_attributes(plan))
+            if span.is_recording():
+                span.set_attributes(plan_attributes(plan))
         return plan
 
     async def _call(
@@ -311,8 +332,8 @@ class TaskRunner:
                 done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
                 await forward(f"{plan.backend}.{plan.tool}: {message or 'working'} ({done})")
 
-        attributes = call_attributes(plan, handle)
-        with step(self.tracer, f"tools/call {handle.origin}", kind=SpanKind.CLIENT, attributes=attributes) as span:
+        name, attributes = f"tools/call {handle.origin}", lambda: call_attributes(plan, handle)
+        with self._step(name, kind=SpanKind.CLIENT, attributes=attributes) as span:
             try:
                 result = await handle.call(plan.arguments, relay, answerer, logs)
             except AskingClient as asking:  # 2026-07-28: a backend's question, answered in the client's next round
@@ -321,9 +342,11 @@ class TaskRunner:
             if forward is not None:
                 with anyio.move_on_after(PROGRESS_SETTLE_SECONDS):  # the last report before "done"
                     await forward.settled()
-            size = sum(block_size(block) for block in result.content)
             capped = cap_result(result, self.max_result_chars, lambda text: self._redactor.text(text, patterns=False))
-            span.set_attributes({RESULT_CHARS: size, RESULT_CUT: capped is not result, TOOL_RESULT: _preview(result)})
+            if span.is_recording():
+                size = sum(block_size(block) for block in result.content)
+                cut = capped is not result
+                span.set_attributes({RESULT_CHARS: size, RESULT_CUT: cut, TOOL_RESULT: _preview(result)})
             if result.is_error:  # the conventions' tool_error; the task itself succeeded
                 failed(span, TOOL_ERROR)
         return capped

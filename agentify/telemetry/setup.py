@@ -1,7 +1,8 @@
 """The tracer provider of a process, and the exporters that the standard `OTEL_*` variables ask for.
 
-Every span is recorded, exported or not: the console and `traceFile` read the same spans through
-`Telemetry.attached` (one tracing, not two). With `OTEL_EXPORTER_OTLP_ENDPOINT` (or the
+Spans are recorded while something reads them, exported or not: the console and `traceFile` read
+the same spans through `Telemetry.attached` (one tracing, not two); with no reader, spans keep their
+ids but record nothing (`_RecordWhenRead`). With `OTEL_EXPORTER_OTLP_ENDPOINT` (or the
 `..._TRACES_ENDPOINT` / `..._METRICS_ENDPOINT` variant) set, spans and the operation-duration metrics
 are also exported over OTLP/HTTP; the exporter reads the rest of the standard variables itself
 (headers, timeout, compression, certificates). `OTEL_SDK_DISABLED=true` turns all of it off, the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,6 +60,12 @@ class Telemetry:
     @property
     def tracer(self) -> Tracer:
         return self.provider.get_tracer(SCOPE, __version__)
+
+    def reading(self) -> bool:
+        """Whether spans are recorded now (an exporter, the metrics, or an attached sink reads them): when
+        not, callers skip the spans and attributes that only a reader would see."""
+        sampler = self.provider.sampler
+        return not isinstance(sampler, _RecordWhenRead) or sampler.reading()
 
     @contextmanager
     def attached(self, sink: SpanProcessor) -> Iterator[None]:
@@ -110,10 +118,6 @@ def open_telemetry(
     asks for (tests use the SDK's in-memory ones)."""
     route_stdlib("opentelemetry", "OpenTelemetry")  # an exporter's complaints, through the redacting sink
     resource = _resource()
-    provider = TracerProvider(resource=resource, sampler=_RecordEverything(), shutdown_on_exit=False)
-    sinks = _Sinks()
-    provider.add_span_processor(_RequestAttributes(transport))
-    provider.add_span_processor(sinks)
     exported: list[str] = []
     processor: SpanProcessor | None = None
     if exporter is not None:
@@ -129,6 +133,11 @@ def open_telemetry(
 
         metric_reader = PeriodicExportingMetricReader(OTLPMetricExporter())
         exported.append("metrics")
+    sinks = _Sinks()
+    sampler = _RecordWhenRead(sinks, always=processor is not None or metric_reader is not None)
+    provider = TracerProvider(resource=resource, sampler=sampler, shutdown_on_exit=False)
+    provider.add_span_processor(_RequestAttributes(transport))
+    provider.add_span_processor(sinks)
     meters = None
     if metric_reader is not None:
         from opentelemetry.sdk.metrics import MeterProvider
@@ -185,16 +194,26 @@ def _bounded(work: Callable[[], Any], seconds: float) -> None:
 
 
 class _Sinks(SpanProcessor):
-    """Hands spans to the sinks attached now; attaching replaces the tuple, so readers never see it change."""
+    """Hands spans to the sinks attached now, each once however often it is attached (the trace store by
+    `traceFile` and by the console). Attaching replaces the tuple, so readers never see it change."""
 
     def __init__(self) -> None:
         self._sinks: tuple[SpanProcessor, ...] = ()
+        self._holds: Counter[int] = Counter()
+
+    def __bool__(self) -> bool:
+        return bool(self._sinks)
 
     def add(self, sink: SpanProcessor) -> None:
-        self._sinks = (*self._sinks, sink)
+        self._holds[id(sink)] += 1
+        if self._holds[id(sink)] == 1:
+            self._sinks = (*self._sinks, sink)
 
     def remove(self, sink: SpanProcessor) -> None:
-        self._sinks = tuple(s for s in self._sinks if s is not sink)
+        self._holds[id(sink)] -= 1
+        if self._holds[id(sink)] <= 0:
+            del self._holds[id(sink)]
+            self._sinks = tuple(s for s in self._sinks if s is not sink)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         for sink in self._sinks:
@@ -220,13 +239,18 @@ class _RequestAttributes(SpanProcessor):
             span.set_attribute(ENDUSER, principal)
 
 
-class _RecordEverything(Sampler):
-    """Parent-based, but what it would drop is recorded all the same (not exported): the console and
-    `traceFile` see every task, while a client's unsampled `traceparent` still keeps its trace out of
-    the collector."""
+class _RecordWhenRead(Sampler):
+    """Spans are recorded only while something reads them: an exporter, the metrics, or an attached sink
+    (the console while it serves, `traceFile`). Unread, a span is dropped at its start, which leaves
+    the trace and span ids (results, log lines and the backend's `traceparent` still carry them)
+    without the cost of recording. Read, it is parent-based, but what that would drop is recorded all
+    the same (not exported): the console and `traceFile` see every task, while a client's unsampled
+    `traceparent` still keeps its trace out of the collector."""
 
-    def __init__(self) -> None:
+    def __init__(self, sinks: _Sinks, *, always: bool) -> None:
         self._parent_based = ParentBased(ALWAYS_ON)
+        self._sinks = sinks
+        self._always = always
 
     def should_sample(
         self,
@@ -239,10 +263,15 @@ class _RecordEverything(Sampler):
         trace_state: TraceState | None = None,
     ) -> SamplingResult:
         result = self._parent_based.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+        if not self.reading():
+            return SamplingResult(Decision.DROP, None, result.trace_state)
         if result.decision is Decision.DROP:
             # A dropping result carries no attributes: the span's own are what it records.
             return SamplingResult(Decision.RECORD_ONLY, attributes, result.trace_state)
         return result
 
+    def reading(self) -> bool:
+        return self._always or bool(self._sinks)
+
     def get_description(self) -> str:
-        return "agentify: ParentBased(AlwaysOn), unsampled spans recorded for the console"
+        return "agentify: ParentBased(AlwaysOn) while read, unsampled spans recorded for the console"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from agentify.planner import Plan, PlanUsage
 from agentify.planner.select import PlannerSelector
 from agentify.security.redact import Redactor
 from agentify.telemetry.export import VALUE_LIMIT
-from agentify.telemetry.setup import open_telemetry
+from agentify.telemetry.setup import Telemetry, open_telemetry
 from tests.fakes.memory_connection import MemoryConnection
 from tests.unit.test_supervisor import spec, supervised
 
@@ -85,16 +85,24 @@ class Traced:
     metrics: InMemoryMetricReader
     store: TraceStore
     backend: MemoryConnection
+    telemetry: Telemetry
 
     def spans(self) -> dict[str, ReadableSpan]:
         return {span.name: span for span in self.exported.get_finished_spans()}
 
 
 @asynccontextmanager
-async def traced(*, capture_content: bool = False, refuse: bool = False) -> AsyncIterator[Traced]:
+async def traced(*, capture_content: bool = False, refuse: bool = False, read: bool = True) -> AsyncIterator[Traced]:
+    """`read`: with an exporter, the metrics and the trace store attached; without, nothing reads the spans."""
     redactor = Redactor([SECRET])
     exported, metrics = InMemorySpanExporter(), InMemoryMetricReader()
-    telemetry = open_telemetry(redactor, capture_content=capture_content, exporter=exported, metric_reader=metrics)
+    telemetry = open_telemetry(
+        redactor,
+        capture_content=capture_content,
+        exporter=exported if read else None,
+        metric_reader=metrics if read else None,
+        environ={},
+    )
     store = TraceStore(EventBus(), redactor)
     backend = MemoryConnection()
     manager = BackendManager([])
@@ -102,9 +110,9 @@ async def traced(*, capture_content: bool = False, refuse: bool = False) -> Asyn
         await states.until(supervisor, BackendState.READY)
         await tg.start(manager.run)
         planners = PlannerSlot(Selector(Chooses(supervisor, refuse)))
-        runner = TaskRunner(manager, planners, telemetry.tracer, redactor, 1000, 10_000)
-        with telemetry.attached(store):
-            yield Traced(runner, exported, metrics, store, backend)
+        runner = TaskRunner(manager, planners, telemetry.tracer, redactor, 1000, 10_000, reading=telemetry.reading)
+        with telemetry.attached(store) if read else nullcontext():
+            yield Traced(runner, exported, metrics, store, backend, telemetry)
         manager.close()
 
 
@@ -135,6 +143,26 @@ async def test_a_task_is_one_trace_named_as_the_mcp_conventions_say_and_the_back
     # The backend continues the trace from the client span, as W3C trace context in the request's _meta.
     (meta,) = t.backend.metas
     assert meta["traceparent"].split("-")[1:3] == [outcome.trace_id, format(call.context.span_id, "016x")]
+
+
+async def test_unread_spans_record_nothing_yet_keep_the_trace_id_until_a_reader_attaches() -> None:
+    async with traced(read=False) as t:
+        unread = await t.runner.run({"query": f"echo {SECRET}"})
+        assert unread.trace_id is not None and len(unread.trace_id) == 32 and int(unread.trace_id, 16)
+        assert t.backend.metas[0]["traceparent"].split("-")[1] == unread.trace_id  # the backend still continues it
+        assert not t.telemetry.reading()
+        with t.telemetry.attached(t.store), t.telemetry.attached(t.store):  # the console and traceFile at once
+            assert t.telemetry.reading()
+            read = await t.runner.run({"query": "echo"})
+            with t.telemetry.attached(t.store):
+                pass
+            after_one_left = await t.runner.run({"query": "echo"})
+        gone = await t.runner.run({"query": "echo"})
+    assert t.store.get(unread.trace_id) is None and t.store.get(gone.trace_id or "") is None
+    for outcome in (read, after_one_left):
+        trace = t.store.get(outcome.trace_id or "")
+        assert trace is not None and [step.name for step in trace.spans] == ["validate", "plan", "tools/call echo"]
+    assert t.store.counts()["total"] == 2  # attached twice, each task seen once
 
 
 async def test_the_console_and_trace_file_read_the_same_spans_with_their_content_redacted() -> None:
