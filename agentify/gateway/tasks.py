@@ -335,7 +335,8 @@ class TaskRunner:
         name, attributes = f"tools/call {handle.origin}", lambda: call_attributes(plan, handle)
         with self._step(name, kind=SpanKind.CLIENT, attributes=attributes) as span:
             try:
-                result = await handle.call(plan.arguments, relay, answerer, logs)
+                # The backend is asked for progress only when someone hears it.
+                result = await handle.call(plan.arguments, relay if report else None, answerer, logs)
             except AskingClient as asking:  # 2026-07-28: a backend's question, answered in the client's next round
                 asking.plan = plan
                 raise

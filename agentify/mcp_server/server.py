@@ -303,11 +303,15 @@ async def _call_tool(
         return error_result(unsolicited, services.redactor)
     steps = 0
 
-    async def progress(message: str) -> None:
+    async def report(message: str) -> None:
         nonlocal steps
         steps += 1
         # Relayed backend messages can carry what the backend knows: its env, its tokens.
         await ctx.session.report_progress(steps, None, services.redactor.text(message, patterns=False))
+
+    # Without a progress token nothing would be sent: the task then neither words its steps nor asks the
+    # backend for progress.
+    progress = report if (ctx.meta or {}).get("progress_token") is not None else None
 
     try:
         await services.limiter.charge_principal(current_principal() or LOCAL)
