@@ -27,10 +27,11 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from agentify.backends.auth_recovery import AuthRecovery, Refusal
+from agentify.backends.auth_recovery import AuthRecovery
 from agentify.backends.backoff import Backoff
-from agentify.backends.calls import call_tool, refused, send_request, unavailable
+from agentify.backends.calls import call_tool, send_request, unavailable
 from agentify.backends.connection import Connection, Link
+from agentify.backends.endings import Verdict, ended_by, failed
 from agentify.backends.era import Era, EraFellBack
 from agentify.backends.failures import (
     AuthRequired,
@@ -38,7 +39,6 @@ from agentify.backends.failures import (
     SessionFailure,
     StartRejected,
     StartTimeout,
-    Unexpected,
     WrongEra,
     WrongTransport,
     mapped,
@@ -69,7 +69,6 @@ StateListener = Callable[[BackendStatus], None]
 _R = TypeVar("_R", bound=types.Result)
 
 SETTLE_SLACK = 1.0  # a waiter's margin over the start-up timeout, so it sees the owner's verdict
-_LIVE = (BackendState.STARTING, BackendState.RESTARTING, BackendState.READY)
 
 
 class Supervisor:
@@ -362,8 +361,7 @@ class Supervisor:
                     except (StartTimeout, StartRejected) as failure:
                         # Said before the (bounded, seconds long) stop of the process below, so that
                         # callers waiting on this start see the reason, not "starting".
-                        self._fail(failure)
-                        return False
+                        return self._settle(failed(failure, self._log))
                     await self.offers.learn(session, self.start_limit)  # before READY: what waits sees them
                     # Listening before READY too: a change right after the first call is heard.
                     await stack.enter_async_context(listening(session))
@@ -376,7 +374,7 @@ class Supervisor:
         except SessionFailure as failure:
             if not isinstance(failure, WrongTransport | WrongEra | AuthRequired):
                 ended = str(failure)
-            return self._ended_by(failure)
+            return self._settle(ended_by(failure, self.state, self.spec, self._auth, self._log))
         finally:
             self._session = None
             if self._link is not None:
@@ -384,23 +382,13 @@ class Supervisor:
                 self._link.gone.set()  # wakes callers whose call failed with the connection
             self._link = None
 
-    def _ended_by(self, failure: SessionFailure) -> bool:
-        """What a session's failure means; True when the session should start again at once."""
-        if self.state not in _LIVE:  # the session had already ended (idle) when closing it failed
-            self._log.warning("closing the session failed: {}", failure)
-            return False
-        if isinstance(failure, WrongTransport):
-            self._log.info("the server does not speak streamable HTTP; trying the SSE transport")
-            return True
-        if isinstance(failure, WrongEra):
-            self._lifecycle.enter(BackendState.STARTING)
-            return True
-        if isinstance(failure, AuthRequired):
-            return self._after_refusal()
-        if isinstance(failure, Unexpected):  # a bug or a case nobody foresaw: keep the traceback
-            self._log.opt(exception=failure).error("backend session failed: {}", failure)
-        self._fail(failure)
-        return False
+    def _settle(self, verdict: Verdict) -> bool:
+        """Applies what a session's end means (`endings.py`); True when a session should start again at once."""
+        if verdict.error is not None:
+            self.last_error = verdict.error
+        if verdict.state is not None:
+            self._lifecycle.enter(verdict.state)
+        return verdict.again
 
     def _ready(self, session: ClientSession, tools: list[types.Tool]) -> None:
         self.tools.replace(tools)
@@ -410,21 +398,6 @@ class Supervisor:
         self.server = server_line(session.server_info)
         self._auth.session_ready()
         self._lifecycle.enter(BackendState.READY)
-
-    def _after_refusal(self) -> bool:
-        refusal = self._auth.after_refusal()
-        if refusal is Refusal.WRONG_CREDENTIALS:
-            self._fail(refused(self.spec))
-            return False
-        if refusal is Refusal.REFRESH:
-            self._log.info("the server refused the access token; refreshing it")
-            if self.state is BackendState.READY:
-                self._lifecycle.enter(BackendState.STARTING)
-            return True
-        self.last_error = f"the server asks for authorization: run `agentify auth {self.spec.id}`"
-        self._log.warning("needs authorization: run `agentify auth {}`", self.spec.id)
-        self._lifecycle.enter(BackendState.NEEDS_AUTH)
-        return False
 
     async def _serve(self, session: ClientSession, link: Link) -> None:
         """Serves until the backend idles or is stopped (returns), or its link goes away.
@@ -484,12 +457,6 @@ class Supervisor:
     async def _on_log_message(self, params: types.LoggingMessageNotificationParams) -> None:
         if not self._questions.log(params) and self._on_log is not None:
             self._on_log(self.spec.id, params)
-
-    def _fail(self, failure: SessionFailure | BackendUnavailable) -> None:
-        message = str(failure)
-        self.last_error = message
-        self._log.warning("failed: {}", message)
-        self._lifecycle.enter(BackendState.FAILED)
 
     def _publish(self) -> None:
         if self._on_state is not None:
