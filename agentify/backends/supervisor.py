@@ -29,10 +29,11 @@ from mcp.shared.exceptions import MCPError
 
 from agentify.backends.auth_recovery import AuthRecovery
 from agentify.backends.backoff import Backoff
-from agentify.backends.calls import call_tool, send_request, unavailable
+from agentify.backends.call_path import CallPath
+from agentify.backends.calls import unavailable
 from agentify.backends.connection import Connection, Link
 from agentify.backends.endings import Verdict, ended_by, failed
-from agentify.backends.era import Era, EraFellBack
+from agentify.backends.era import Era
 from agentify.backends.failures import (
     AuthRequired,
     LinkLost,
@@ -63,7 +64,6 @@ from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig
-from agentify.errors import BackendUnavailable, Denied
 
 StateListener = Callable[[BackendStatus], None]
 _R = TypeVar("_R", bound=types.Result)
@@ -104,12 +104,25 @@ class Supervisor:
         self._auth = AuthRecovery(spec, connection)
         self._backoff = Backoff()
         self._on_state = on_state
-        self._roots = roots
+        self._roots = roots if spec.forward_roots else None
         self._era = Era(spec)
         self._questions = InFlight(spec.id)
         self._reopen = anyio.Event()  # set when the era fell back: the live session ends and a new one starts
         self._session: ClientSession | None = None
         self._link: Link | None = None
+        self._calls = CallPath(
+            spec=spec,
+            acquire=self._acquire,
+            reopen=self._ask_reopen,
+            start_limit=self.start_limit,
+            idle=self._idle,
+            era=self._era,
+            questions=self._questions,
+            stderr=stderr,
+            auth=self._auth,
+            routes=self.offers.routes,
+            roots=self._roots,
+        )
         self._demand = anyio.Event()
         self._stopping = anyio.Event()
         self._log = logger.bind(backend=spec.id)
@@ -175,29 +188,12 @@ class Supervisor:
         logs: LogSink | None = None,
     ) -> types.CallToolResult:
         """Calls one tool, starting the backend first if needed; `answerer` answers the backend's questions,
-        `logs` hears its log messages meanwhile.
+        `logs` hears its log messages meanwhile (`call_path.py`).
 
         Raises:
             Denied, BackendUnavailable, BackendError, TaskTimeout; what the answerer raises (`questions.py`).
         """
-        if not self.spec.tools.permits(tool):
-            raise Denied(f"{self.spec.id}.{tool} is not allowed by tools.allow / tools.deny of the backend's config")
-        session, link = await self._acquire()
-        result: types.CallToolResult | None = None
-        try:
-            result = await self._call_on(session, link, tool, arguments, progress, answerer, logs)
-        except BackendUnavailable:
-            if not self._auth.call_may_be_retried(link):
-                raise
-        except EraFellBack:
-            self._reopen.set()
-        if result is None:
-            with anyio.move_on_after(self.start_limit):
-                await link.gone.wait()  # the owner ends that session, then starts one (a refreshed token, an older era)
-            session, link = await self._acquire()
-            result = await self._call_on(session, link, tool, arguments, progress, answerer, logs)
-        self.offers.routes.carried(self.spec.id, result)  # the links it gave are read from here
-        return result
+        return await self._calls.call(tool, arguments, progress, answerer, logs)
 
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
         """A request beside tool calls (resources, prompts, completions), starting the backend first if needed.
@@ -205,12 +201,7 @@ class Supervisor:
         Raises:
             MCPError (the backend's own refusal), BackendUnavailable, BackendError, TaskTimeout.
         """
-        session, link = await self._acquire()
-        self._idle.begin()
-        try:
-            return await send_request(session, link, self.spec, request, result_type)
-        finally:
-            self._idle.end()
+        return await self._calls.request(request, result_type)
 
     def listed_tool(self, tool: str) -> types.Tool | None:
         """The tool the backend calls `tool`, as a session of this run listed it; None before any did (the manifest
@@ -228,36 +219,6 @@ class Supervisor:
         if not self.tools.listed:
             await self._acquire()
         return self.listed_tool(tool)
-
-    async def _call_on(
-        self,
-        session: ClientSession,
-        link: Link,
-        tool: str,
-        arguments: dict[str, Any],
-        progress: ProgressFnT | None,
-        answerer: Answerer | None,
-        logs: LogSink | None,
-    ) -> types.CallToolResult:
-        self._idle.begin()
-        roots = self._roots if self.spec.forward_roots else None
-        try:
-            call = call_tool(
-                session,
-                link,
-                self.spec,
-                tool,
-                arguments,
-                progress,
-                self.stderr.hint,
-                self._questions,
-                answerer,
-                roots,
-                logs,
-            )
-            return await self._era.watch(session, call)
-        finally:
-            self._idle.end()
 
     async def send_roots_changed(self) -> None:
         """Tells a live session that forwards roots that they changed; nothing when not running."""
@@ -307,6 +268,9 @@ class Supervisor:
             raise unavailable(self.spec, self.state.value, self.last_error)
         return session, link
 
+    def _ask_reopen(self) -> None:
+        self._reopen.set()
+
     async def _wait_while(self, busy: Callable[[], bool], seconds: float) -> None:
         await self._lifecycle.wait_while(lambda: busy() and not self._stopping.is_set(), seconds)
 
@@ -350,9 +314,8 @@ class Supervisor:
                 async with AsyncExitStack() as stack:
                     link = await stack.enter_async_context(self.connection.open())
                     self._link = link
-                    roots = self._roots if self.spec.forward_roots else None
                     session = await stack.enter_async_context(
-                        client_session(link, self._on_message, roots, self._questions, self._on_log_message)
+                        client_session(link, self._on_message, self._roots, self._questions, self._on_log_message)
                     )
                     try:
                         tools = await start(
