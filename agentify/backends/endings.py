@@ -1,20 +1,23 @@
 """What the end of a backend session means for the backend: the state it enters, the error it shows, and
 whether a session starts again at once, within the same start attempt.
 
-The supervisor's owner task asks here each time a session fails to start or ends with a `SessionFailure`,
-and applies the `Verdict`; nothing here touches the session or waits. A refused credential is answered by
-`AuthRecovery` (a refresh, or `agentify auth <id>`), a refused transport or era by starting again at once,
-anything else fails the backend until its next start.
+The supervisor's owner task asks here why a ready session's link went away (`link_lost`), and, each time a
+session fails to start or ends with a `SessionFailure`, what follows (`ended_by`); it applies the `Verdict`.
+Nothing here touches the session or waits. A refused credential is answered by `AuthRecovery` (a refresh, or
+`agentify auth <id>`), a refused transport or era by starting again at once, anything else fails the backend
+until its next start.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentify.backends.auth_recovery import AuthRecovery, Refusal
 from agentify.backends.calls import refused
-from agentify.backends.failures import AuthRequired, SessionFailure, Unexpected, WrongEra, WrongTransport
+from agentify.backends.connection import Link
+from agentify.backends.failures import AuthRequired, LinkLost, SessionFailure, Unexpected, WrongEra, WrongTransport
 from agentify.backends.state import BackendState
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable
@@ -67,6 +70,16 @@ def after_refusal(state: BackendState, spec: BackendConfig, auth: AuthRecovery, 
     return Verdict(
         state=BackendState.NEEDS_AUTH, error=f"the server asks for authorization: run `agentify auth {spec.id}`"
     )
+
+
+async def link_lost(link: Link, stderr_hint: Callable[[], str]) -> SessionFailure:
+    """Why a ready session's link went away, with what happens next (`stderr_hint`: what a process said last)."""
+    if link.refused_status == 401:  # a refused SSE message: refresh, or say which credential
+        return AuthRequired("the server refused the credentials")
+    if link.exit_code is not None:
+        code = await link.exit_code()
+        return LinkLost(f"exited (code {code}); restarted on the next call. {stderr_hint()}")
+    return LinkLost(f"{link.lost_reason or 'the connection closed'}; reconnected on the next call")
 
 
 def failed(failure: SessionFailure | BackendUnavailable, log: Logger) -> Verdict:

@@ -14,7 +14,6 @@ place (`failures.mapped`); what a refused credential leads to is `AuthRecovery`'
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any, TypeVar
@@ -22,21 +21,18 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types as types
 from loguru import logger
-from mcp import MCPDeprecationWarning
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
 
 from agentify.backends.auth_recovery import AuthRecovery
 from agentify.backends.backoff import Backoff
 from agentify.backends.call_path import CallPath
 from agentify.backends.calls import unavailable
 from agentify.backends.connection import Connection, Link
-from agentify.backends.endings import Verdict, ended_by, failed
+from agentify.backends.endings import Verdict, ended_by, failed, link_lost
 from agentify.backends.era import Era
 from agentify.backends.failures import (
     AuthRequired,
-    LinkLost,
     SessionFailure,
     StartRejected,
     StartTimeout,
@@ -54,8 +50,8 @@ from agentify.backends.routes import ResourceRoutes
 from agentify.backends.session import (
     RootsGetter,
     client_session,
-    list_tools,
     listening,
+    send_roots_changed,
     server_line,
     set_log_level,
     start,
@@ -222,14 +218,8 @@ class Supervisor:
 
     async def send_roots_changed(self) -> None:
         """Tells a live session that forwards roots that they changed; nothing when not running."""
-        session = self._session
-        if session is not None and self.spec.forward_roots:
-            try:
-                with warnings.catch_warnings():  # deprecated only in the 2026-07-28 era; backends use 2025-11-25
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await session.send_roots_list_changed()
-            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                self._log.warning("could not send roots/list_changed: {}", exc)
+        if (session := self._session) is not None and self.spec.forward_roots:
+            await send_roots_changed(session, self._log)
 
     async def send_log_level(self, level: types.LoggingLevel) -> None:
         """The level a live 2025-11-25 session logs at, from now on and after every restart (`logs.py`)."""
@@ -373,12 +363,7 @@ class Supervisor:
             events = (link.gone, self.tools.stale, self.offers.stale, self._stopping, self._reopen)
             idle = await self._idle.expired_or(events)
             if link.gone.is_set():
-                if link.refused_status == 401:  # a refused SSE message: refresh, or say which credential
-                    raise AuthRequired("the server refused the credentials")
-                if link.exit_code is not None:
-                    code = await link.exit_code()
-                    raise LinkLost(f"exited (code {code}); restarted on the next call. {self.stderr.hint()}")
-                raise LinkLost(f"{link.lost_reason or 'the connection closed'}; reconnected on the next call")
+                raise await link_lost(link, self.stderr.hint)
             if self._reopen.is_set():
                 self._reopen = anyio.Event()
                 raise WrongEra("reopening the session in the 2025-11-25 protocol")
@@ -390,20 +375,11 @@ class Supervisor:
                 self._lifecycle.enter(BackendState.IDLE)
                 return
             if self.tools.stale.is_set() and not self._stopping.is_set():
-                await self._list_again(session)
+                if await self.tools.list_again(session, self.start_limit):
+                    self._lifecycle.changed()
             if self.offers.stale.is_set() and not self._stopping.is_set():
                 await self.offers.learn(session, self.start_limit)
                 self.offers.keep()
-
-    async def _list_again(self, session: ClientSession) -> None:
-        self.tools.relisting()
-        try:
-            with anyio.fail_after(self.start_limit):
-                self.tools.replace(await list_tools(session))
-            self._log.info("tools changed: now {} tools", len(self.tools.tools))
-            self._lifecycle.changed()
-        except (TimeoutError, MCPError) as exc:
-            self._log.warning("listing tools again failed: {}", exc)
 
     async def _on_message(self, message: Any) -> None:
         change = change_of(self.spec.id, message)

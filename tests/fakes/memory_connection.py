@@ -51,6 +51,8 @@ class MemoryConnection:
         self.stamp = 0.0
         self.refreshable = True
         self.refuse_calls = 0
+        self.hung = anyio.Event()
+        """Set once a `tools/list` hangs (`hang_listing`)."""
         self._live: anyio.CancelScope | None = None
         self._link: Link | None = None
         self._refusing = False
@@ -113,6 +115,7 @@ class MemoryConnection:
     def _server(self) -> Server[Any]:
         async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
             if self.hang_listing:
+                self.hung.set()
                 await anyio.sleep_forever()
             return types.ListToolsResult(tools=list(self.tools))
 

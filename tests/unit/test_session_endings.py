@@ -4,11 +4,15 @@ sees in list_backends, and whether a session starts again at once; the refresh i
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+import anyio
 import pytest
 from loguru import logger
 
 from agentify.backends.auth_recovery import AuthRecovery
-from agentify.backends.endings import Verdict, ended_by
+from agentify.backends.connection import Link
+from agentify.backends.endings import Verdict, ended_by, link_lost
 from agentify.backends.failures import (
     AuthRequired,
     LinkLost,
@@ -90,3 +94,31 @@ def test_an_oauth_401_that_cannot_be_refreshed_asks_for_agentify_auth_at_once() 
     connection.refreshable = False
     verdict = ended_by(AuthRequired(), READY, OAUTH, AuthRecovery(OAUTH, connection), LOG)
     assert verdict == Verdict(state=NEEDS_AUTH, error="the server asks for authorization: run `agentify auth mem`")
+
+
+async def lost(stderr_hint: Callable[[], str], **fields: object) -> SessionFailure:
+    """`link_lost` of a link with these `fields`."""
+    send, receive = anyio.create_memory_object_stream[object](1)
+    with send, receive:
+        return await link_lost(Link(read_stream=receive, write_stream=send, **fields), stderr_hint)  # type: ignore[arg-type]
+
+
+def exited(code: int | None) -> Callable[[], Awaitable[int | None]]:
+    async def exit_code() -> int | None:
+        return code
+
+    return exit_code
+
+
+@pytest.mark.anyio
+async def test_a_link_gone_says_why_and_what_happens_next() -> None:
+    def hint() -> str:
+        return "stderr said: boom"
+
+    failure = await lost(hint, exit_code=exited(3))
+    assert isinstance(failure, LinkLost)
+    assert str(failure) == "exited (code 3); restarted on the next call. stderr said: boom"
+    failure = await lost(hint, lost_reason="the server closed the stream")
+    assert str(failure) == "the server closed the stream; reconnected on the next call"
+    assert str(await lost(hint)) == "the connection closed; reconnected on the next call"
+    assert isinstance(await lost(hint, refused_status=401, lost_reason="401"), AuthRequired)

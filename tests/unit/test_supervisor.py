@@ -292,3 +292,19 @@ async def test_a_question_on_a_pinned_2026_session_fails_saying_which_protocol_t
         with pytest.raises(BackendError, match='set "protocol": "2025-11-25"'):
             await call_by_name(supervisor, "ask")
         assert connection.opens == 1 and supervisor.state is READY
+
+
+async def test_a_listing_again_that_times_out_keeps_the_tools_and_the_next_change_is_listed() -> None:
+    connection = MemoryConnection()
+    async with supervised(spec(startupTimeoutSeconds=0.5), connection) as (supervisor, states):
+        await states.until(supervisor, READY)
+        version = supervisor.tools.version
+        connection.hang_listing = True
+        await call(supervisor, "grow")
+        with anyio.fail_after(5):
+            await connection.hung.wait()
+        connection.hang_listing = False
+        await call(supervisor, "grow")
+        await states.wait(lambda: supervisor.tools.version != version)
+        assert supervisor.status().tools == ("echo", "grow", "grown2", "grown3")
+        assert supervisor.state is READY and connection.opens == 1 and supervisor.restarts == 0
