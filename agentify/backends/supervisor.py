@@ -25,7 +25,6 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 
 from agentify.backends.auth_recovery import AuthRecovery
-from agentify.backends.backoff import Backoff
 from agentify.backends.call_path import CallPath
 from agentify.backends.calls import unavailable
 from agentify.backends.connection import Connection, Link
@@ -56,7 +55,8 @@ from agentify.backends.session import (
     set_log_level,
     start,
 )
-from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
+from agentify.backends.starts import Starts
+from agentify.backends.state import ENDED_BADLY, SETTLED, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig
@@ -98,7 +98,7 @@ class Supervisor:
         lazy_and_known = spec.start == "lazy" and not learning
         self._lifecycle = Lifecycle(BackendState.IDLE if lazy_and_known else BackendState.STOPPED, self._publish)
         self._auth = AuthRecovery(spec, connection)
-        self._backoff = Backoff()
+        self._starts = Starts(self._lifecycle)
         self._on_state = on_state
         self._roots = roots if spec.forward_roots else None
         self._era = Era(spec)
@@ -119,8 +119,6 @@ class Supervisor:
             routes=self.offers.routes,
             roots=self._roots,
         )
-        self._demand = anyio.Event()
-        self._stopping = anyio.Event()
         self._log = logger.bind(backend=spec.id)
 
     # ----- what callers use ------------------------------------------------------------------
@@ -161,19 +159,19 @@ class Supervisor:
     async def wait_settled(self, seconds: float | None = None) -> None:
         """Waits (bounded) until this backend is ready, idle or has failed; at once if disabled."""
         limit = seconds if seconds is not None else self.start_limit + SETTLE_SLACK
-        await self._wait_while(lambda: self.spec.enabled and self.state not in SETTLED, limit)
+        await self._starts.wait_while(lambda: self.spec.enabled and self.state not in SETTLED, limit)
 
     def kick(self) -> None:
         """Asks for a start, without waiting, where no call would ever ask: a backend that failed before it was
         ever ready in this run (the planner cannot choose its tools), and one that needed authorization and
         has new credentials now (`agentify auth` was run)."""
-        if not self.spec.enabled or self._stopping.is_set():
+        if not self.spec.enabled or self._starts.stopping.is_set():
             return
         if self.state is BackendState.FAILED and not self.tools.listed:
-            self._demand.set()
+            self._starts.ask()
         elif self.state is BackendState.NEEDS_AUTH and self._auth.has_new_credentials():
             self._lifecycle.enter(BackendState.RESTARTING)  # so a catalog waits for the attempt
-            self._demand.set()
+            self._starts.ask()
 
     async def call(
         self,
@@ -228,9 +226,7 @@ class Supervisor:
             await set_log_level(session, level, self._log)
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._demand.set()
-        self._lifecycle.wake()
+        self._starts.stop()
         self._idle.wake()
 
     async def _acquire(self) -> tuple[ClientSession, Link]:
@@ -239,20 +235,11 @@ class Supervisor:
         link = self._link
         if self.state is BackendState.READY and link is not None and link.gone.is_set():
             # The link is gone and the owner is ending the session: wait for its verdict, then restart.
-            await self._wait_while(lambda: self.state is BackendState.READY, self.start_limit)
-        if self.spec.enabled and self.state is not BackendState.READY and not self._stopping.is_set():
+            await self._starts.wait_while(lambda: self.state is BackendState.READY, self.start_limit)
+        if self.spec.enabled and self.state is not BackendState.READY and not self._starts.stopping.is_set():
             if self.state is BackendState.NEEDS_AUTH and not self._auth.has_new_credentials():
                 raise unavailable(self.spec, self.state.value, self.last_error)  # nothing new to try
-            self._demand.set()
-            attempted = False
-
-            def starting() -> bool:
-                # Until ready, or until a start attempt seen here has failed.
-                nonlocal attempted
-                attempted = attempted or self.state in STARTING
-                return self.state is not BackendState.READY and not (attempted and self.state in ENDED_BADLY)
-
-            await self._wait_while(starting, self._backoff.left() + self.start_limit + SETTLE_SLACK)
+            await self._starts.tried(self.start_limit + SETTLE_SLACK)
         session, link = self._session, self._link
         if self.state is not BackendState.READY or session is None or link is None:
             raise unavailable(self.spec, self.state.value, self.last_error)
@@ -261,27 +248,16 @@ class Supervisor:
     def _ask_reopen(self) -> None:
         self._reopen.set()
 
-    async def _wait_while(self, busy: Callable[[], bool], seconds: float) -> None:
-        await self._lifecycle.wait_while(lambda: busy() and not self._stopping.is_set(), seconds)
-
     # ----- the owner task -----------------------------------------------------------------------
 
     async def run(self) -> None:
         """Runs for the manager's lifetime: every session of this backend is entered and left here."""
         if self.spec.enabled and (self.spec.start == "eager" or self._idle.learning):
-            self._demand.set()
-        while not self._stopping.is_set():
-            await self._demand.wait()
-            if self._stopping.is_set():
-                break
-            self._demand = anyio.Event()
-            with anyio.move_on_after(self._backoff.left()):
-                await self._stopping.wait()
-            if self._stopping.is_set():
-                break
+            self._starts.ask()
+        while await self._starts.next():
             began = time.monotonic()
             await self._attempt()
-            self._backoff.after(self.state in ENDED_BADLY, time.monotonic() - began)
+            self._starts.backoff.after(self.state in ENDED_BADLY, time.monotonic() - began)
         self._lifecycle.enter(BackendState.STOPPED)
 
     async def _attempt(self) -> None:
@@ -292,7 +268,7 @@ class Supervisor:
             self._lifecycle.enter(BackendState.RESTARTING)
         else:
             self._lifecycle.enter(BackendState.STARTING)
-        while await self._session_once() and not self._stopping.is_set():
+        while await self._session_once() and not self._starts.stopping.is_set():
             pass  # the transport fell back, or a refreshed token may help: start again within this attempt
 
     async def _session_once(self) -> bool:
@@ -359,8 +335,8 @@ class Supervisor:
             LinkLost: why, with what happens next.
             AuthRequired: the link ended because the server refused the credentials (HTTP 401).
         """
-        while not self._stopping.is_set():
-            events = (link.gone, self.tools.stale, self.offers.stale, self._stopping, self._reopen)
+        while not self._starts.stopping.is_set():
+            events = (link.gone, self.tools.stale, self.offers.stale, self._starts.stopping, self._reopen)
             idle = await self._idle.expired_or(events)
             if link.gone.is_set():
                 raise await link_lost(link, self.stderr.hint)
@@ -374,10 +350,10 @@ class Supervisor:
                 self._session = None
                 self._lifecycle.enter(BackendState.IDLE)
                 return
-            if self.tools.stale.is_set() and not self._stopping.is_set():
+            if self.tools.stale.is_set() and not self._starts.stopping.is_set():
                 if await self.tools.list_again(session, self.start_limit):
                     self._lifecycle.changed()
-            if self.offers.stale.is_set() and not self._stopping.is_set():
+            if self.offers.stale.is_set() and not self._starts.stopping.is_set():
                 await self.offers.learn(session, self.start_limit)
                 self.offers.keep()
 
