@@ -4,11 +4,12 @@ Every session (connection + `ClientSession`) is entered and left by `run`, the o
 rule). The owner starts when there is demand (at once for an eager backend, on the first call for a lazy
 one), initialises, lists tools, then waits for one of: the link going away, a `tools/list_changed`
 notification (it lists again), the idle time running out, or a stop. A backend that died or never started
-is started again on its next use, after an exponential backoff.
+is started again on its next use, after an exponential backoff (`starts.py`: who asks, who waits).
 
 The backend's state is its `Lifecycle` (illegal transitions raise); only the owner changes it, but for
 `kick`'s NEEDS_AUTH -> RESTARTING. Why a session failed is typed (`failures.py`) and translated in one
-place (`failures.mapped`); what a refused credential leads to is `AuthRecovery`'s, the tools are `ToolSet`'s.
+place (`failures.mapped`); what its end means for the backend is `endings.py`'s, what a refused credential
+leads to `AuthRecovery`'s, the tools are `ToolSet`'s, and a call's way to the live session is `CallPath`'s.
 """
 
 from __future__ import annotations
