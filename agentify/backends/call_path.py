@@ -28,7 +28,6 @@ from agentify.backends.logs import LogSink
 from agentify.backends.questions import Answerer, InFlight
 from agentify.backends.routes import ResourceRoutes
 from agentify.backends.session import RootsGetter
-from agentify.backends.stderr_log import StderrLog
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable, Denied
 
@@ -49,7 +48,8 @@ class CallPath:
     idle: IdleClock
     era: Era
     questions: InFlight
-    stderr: StderrLog
+    stderr_hint: Callable[[], str]
+    """What the backend's stderr last said, read only when a call fails."""
     auth: AuthRecovery
     routes: ResourceRoutes
     roots: RootsGetter | None
@@ -111,7 +111,7 @@ class CallPath:
                 tool,
                 arguments,
                 progress,
-                self.stderr.hint,
+                self.stderr_hint,
                 self.questions,
                 answerer,
                 self.roots,

@@ -52,13 +52,13 @@ def ended_by(
     if isinstance(failure, WrongEra):
         return Verdict(again=True, state=BackendState.STARTING)
     if isinstance(failure, AuthRequired):
-        return after_refusal(state, spec, auth, log)
+        return _after_refusal(state, spec, auth, log)
     if isinstance(failure, Unexpected):  # a bug or a case nobody foresaw: keep the traceback
         log.opt(exception=failure).error("backend session failed: {}", failure)
     return failed(failure, log)
 
 
-def after_refusal(state: BackendState, spec: BackendConfig, auth: AuthRecovery, log: Logger) -> Verdict:
+def _after_refusal(state: BackendState, spec: BackendConfig, auth: AuthRecovery, log: Logger) -> Verdict:
     """The server refused the credentials (HTTP 401): refresh and start again, or say which credential to fix."""
     refusal = auth.after_refusal()
     if refusal is Refusal.WRONG_CREDENTIALS:

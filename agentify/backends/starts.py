@@ -16,6 +16,8 @@ from agentify.backends.state import ENDED_BADLY, STARTING, BackendState, Lifecyc
 
 
 class Starts:
+    """One backend's: the owner task waits in `next`, callers `ask` (and wait in `tried`), the manager `stop`s."""
+
     def __init__(self, lifecycle: Lifecycle) -> None:
         self._lifecycle = lifecycle
         self.backoff = Backoff()

@@ -115,7 +115,7 @@ class Supervisor:
             idle=self._idle,
             era=self._era,
             questions=self._questions,
-            stderr=stderr,
+            stderr_hint=stderr.hint,
             auth=self._auth,
             routes=self.offers.routes,
             roots=self._roots,
