@@ -201,6 +201,16 @@ def gateway_pid() -> int:
     return newest[1]
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds a process has spent so far (user and system), 0 once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def rss_kib(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():

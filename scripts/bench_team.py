@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from bench_support import AGENTIFY, REPO, descendants, interleaved, interleaved_percentiles, percentiles
+from bench_support import AGENTIFY, REPO, cpu_seconds, descendants, interleaved, interleaved_percentiles, percentiles
 
 from tests.integration.team import http_client
 
@@ -40,7 +40,6 @@ The longer, the less the gateway's and the client's own CPU counts on a loaded m
 CONCURRENCY = 9
 """Clients calling at once: three per replica, so that no backend waits for a call while round robin
 spreads them unevenly."""
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 WORKERS = 4
 
 
@@ -54,7 +53,7 @@ class Team:
         parts = {"replicas": replicas, "backends": {b for pid in replicas for b in descendants(pid)}}
         started = descendants(self.process.pid)
         parts["HAProxy"] = {pid for pid in started if _command(pid).split(b"\0")[0].endswith(b"haproxy")}
-        return {part: sum(_cpu_seconds(pid) for pid in pids) for part, pids in parts.items()}
+        return {part: sum(cpu_seconds(pid) for pid in pids) for part, pids in parts.items()}
 
     def replicas(self) -> dict[int, tuple[int, str]]:
         """Replica number -> (pid, own URL), as team.sh last reported them."""
@@ -91,15 +90,6 @@ def _command(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
-
-
-def _cpu_seconds(pid: int) -> float:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = text[text.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
 
 
 def _free_port() -> int:

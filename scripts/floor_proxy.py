@@ -6,8 +6,10 @@ to it unchanged: no planning, no config, no logging, no tracing, no redaction. W
 gateway costs above this is agentify's own; what this costs above a direct call is the SDK's
 JSON-RPC on both sides.
 
-Like the gateway, it drops the SDK's OpenTelemetry middleware (no exporter is configured) and
-forwards calls with `send_request`, so neither side validates results against output schemas.
+It keeps the SDK's defaults, its OpenTelemetry middleware included, as the gateway must (issue 18);
+with no tracer provider installed, the SDK's spans are OpenTelemetry's no-op ones. Like the
+gateway, it forwards calls with `send_request`, so neither side validates results against output
+schemas.
 
 With `--http PORT` it serves streamable HTTP on 127.0.0.1 instead (uvicorn, no auth, TCP_NODELAY
 as the gateway's socket has it): what the SDK's HTTP transport costs above its stdio one.
@@ -52,11 +54,7 @@ def build_proxy(backend: StdioServerParameters) -> Server[ClientSession]:
     ) -> types.CallToolResult:
         return await ctx.lifespan_context.send_request(types.CallToolRequest(params=params), types.CallToolResult)
 
-    server: Server[ClientSession] = Server(
-        "floor-proxy", version="0", lifespan=lifespan, on_list_tools=list_tools, on_call_tool=call_tool
-    )
-    server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
-    return server
+    return Server("floor-proxy", version="0", lifespan=lifespan, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 async def main(command: str, args: list[str], http_port: int | None) -> None:

@@ -31,7 +31,7 @@ from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
-from opentelemetry.trace import Link, SpanKind, Tracer
+from opentelemetry.trace import Link, SpanKind, Tracer, get_current_span
 from opentelemetry.trace.span import TraceState
 from opentelemetry.util.types import Attributes
 
@@ -262,9 +262,9 @@ class _RecordWhenRead(Sampler):
         links: Sequence[Link] | None = None,
         trace_state: TraceState | None = None,
     ) -> SamplingResult:
+        if not self.reading():  # the parent's trace state is kept, as the parent-based sampler would
+            return SamplingResult(Decision.DROP, None, get_current_span(parent_context).get_span_context().trace_state)
         result = self._parent_based.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
-        if not self.reading():
-            return SamplingResult(Decision.DROP, None, result.trace_state)
         if result.decision is Decision.DROP:
             # A dropping result carries no attributes: the span's own are what it records.
             return SamplingResult(Decision.RECORD_ONLY, attributes, result.trace_state)
