@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 from loguru import logger
+from mcp import MCPDeprecationWarning
 from mcp.client.session import ClientSession, LoggingFnT, MessageHandlerFnT
 from mcp.client.subscriptions import Subscription, SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
@@ -74,6 +76,16 @@ async def set_log_level(session: ClientSession, level: types.LoggingLevel | None
         log.debug("asked to log at {} and above", level)
     except (TimeoutError, MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
         log.info("logging/setLevel {} was not taken: {}", level, exc)
+
+
+async def send_roots_changed(session: ClientSession, log: Logger) -> None:
+    """`notifications/roots/list_changed`; a session that cannot take it any more is said in `log`."""
+    try:
+        with warnings.catch_warnings():  # deprecated only in the 2026-07-28 era; backends use 2025-11-25
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await session.send_roots_list_changed()
+    except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+        log.warning("could not send roots/list_changed: {}", exc)
 
 
 async def list_tools(session: ClientSession) -> list[types.Tool]:

@@ -4,17 +4,17 @@ Every session (connection + `ClientSession`) is entered and left by `run`, the o
 rule). The owner starts when there is demand (at once for an eager backend, on the first call for a lazy
 one), initialises, lists tools, then waits for one of: the link going away, a `tools/list_changed`
 notification (it lists again), the idle time running out, or a stop. A backend that died or never started
-is started again on its next use, after an exponential backoff.
+is started again on its next use, after an exponential backoff (`starts.py`: who asks, who waits).
 
 The backend's state is its `Lifecycle` (illegal transitions raise); only the owner changes it, but for
 `kick`'s NEEDS_AUTH -> RESTARTING. Why a session failed is typed (`failures.py`) and translated in one
-place (`failures.mapped`); what a refused credential leads to is `AuthRecovery`'s, the tools are `ToolSet`'s.
+place (`failures.mapped`); what its end means for the backend is `endings.py`'s, what a refused credential
+leads to `AuthRecovery`'s, the tools are `ToolSet`'s, and a call's way to the live session is `CallPath`'s.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any, TypeVar
@@ -22,23 +22,20 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types as types
 from loguru import logger
-from mcp import MCPDeprecationWarning
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
 
-from agentify.backends.auth_recovery import AuthRecovery, Refusal
-from agentify.backends.backoff import Backoff
-from agentify.backends.calls import call_tool, refused, send_request, unavailable
+from agentify.backends.auth_recovery import AuthRecovery
+from agentify.backends.call_path import CallPath
+from agentify.backends.calls import unavailable
 from agentify.backends.connection import Connection, Link
-from agentify.backends.era import Era, EraFellBack
+from agentify.backends.endings import Verdict, ended_by, failed, link_lost
+from agentify.backends.era import Era
 from agentify.backends.failures import (
     AuthRequired,
-    LinkLost,
     SessionFailure,
     StartRejected,
     StartTimeout,
-    Unexpected,
     WrongEra,
     WrongTransport,
     mapped,
@@ -53,23 +50,22 @@ from agentify.backends.routes import ResourceRoutes
 from agentify.backends.session import (
     RootsGetter,
     client_session,
-    list_tools,
     listening,
+    send_roots_changed,
     server_line,
     set_log_level,
     start,
 )
-from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
+from agentify.backends.starts import Starts
+from agentify.backends.state import ENDED_BADLY, SETTLED, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig
-from agentify.errors import BackendUnavailable, Denied
 
 StateListener = Callable[[BackendStatus], None]
 _R = TypeVar("_R", bound=types.Result)
 
 SETTLE_SLACK = 1.0  # a waiter's margin over the start-up timeout, so it sees the owner's verdict
-_LIVE = (BackendState.STARTING, BackendState.RESTARTING, BackendState.READY)
 
 
 class Supervisor:
@@ -103,16 +99,27 @@ class Supervisor:
         lazy_and_known = spec.start == "lazy" and not learning
         self._lifecycle = Lifecycle(BackendState.IDLE if lazy_and_known else BackendState.STOPPED, self._publish)
         self._auth = AuthRecovery(spec, connection)
-        self._backoff = Backoff()
+        self._starts = Starts(self._lifecycle)
         self._on_state = on_state
-        self._roots = roots
+        self._roots = roots if spec.forward_roots else None
         self._era = Era(spec)
         self._questions = InFlight(spec.id)
         self._reopen = anyio.Event()  # set when the era fell back: the live session ends and a new one starts
         self._session: ClientSession | None = None
         self._link: Link | None = None
-        self._demand = anyio.Event()
-        self._stopping = anyio.Event()
+        self._calls = CallPath(
+            spec=spec,
+            acquire=self._acquire,
+            reopen=self._ask_reopen,
+            start_limit=self.start_limit,
+            idle=self._idle,
+            era=self._era,
+            questions=self._questions,
+            stderr_hint=stderr.hint,
+            auth=self._auth,
+            routes=self.offers.routes,
+            roots=self._roots,
+        )
         self._log = logger.bind(backend=spec.id)
 
     # ----- what callers use ------------------------------------------------------------------
@@ -153,19 +160,19 @@ class Supervisor:
     async def wait_settled(self, seconds: float | None = None) -> None:
         """Waits (bounded) until this backend is ready, idle or has failed; at once if disabled."""
         limit = seconds if seconds is not None else self.start_limit + SETTLE_SLACK
-        await self._wait_while(lambda: self.spec.enabled and self.state not in SETTLED, limit)
+        await self._starts.wait_while(lambda: self.spec.enabled and self.state not in SETTLED, limit)
 
     def kick(self) -> None:
         """Asks for a start, without waiting, where no call would ever ask: a backend that failed before it was
         ever ready in this run (the planner cannot choose its tools), and one that needed authorization and
         has new credentials now (`agentify auth` was run)."""
-        if not self.spec.enabled or self._stopping.is_set():
+        if not self.spec.enabled or self._starts.stopping.is_set():
             return
         if self.state is BackendState.FAILED and not self.tools.listed:
-            self._demand.set()
+            self._starts.ask()
         elif self.state is BackendState.NEEDS_AUTH and self._auth.has_new_credentials():
             self._lifecycle.enter(BackendState.RESTARTING)  # so a catalog waits for the attempt
-            self._demand.set()
+            self._starts.ask()
 
     async def call(
         self,
@@ -176,29 +183,12 @@ class Supervisor:
         logs: LogSink | None = None,
     ) -> types.CallToolResult:
         """Calls one tool, starting the backend first if needed; `answerer` answers the backend's questions,
-        `logs` hears its log messages meanwhile.
+        `logs` hears its log messages meanwhile (`call_path.py`).
 
         Raises:
             Denied, BackendUnavailable, BackendError, TaskTimeout; what the answerer raises (`questions.py`).
         """
-        if not self.spec.tools.permits(tool):
-            raise Denied(f"{self.spec.id}.{tool} is not allowed by tools.allow / tools.deny of the backend's config")
-        session, link = await self._acquire()
-        result: types.CallToolResult | None = None
-        try:
-            result = await self._call_on(session, link, tool, arguments, progress, answerer, logs)
-        except BackendUnavailable:
-            if not self._auth.call_may_be_retried(link):
-                raise
-        except EraFellBack:
-            self._reopen.set()
-        if result is None:
-            with anyio.move_on_after(self.start_limit):
-                await link.gone.wait()  # the owner ends that session, then starts one (a refreshed token, an older era)
-            session, link = await self._acquire()
-            result = await self._call_on(session, link, tool, arguments, progress, answerer, logs)
-        self.offers.routes.carried(self.spec.id, result)  # the links it gave are read from here
-        return result
+        return await self._calls.call(tool, arguments, progress, answerer, logs)
 
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
         """A request beside tool calls (resources, prompts, completions), starting the backend first if needed.
@@ -206,12 +196,7 @@ class Supervisor:
         Raises:
             MCPError (the backend's own refusal), BackendUnavailable, BackendError, TaskTimeout.
         """
-        session, link = await self._acquire()
-        self._idle.begin()
-        try:
-            return await send_request(session, link, self.spec, request, result_type)
-        finally:
-            self._idle.end()
+        return await self._calls.request(request, result_type)
 
     def listed_tool(self, tool: str) -> types.Tool | None:
         """The tool the backend calls `tool`, as a session of this run listed it; None before any did (the manifest
@@ -230,46 +215,10 @@ class Supervisor:
             await self._acquire()
         return self.listed_tool(tool)
 
-    async def _call_on(
-        self,
-        session: ClientSession,
-        link: Link,
-        tool: str,
-        arguments: dict[str, Any],
-        progress: ProgressFnT | None,
-        answerer: Answerer | None,
-        logs: LogSink | None,
-    ) -> types.CallToolResult:
-        self._idle.begin()
-        roots = self._roots if self.spec.forward_roots else None
-        try:
-            call = call_tool(
-                session,
-                link,
-                self.spec,
-                tool,
-                arguments,
-                progress,
-                self.stderr.hint,
-                self._questions,
-                answerer,
-                roots,
-                logs,
-            )
-            return await self._era.watch(session, call)
-        finally:
-            self._idle.end()
-
     async def send_roots_changed(self) -> None:
         """Tells a live session that forwards roots that they changed; nothing when not running."""
-        session = self._session
-        if session is not None and self.spec.forward_roots:
-            try:
-                with warnings.catch_warnings():  # deprecated only in the 2026-07-28 era; backends use 2025-11-25
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await session.send_roots_list_changed()
-            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                self._log.warning("could not send roots/list_changed: {}", exc)
+        if (session := self._session) is not None and self.spec.forward_roots:
+            await send_roots_changed(session, self._log)
 
     async def send_log_level(self, level: types.LoggingLevel) -> None:
         """The level a live 2025-11-25 session logs at, from now on and after every restart (`logs.py`)."""
@@ -278,9 +227,7 @@ class Supervisor:
             await set_log_level(session, level, self._log)
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._demand.set()
-        self._lifecycle.wake()
+        self._starts.stop()
         self._idle.wake()
 
     async def _acquire(self) -> tuple[ClientSession, Link]:
@@ -289,46 +236,29 @@ class Supervisor:
         link = self._link
         if self.state is BackendState.READY and link is not None and link.gone.is_set():
             # The link is gone and the owner is ending the session: wait for its verdict, then restart.
-            await self._wait_while(lambda: self.state is BackendState.READY, self.start_limit)
-        if self.spec.enabled and self.state is not BackendState.READY and not self._stopping.is_set():
+            await self._starts.wait_while(lambda: self.state is BackendState.READY, self.start_limit)
+        if self.spec.enabled and self.state is not BackendState.READY and not self._starts.stopping.is_set():
             if self.state is BackendState.NEEDS_AUTH and not self._auth.has_new_credentials():
                 raise unavailable(self.spec, self.state.value, self.last_error)  # nothing new to try
-            self._demand.set()
-            attempted = False
-
-            def starting() -> bool:
-                # Until ready, or until a start attempt seen here has failed.
-                nonlocal attempted
-                attempted = attempted or self.state in STARTING
-                return self.state is not BackendState.READY and not (attempted and self.state in ENDED_BADLY)
-
-            await self._wait_while(starting, self._backoff.left() + self.start_limit + SETTLE_SLACK)
+            await self._starts.tried(self.start_limit + SETTLE_SLACK)
         session, link = self._session, self._link
         if self.state is not BackendState.READY or session is None or link is None:
             raise unavailable(self.spec, self.state.value, self.last_error)
         return session, link
 
-    async def _wait_while(self, busy: Callable[[], bool], seconds: float) -> None:
-        await self._lifecycle.wait_while(lambda: busy() and not self._stopping.is_set(), seconds)
+    def _ask_reopen(self) -> None:
+        self._reopen.set()
 
     # ----- the owner task -----------------------------------------------------------------------
 
     async def run(self) -> None:
         """Runs for the manager's lifetime: every session of this backend is entered and left here."""
         if self.spec.enabled and (self.spec.start == "eager" or self._idle.learning):
-            self._demand.set()
-        while not self._stopping.is_set():
-            await self._demand.wait()
-            if self._stopping.is_set():
-                break
-            self._demand = anyio.Event()
-            with anyio.move_on_after(self._backoff.left()):
-                await self._stopping.wait()
-            if self._stopping.is_set():
-                break
+            self._starts.ask()
+        while await self._starts.next():
             began = time.monotonic()
             await self._attempt()
-            self._backoff.after(self.state in ENDED_BADLY, time.monotonic() - began)
+            self._starts.backoff.after(self.state in ENDED_BADLY, time.monotonic() - began)
         self._lifecycle.enter(BackendState.STOPPED)
 
     async def _attempt(self) -> None:
@@ -339,7 +269,7 @@ class Supervisor:
             self._lifecycle.enter(BackendState.RESTARTING)
         else:
             self._lifecycle.enter(BackendState.STARTING)
-        while await self._session_once() and not self._stopping.is_set():
+        while await self._session_once() and not self._starts.stopping.is_set():
             pass  # the transport fell back, or a refreshed token may help: start again within this attempt
 
     async def _session_once(self) -> bool:
@@ -351,9 +281,8 @@ class Supervisor:
                 async with AsyncExitStack() as stack:
                     link = await stack.enter_async_context(self.connection.open())
                     self._link = link
-                    roots = self._roots if self.spec.forward_roots else None
                     session = await stack.enter_async_context(
-                        client_session(link, self._on_message, roots, self._questions, self._on_log_message)
+                        client_session(link, self._on_message, self._roots, self._questions, self._on_log_message)
                     )
                     try:
                         tools = await start(
@@ -362,8 +291,7 @@ class Supervisor:
                     except (StartTimeout, StartRejected) as failure:
                         # Said before the (bounded, seconds long) stop of the process below, so that
                         # callers waiting on this start see the reason, not "starting".
-                        self._fail(failure)
-                        return False
+                        return self._settle(failed(failure, self._log))
                     await self.offers.learn(session, self.start_limit)  # before READY: what waits sees them
                     # Listening before READY too: a change right after the first call is heard.
                     await stack.enter_async_context(listening(session))
@@ -376,7 +304,7 @@ class Supervisor:
         except SessionFailure as failure:
             if not isinstance(failure, WrongTransport | WrongEra | AuthRequired):
                 ended = str(failure)
-            return self._ended_by(failure)
+            return self._settle(ended_by(failure, self.state, self.spec, self._auth, self._log))
         finally:
             self._session = None
             if self._link is not None:
@@ -384,23 +312,13 @@ class Supervisor:
                 self._link.gone.set()  # wakes callers whose call failed with the connection
             self._link = None
 
-    def _ended_by(self, failure: SessionFailure) -> bool:
-        """What a session's failure means; True when the session should start again at once."""
-        if self.state not in _LIVE:  # the session had already ended (idle) when closing it failed
-            self._log.warning("closing the session failed: {}", failure)
-            return False
-        if isinstance(failure, WrongTransport):
-            self._log.info("the server does not speak streamable HTTP; trying the SSE transport")
-            return True
-        if isinstance(failure, WrongEra):
-            self._lifecycle.enter(BackendState.STARTING)
-            return True
-        if isinstance(failure, AuthRequired):
-            return self._after_refusal()
-        if isinstance(failure, Unexpected):  # a bug or a case nobody foresaw: keep the traceback
-            self._log.opt(exception=failure).error("backend session failed: {}", failure)
-        self._fail(failure)
-        return False
+    def _settle(self, verdict: Verdict) -> bool:
+        """Applies what a session's end means (`endings.py`); True when a session should start again at once."""
+        if verdict.error is not None:
+            self.last_error = verdict.error
+        if verdict.state is not None:
+            self._lifecycle.enter(verdict.state)
+        return verdict.again
 
     def _ready(self, session: ClientSession, tools: list[types.Tool]) -> None:
         self.tools.replace(tools)
@@ -411,21 +329,6 @@ class Supervisor:
         self._auth.session_ready()
         self._lifecycle.enter(BackendState.READY)
 
-    def _after_refusal(self) -> bool:
-        refusal = self._auth.after_refusal()
-        if refusal is Refusal.WRONG_CREDENTIALS:
-            self._fail(refused(self.spec))
-            return False
-        if refusal is Refusal.REFRESH:
-            self._log.info("the server refused the access token; refreshing it")
-            if self.state is BackendState.READY:
-                self._lifecycle.enter(BackendState.STARTING)
-            return True
-        self.last_error = f"the server asks for authorization: run `agentify auth {self.spec.id}`"
-        self._log.warning("needs authorization: run `agentify auth {}`", self.spec.id)
-        self._lifecycle.enter(BackendState.NEEDS_AUTH)
-        return False
-
     async def _serve(self, session: ClientSession, link: Link) -> None:
         """Serves until the backend idles or is stopped (returns), or its link goes away.
 
@@ -433,16 +336,11 @@ class Supervisor:
             LinkLost: why, with what happens next.
             AuthRequired: the link ended because the server refused the credentials (HTTP 401).
         """
-        while not self._stopping.is_set():
-            events = (link.gone, self.tools.stale, self.offers.stale, self._stopping, self._reopen)
+        while not self._starts.stopping.is_set():
+            events = (link.gone, self.tools.stale, self.offers.stale, self._starts.stopping, self._reopen)
             idle = await self._idle.expired_or(events)
             if link.gone.is_set():
-                if link.refused_status == 401:  # a refused SSE message: refresh, or say which credential
-                    raise AuthRequired("the server refused the credentials")
-                if link.exit_code is not None:
-                    code = await link.exit_code()
-                    raise LinkLost(f"exited (code {code}); restarted on the next call. {self.stderr.hint()}")
-                raise LinkLost(f"{link.lost_reason or 'the connection closed'}; reconnected on the next call")
+                raise await link_lost(link, self.stderr.hint)
             if self._reopen.is_set():
                 self._reopen = anyio.Event()
                 raise WrongEra("reopening the session in the 2025-11-25 protocol")
@@ -453,21 +351,12 @@ class Supervisor:
                 self._session = None
                 self._lifecycle.enter(BackendState.IDLE)
                 return
-            if self.tools.stale.is_set() and not self._stopping.is_set():
-                await self._list_again(session)
-            if self.offers.stale.is_set() and not self._stopping.is_set():
+            if self.tools.stale.is_set() and not self._starts.stopping.is_set():
+                if await self.tools.list_again(session, self.start_limit):
+                    self._lifecycle.changed()
+            if self.offers.stale.is_set() and not self._starts.stopping.is_set():
                 await self.offers.learn(session, self.start_limit)
                 self.offers.keep()
-
-    async def _list_again(self, session: ClientSession) -> None:
-        self.tools.relisting()
-        try:
-            with anyio.fail_after(self.start_limit):
-                self.tools.replace(await list_tools(session))
-            self._log.info("tools changed: now {} tools", len(self.tools.tools))
-            self._lifecycle.changed()
-        except (TimeoutError, MCPError) as exc:
-            self._log.warning("listing tools again failed: {}", exc)
 
     async def _on_message(self, message: Any) -> None:
         change = change_of(self.spec.id, message)
@@ -484,12 +373,6 @@ class Supervisor:
     async def _on_log_message(self, params: types.LoggingMessageNotificationParams) -> None:
         if not self._questions.log(params) and self._on_log is not None:
             self._on_log(self.spec.id, params)
-
-    def _fail(self, failure: SessionFailure | BackendUnavailable) -> None:
-        message = str(failure)
-        self.last_error = message
-        self._log.warning("failed: {}", message)
-        self._lifecycle.enter(BackendState.FAILED)
 
     def _publish(self) -> None:
         if self._on_state is not None:

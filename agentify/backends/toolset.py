@@ -8,10 +8,14 @@ import itertools
 
 import anyio
 import mcp_types as types
+from loguru import logger
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
 
 from agentify.backends.handles import ToolCaller, ToolHandle
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.overrides import Offered, offered
+from agentify.backends.session import list_tools
 from agentify.config import BackendConfig
 
 _VERSIONS = itertools.count(1)  # global, so a replaced backend never reuses a version
@@ -39,9 +43,19 @@ class ToolSet:
         self.version = next(_VERSIONS)
         self.listed = True
 
-    def relisting(self) -> None:
-        """About to list again: a notification from now on asks for another listing."""
+    async def list_again(self, session: ClientSession, limit: float) -> bool:
+        """Lists them on a live session (the owner's), after the backend said they changed; True when it answered
+        within `limit` seconds. A notification from now on asks for another listing."""
         self.stale = anyio.Event()
+        log = logger.bind(backend=self._spec.id)
+        try:
+            with anyio.fail_after(limit):
+                self.replace(await list_tools(session))
+        except (TimeoutError, MCPError) as exc:
+            log.warning("listing tools again failed: {}", exc)
+            return False
+        log.info("tools changed: now {} tools", len(self.tools))
+        return True
 
     @property
     def tools(self) -> list[types.Tool]:

@@ -5,7 +5,9 @@ tests drive the real `ClientSession` and the SDK's low-level `Server` without a 
 spawn, anything); `drop()` ends the live server as a crashed process would, and `refuse()` as a
 server that refuses the token mid-session (the transport raises `AuthRequired`); `tools` is what the
 server lists, and its `grow` tool adds one and sends `notifications/tools/list_changed`; `metas` is
-the `_meta` of every `tools/call` it received.
+the `_meta` of every `tools/call` it received. Its `ask` tool asks its user by server-to-client request,
+which a 2026-07-28 session cannot carry (the SDK's `NoBackChannelError`); `refuse_calls` refuses the next
+calls as an OAuth server that no longer takes the token answers a request (HTTP 401, the link ends).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.message import SessionMessage
+from mcp_types.version import is_version_at_least
 
 from agentify.backends.connection import Link
 from agentify.backends.failures import AuthRequired, SessionFailure, Unexpected, Unreachable
@@ -46,7 +50,11 @@ class MemoryConnection:
         self.refreshes = 0
         self.stamp = 0.0
         self.refreshable = True
+        self.refuse_calls = 0
+        self.hung = anyio.Event()
+        """Set once a `tools/list` hangs (`hang_listing`)."""
         self._live: anyio.CancelScope | None = None
+        self._link: Link | None = None
         self._refusing = False
 
     @asynccontextmanager
@@ -56,7 +64,7 @@ class MemoryConnection:
             raise self.fail_opens.pop(0)
         to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         server_writes, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-        link = Link(read_stream=from_server, write_stream=to_server)  # type: ignore[arg-type]
+        link = self._link = Link(read_stream=from_server, write_stream=to_server)  # type: ignore[arg-type]
         server = self._server()
 
         async def serve(*, task_status: anyio.abc.TaskStatus[anyio.CancelScope]) -> None:
@@ -107,6 +115,7 @@ class MemoryConnection:
     def _server(self) -> Server[Any]:
         async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
             if self.hang_listing:
+                self.hung.set()
                 await anyio.sleep_forever()
             return types.ListToolsResult(tools=list(self.tools))
 
@@ -114,6 +123,14 @@ class MemoryConnection:
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             self.metas.append(dict(params.meta or {}))
+            if self.refuse_calls:
+                self.refuse_calls -= 1
+                assert self._link is not None
+                self._link.refused_status = 401
+                self.refuse()
+                await anyio.sleep_forever()  # cancelled with the server: the call is never answered
+            if params.name == "ask" and is_version_at_least(ctx.session.protocol_version, "2026-07-28"):
+                raise NoBackChannelError("elicitation/create")
             if params.name == "grow":
                 self.tools.append(tool(f"grown{len(self.tools)}"))
                 # 2025-11-25 clients hear it on the session; 2026-07-28 ones through subscriptions/listen.

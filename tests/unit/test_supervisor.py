@@ -23,7 +23,7 @@ from agentify.backends.state import BackendState, BackendStatus, IllegalTransiti
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.supervisor import Supervisor
 from agentify.config import BackendConfig
-from agentify.errors import BackendUnavailable
+from agentify.errors import BackendError, BackendUnavailable
 from tests.fakes.memory_connection import MemoryConnection
 
 pytestmark = pytest.mark.anyio
@@ -251,3 +251,60 @@ def test_the_backoff_doubles_after_quick_failures_and_starts_over_after_a_clean_
     backoff.after(ended_badly=True, lasted=1.0)
     backoff.after(ended_badly=False, lasted=1.0)
     assert backoff.delay == 0.0 and backoff.left() == 0.0
+
+
+async def test_a_call_refused_with_401_runs_once_more_on_a_session_with_a_refreshed_token() -> None:
+    connection = MemoryConnection()
+    async with supervised(oauth_spec(), connection) as (supervisor, states):
+        await states.until(supervisor, READY)
+        connection.refuse_calls = 1
+        assert await call_by_name(supervisor, "echo") == "echo ran"
+        assert connection.refreshes == 1 and connection.opens == 2 and supervisor.restarts == 0
+    assert states.seen == [STARTING, READY, STARTING, READY, STOPPED]
+
+
+async def test_a_call_refused_with_401_by_a_backend_without_oauth_is_not_made_again() -> None:
+    connection = MemoryConnection()
+    async with supervised(spec(), connection) as (supervisor, states):
+        await states.until(supervisor, READY)
+        connection.refuse_calls = 1
+        with pytest.raises(BackendUnavailable, match=r"refused the credentials \(HTTP 401\)"):
+            await call_by_name(supervisor, "echo")
+        await states.until(supervisor, FAILED)
+    assert connection.opens == 1 and connection.refreshes == 0
+
+
+async def test_a_question_a_2026_session_cannot_carry_reopens_the_session_on_2025_and_calls_again() -> None:
+    connection = MemoryConnection(["echo", "ask"])
+    async with supervised(spec(), connection) as (supervisor, states):
+        await states.until(supervisor, READY)
+        assert await call_by_name(supervisor, "ask") == "ask ran"
+        assert connection.opens == 2 and supervisor.restarts == 0
+        assert await call_by_name(supervisor, "ask") == "ask ran"  # the era stays fallen back
+        assert connection.opens == 2
+    assert states.seen == [STARTING, READY, STARTING, READY, STOPPED]
+
+
+async def test_a_question_on_a_pinned_2026_session_fails_saying_which_protocol_to_set() -> None:
+    connection = MemoryConnection(["echo", "ask"])
+    async with supervised(spec(protocol="2026-07-28"), connection) as (supervisor, states):
+        await states.until(supervisor, READY)
+        with pytest.raises(BackendError, match='set "protocol": "2025-11-25"'):
+            await call_by_name(supervisor, "ask")
+        assert connection.opens == 1 and supervisor.state is READY
+
+
+async def test_a_listing_again_that_times_out_keeps_the_tools_and_the_next_change_is_listed() -> None:
+    connection = MemoryConnection()
+    async with supervised(spec(startupTimeoutSeconds=0.5), connection) as (supervisor, states):
+        await states.until(supervisor, READY)
+        version = supervisor.tools.version
+        connection.hang_listing = True
+        await call(supervisor, "grow")
+        with anyio.fail_after(5):
+            await connection.hung.wait()
+        connection.hang_listing = False
+        await call(supervisor, "grow")
+        await states.wait(lambda: supervisor.tools.version != version)
+        assert supervisor.status().tools == ("echo", "grow", "grown2", "grown3")
+        assert supervisor.state is READY and connection.opens == 1 and supervisor.restarts == 0
