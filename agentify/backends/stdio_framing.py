@@ -11,10 +11,10 @@ and reported to the session as an unreadable message.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from dataclasses import dataclass
 
-import anyio.abc
+import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
@@ -54,7 +54,7 @@ class Oversized:
         return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
-async def frames(stream: anyio.abc.ByteReceiveStream, limit: int = MESSAGE_LIMIT) -> AsyncIterator[bytes | Oversized]:
+async def frames(stream: AsyncIterable[bytes], limit: int = MESSAGE_LIMIT) -> AsyncGenerator[bytes | Oversized, None]:
     """The lines of `stream` (without the newline), or `Oversized` for a line longer than `limit`.
 
     Nothing more than `limit` bytes (plus one read) is held at a time, and no line is copied twice.

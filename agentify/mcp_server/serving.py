@@ -1,7 +1,8 @@
 """`agentify serve`: the gateway over stdio (what IDEs start) or over MCP streamable HTTP.
 
-stdio: the SDK's transport with unreadable lines answered (`stdio_guard`); `on_closed` is told when
-every backend is closed (the caller's exit watchdog: the SDK's stdin reader thread only returns at EOF).
+stdio: on pipes the event loop's own (`stdio_pipes`), elsewhere the SDK's transport, with unreadable
+lines answered (`stdio_guard`); `on_closed` is told when every backend is closed (the caller's exit
+watchdog: the SDK's stdin reader thread only returns at EOF).
 HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
 gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
 (`team_auth.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
@@ -17,7 +18,8 @@ import errno
 import os
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -29,6 +31,7 @@ from agentify._common.signals import stop_signals
 from agentify.config import Config
 from agentify.gateway.services import Boot
 from agentify.mcp_server.stdio_guard import answering_parse_errors
+from agentify.mcp_server.stdio_pipes import pipe_stdio
 from agentify.security.http_auth import NoWebSockets, is_loopback
 
 if TYPE_CHECKING:
@@ -51,7 +54,11 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
     server = build_server(open_services, on_closed=on_closed, questions=_questions(config))
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
 
-    async with stdio_server() as (read_stream, write_stream), answering_parse_errors(read_stream, write_stream) as read:
+    async with pipe_stdio() as pipes, AsyncExitStack() as stack:
+        # On pipes the messages are read and written on the event loop; elsewhere by the SDK's threads.
+        streams: tuple[Any, Any] = pipes if pipes is not None else await stack.enter_async_context(stdio_server())
+        read_stream, write_stream = streams
+        read = await stack.enter_async_context(answering_parse_errors(read_stream, write_stream))
         if not await read.wait_first():
             logger.info("stdin ended before the client sent anything: no backend started")
             on_closed()
