@@ -5,7 +5,9 @@ offline planner by default, or with --planner scripted the scripted OpenAI-compa
 the tests on 127.0.0.1, which adds a real HTTP round trip per task), it measures
   (a) p50/p95 of a direct MCP call to the backend;
   (b) p50/p95 of the same call through the floor, scripts/floor_proxy.py: a minimal pass-through
-      proxy on the same SDK (one persistent ClientSession, no planning, logging or tracing);
+      proxy on the same SDK (one persistent ClientSession, no planning, logging or tracing), and
+      the same floor on agentify's own stdio transport (`--pipes`), so that the ratios to it are
+      the gateway's own work alone;
   (c) p50/p95 of the same read through the gateway, as orchestrate_task (planned) and as call_tool
       (the tool named by the client: no planning; validation, policy, tracing and result path as
       orchestrate_task), and their ratios to direct and to the floor;
@@ -126,9 +128,11 @@ async def against_floor(root: Path, model: ModelServer | None, calls: int, rss_c
     config = write_config(root / "bench-1.json", [fs_spec("fs", root)])
     backend = StdioServerParameters(command="node", args=[str(FS), str(root)])
     floor_params = StdioServerParameters(command=sys.executable, args=[str(FLOOR), "node", str(FS), str(root)])
+    on_pipes = StdioServerParameters(command=sys.executable, args=[str(FLOOR), "--pipes", "node", str(FS), str(root)])
     async with (
         stdio_session(backend) as direct,
         stdio_session(floor_params) as floor,
+        stdio_session(on_pipes) as floor_pipes,
         stdio_session(gateway_params(config, model)) as gateway,
     ):
         task = {"query": "read notes.txt", "context": {"currentWorkingDirectory": str(root)}}
@@ -136,6 +140,7 @@ async def against_floor(root: Path, model: ModelServer | None, calls: int, rss_c
         targets: dict[str, Call] = {
             "direct": lambda: tools_call(direct, "read_text_file", {"path": target}),
             "floor": lambda: tools_call(floor, "read_text_file", {"path": target}),
+            "floor_pipes": lambda: tools_call(floor_pipes, "read_text_file", {"path": target}),
             "gateway": lambda: tools_call(gateway, "orchestrate_task", task),
             "call_tool": lambda: tools_call(gateway, "call_tool", call),
         }
@@ -166,6 +171,9 @@ async def against_floor(root: Path, model: ModelServer | None, calls: int, rss_c
         results[f"{prefix}throughput_ratio_c16"] = results[f"{side}_rps_c16"] / results["direct_rps_c16"]
         results[f"{prefix}floor_ratio_p50"] = results[f"{side}_p50_ms"] / results["floor_p50_ms"]
         results[f"{prefix}floor_throughput_ratio_c16"] = results["floor_rps_c16"] / results[f"{side}_rps_c16"]
+        results[f"{prefix}pipes_floor_ratio_p50"] = results[f"{side}_p50_ms"] / results["floor_pipes_p50_ms"]
+        rps = results[f"{side}_rps_c16"]
+        results[f"{prefix}pipes_floor_throughput_ratio_c16"] = results["floor_pipes_rps_c16"] / rps
     results["floor_overhead_ratio_p50"] = results["floor_p50_ms"] / results["direct_p50_ms"]
     return results
 
@@ -228,6 +236,11 @@ _SIDES = "direct / floor / orchestrate_task / call_tool"
 FLOOR_ROWS = (  # (label, value as a format string over the results, target)
     ("read_text_file p50 / p95, direct", "{direct_p50_ms:.2f} / {direct_p95_ms:.2f} ms", ""),
     ("read_text_file p50 / p95, floor proxy", "{floor_p50_ms:.2f} / {floor_p95_ms:.2f} ms", ""),
+    (
+        "read_text_file p50 / p95, floor proxy on agentify's stdio",
+        "{floor_pipes_p50_ms:.2f} / {floor_pipes_p95_ms:.2f} ms",
+        "",
+    ),
     ("orchestrate_task p50 / p95, gateway", "{gateway_p50_ms:.2f} / {gateway_p95_ms:.2f} ms", ""),
     ("call_tool p50 / p95, gateway", "{call_tool_p50_ms:.2f} / {call_tool_p95_ms:.2f} ms", ""),
     ("floor_overhead_ratio_p50 (floor / direct)", "{floor_overhead_ratio_p50:.2f}", ""),
@@ -254,6 +267,16 @@ FLOOR_ROWS = (  # (label, value as a format string over the results, target)
         "floor_throughput_ratio_c16 (floor / orchestrate_task)",
         "{floor_throughput_ratio_c16:.2f}",
         "target <= 1.25 (orchestrate_task at least 0.8x)",
+    ),
+    (
+        "call_tool / floor on agentify's stdio: p50, c16 calls/s (pipes_floor_*)",
+        "{call_tool_pipes_floor_ratio_p50:.2f}, {call_tool_pipes_floor_throughput_ratio_c16:.2f}",
+        "",
+    ),
+    (
+        "orchestrate_task / floor on agentify's stdio: p50, c16 calls/s",
+        "{pipes_floor_ratio_p50:.2f}, {pipes_floor_throughput_ratio_c16:.2f}",
+        "",
     ),
     ("call_tool_throughput_ratio_c16 (call_tool / direct)", "{call_tool_throughput_ratio_c16:.2f}", ""),
     ("throughput_ratio_c16 (orchestrate_task / direct)", "{throughput_ratio_c16:.2f}", "target >= 0.5"),

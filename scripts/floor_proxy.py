@@ -12,9 +12,12 @@ gateway, it forwards calls with `send_request`, so neither side validates result
 schemas.
 
 With `--http PORT` it serves streamable HTTP on 127.0.0.1 instead (uvicorn, no auth, TCP_NODELAY
-as the gateway's socket has it): what the SDK's HTTP transport costs above its stdio one.
+as the gateway's socket has it): what the SDK's HTTP transport costs above its stdio one. With
+`--pipes` it serves stdio on agentify's event-loop transport (`mcp_server/stdio_pipes.py`) instead of
+the SDK's threads, as the gateway does on pipes: what the gateway's own work costs, the transport
+being the same.
 
-Usage: python scripts/floor_proxy.py [--http PORT] COMMAND [ARG...]   (the backend to forward to)
+Usage: python scripts/floor_proxy.py [--http PORT | --pipes] COMMAND [ARG...]   (the backend to forward to)
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def build_proxy(backend: StdioServerParameters) -> Server[ClientSession]:
     return Server("floor-proxy", version="0", lifespan=lifespan, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def main(command: str, args: list[str], http_port: int | None) -> None:
+async def main(command: str, args: list[str], http_port: int | None, pipes: bool) -> None:
     server = build_proxy(StdioServerParameters(command=command, args=args))
     if http_port is not None:
         import uvicorn
@@ -69,6 +72,14 @@ async def main(command: str, args: list[str], http_port: int | None) -> None:
         sock.listen(64)
         await uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).serve(sockets=[sock])
         return
+    if pipes:
+        from agentify.mcp_server.stdio_pipes import pipe_stdio
+
+        async with pipe_stdio() as streams:
+            if streams is None:
+                sys.exit("floor_proxy.py --pipes: stdin and stdout must be pipes")
+            await server.run(*streams, server.create_initialization_options(NotificationOptions()))
+        return
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options(NotificationOptions()))
 
@@ -77,6 +88,8 @@ if __name__ == "__main__":
     argv = sys.argv[1:]
     port = int(argv[1]) if argv[:1] == ["--http"] and len(argv) > 1 else None
     argv = argv[2:] if port is not None else argv
+    on_pipes = argv[:1] == ["--pipes"]
+    argv = argv[1:] if on_pipes else argv
     if not argv:
-        sys.exit("usage: floor_proxy.py [--http PORT] COMMAND [ARG...]  (the backend MCP server to forward to)")
-    anyio.run(main, argv[0], argv[1:], port)
+        sys.exit("usage: floor_proxy.py [--http PORT | --pipes] COMMAND [ARG...]  (the backend to forward to)")
+    anyio.run(main, argv[0], argv[1:], port, on_pipes)

@@ -102,6 +102,15 @@ class PipeReadStream:
     async def aclose(self) -> None:
         await self._lines.aclose()
 
+    def __aiter__(self) -> PipeReadStream:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
     async def __aenter__(self) -> PipeReadStream:
         return self
 
