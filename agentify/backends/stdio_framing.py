@@ -25,6 +25,8 @@ _ID = r'(-?\d{1,18}|"[^"\\]{0,128}")'
 _ID_FIRST = re.compile(r'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID + r'\s*,\s*"(?:result|error)"')
 """{"jsonrpc": "2.0", "id": 7, "result": ...: Python servers write the id first."""
 _ANSWER_FIRST = re.compile(r'\A\s*\{\s*"(?:result|error)"')
+_REQUEST_ID_FIRST = re.compile(r'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID + r"\s*,")
+"""{"jsonrpc": "2.0", "id": 7, "method": ...: a request whose id comes first."""
 _ID_LAST = re.compile(r'"id"\s*:\s*' + _ID + r'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*\Z')
 """{"result": ..., "jsonrpc": "2.0", "id": 7}: TypeScript servers write it last."""
 
@@ -40,6 +42,11 @@ class Oversized:
         self.size += len(piece)
         self.tail = (self.tail + piece[-_KEPT:])[-_KEPT:]
 
+    def request_id(self) -> int | str | None:
+        """The id of the request this oversized message is, where it comes first or last; else None."""
+        found = _REQUEST_ID_FIRST.match(self.head.decode("latin-1")) or _ID_LAST.search(self.tail.decode("latin-1"))
+        return None if found is None else _parsed_id(found.group(1))
+
     def as_message(self) -> SessionMessage | Exception:
         """The error answer that takes this message's place, or the exception reporting it when it answers nothing."""
         mib = self.size / (1024 * 1024)
@@ -48,10 +55,13 @@ class Oversized:
         found = _ID_FIRST.match(head) or (_ANSWER_FIRST.match(head) and _ID_LAST.search(tail))
         if not found:
             return ValueError(f"the backend wrote a message that answers no request: {why}")
-        raw = found.group(1)
-        request_id: int | str = raw[1:-1] if raw.startswith('"') else int(raw)
+        request_id = _parsed_id(found.group(1))
         error = types.ErrorData(code=types.INTERNAL_ERROR, message=why)
         return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def _parsed_id(raw: str) -> int | str:
+    return raw[1:-1] if raw.startswith('"') else int(raw)
 
 
 async def frames(stream: AsyncIterable[bytes], limit: int = MESSAGE_LIMIT) -> AsyncGenerator[bytes | Oversized, None]:

@@ -23,6 +23,7 @@ from loguru import logger
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
 from agentify import __version__
 from agentify._common.schemas import tool_schema
@@ -311,7 +312,7 @@ async def _call_tool(
 
     # Without a progress token nothing would be sent: the task then neither words its steps nor asks the
     # backend for progress.
-    progress = report if (ctx.meta or {}).get("progress_token") is not None else None
+    progress = report if progress_token_from_params(ctx.params) is not None else None  # as the SDK reads it
 
     try:
         await services.limiter.charge_principal(current_principal() or LOCAL)

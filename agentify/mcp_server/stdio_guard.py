@@ -27,6 +27,14 @@ async def answering_parse_errors(read_stream: Any, write_stream: Any) -> AsyncIt
         yield stream
 
 
+class Unreadable(ValueError):
+    """A message that cannot be read, whose request id could still be found: its answer carries that id."""
+
+    def __init__(self, reason: str, request_id: int | str | None) -> None:
+        super().__init__(reason)
+        self.request_id = request_id
+
+
 class AnsweringStream:
     """A receive stream over `read_stream` that answers its unreadable items as it reads them.
 
@@ -66,8 +74,9 @@ class AnsweringStream:
         reason = _reason(exc)
         logger.warning("unreadable message on stdin answered with a parse error: {}", reason)
         error = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {reason}")
+        request_id = exc.request_id if isinstance(exc, Unreadable) else None
         try:
-            await self._write.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+            await self._write.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the server has stopped: nobody reads the answer
 

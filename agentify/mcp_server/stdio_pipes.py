@@ -10,8 +10,9 @@ and is answered as unreadable like malformed JSON (`stdio_guard`).
 
 As the SDK's transport does, while serving fd 0 reads the null device and fd 1 writes to stderr, so a
 library or a child process that writes to stdout cannot corrupt the protocol; both are restored on the
-way out. `pipe_stdio` yields None where this does not apply (Windows, a terminal, a file): the SDK's
-transport serves then.
+way out, blocking as they were. `pipe_stdio` yields None where this does not apply (Windows, a
+terminal, a file, one socket for both): the SDK's transport serves then. Every send waits until its
+message is written, as the SDK's flush does, so nothing sent is lost when the process ends.
 """
 
 from __future__ import annotations
@@ -21,61 +22,114 @@ import os
 import stat
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
 from agentify.backends.stdio_framing import MESSAGE_LIMIT, Oversized, frames
+from agentify.mcp_server.stdio_guard import Unreadable
 
 READ_BYTES = 256 * 1024
+CLOSE_SECONDS = 5.0
 
 
 @asynccontextmanager
 async def pipe_stdio() -> AsyncIterator[tuple[PipeReadStream, PipeWriteStream] | None]:
-    """The read and write streams of the MCP session on stdin and stdout, or None when they are not pipes."""
-    if sys.platform == "win32" or not (_is_pipe(0) and _is_pipe(1)):
+    """The read and write streams of the MCP session on stdin and stdout, or None where the SDK's transport
+    serves: Windows, a terminal or a file, or one socket for both (socat, inetd), which asyncio's write
+    pipe would take for closed as soon as the client writes to it."""
+    wires = None if sys.platform == "win32" or not _separate_pipes() else _claim()
+    if wires is None:
         yield None
         return
+    try:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=READ_BYTES, loop=loop)
+        # The transports own (and close) descriptors of their own; `wires` restore fds 0 and 1.
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
+            open(os.dup(wires.stdin), "rb", buffering=0),  # noqa: ASYNC230 - a descriptor held, no I/O
+        )
+        try:
+            write_transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin,
+                open(os.dup(wires.stdout), "wb", buffering=0),  # noqa: ASYNC230 - a descriptor held, no I/O
+            )
+            write_transport.set_write_buffer_limits(high=0)  # each send waits until written, as the SDK flushes
+            writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
+            try:
+                yield PipeReadStream(reader), PipeWriteStream(writer)
+            finally:
+                await _flushed(writer)
+        finally:
+            read_transport.close()
+    finally:
+        wires.release()
+
+
+@dataclass(frozen=True)
+class _Wires:
+    """Private duplicates of the client's pipes, while fds 0 and 1 point at the null device and stderr."""
+
+    stdin: int
+    stdout: int
+    blocking: tuple[bool, bool]
+
+    def release(self) -> None:
+        """Points fds 0 and 1 at the client's pipes again, blocking as they were."""
+        for wire, fd, blocking in ((self.stdin, 0, self.blocking[0]), (self.stdout, 1, self.blocking[1])):
+            with suppress(OSError):
+                os.dup2(wire, fd)
+                os.set_blocking(fd, blocking)  # the transports made the pipes' shared descriptions non-blocking
+            with suppress(OSError):
+                os.close(wire)
+
+
+def _claim() -> _Wires | None:
+    """The client's pipes, fds 0 and 1 diverted; None (nothing changed) when a descriptor cannot be made."""
     import fcntl
 
-    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    null = os.open(os.devnull, os.O_RDONLY)
+    wires: list[int] = []
     try:
-        os.dup2(null, 0)
-        os.dup2(2, 1)
-    finally:
-        os.close(null)
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=READ_BYTES, loop=loop)
-    # The transports own (and close, when the server is done) descriptors of their own; `wire_*` restore fds 0 and 1.
-    read_transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
-        open(os.dup(wire_in), "rb", buffering=0),  # noqa: ASYNC230 - a descriptor held, no I/O
-    )
-    write_transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin,
-        open(os.dup(wire_out), "wb", buffering=0),  # noqa: ASYNC230 - a descriptor held, no I/O
-    )
-    writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
-    try:
-        yield PipeReadStream(reader), PipeWriteStream(writer)
-    finally:
-        read_transport.close()
-        write_transport.close()
-        for wire, fd in ((wire_in, 0), (wire_out, 1)):
-            os.dup2(wire, fd)
+        blocking = (os.get_blocking(0), os.get_blocking(1))
+        wires.append(fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3))
+        wires.append(fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3))
+    except OSError:
+        for wire in wires:
             os.close(wire)
-
-
-def _is_pipe(fd: int) -> bool:
+        return None
+    claimed = _Wires(wires[0], wires[1], blocking)
     try:
-        mode = os.fstat(fd).st_mode
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+        os.dup2(2, 1)
+    except OSError:
+        claimed.release()
+        return None
+    return claimed
+
+
+async def _flushed(writer: asyncio.StreamWriter) -> None:
+    """Closes the client's stdout once what was sent is written (bounded: a client may stop reading).
+    With no high-water mark, draining waits until the transport holds nothing."""
+    with anyio.move_on_after(CLOSE_SECONDS, shield=True), suppress(OSError):
+        await writer.drain()
+    writer.close()
+
+
+def _separate_pipes() -> bool:
+    try:
+        stdin, stdout = os.fstat(0), os.fstat(1)
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    pipes = all(stat.S_ISFIFO(s.st_mode) or stat.S_ISSOCK(s.st_mode) for s in (stdin, stdout))
+    return pipes and (stdin.st_dev, stdin.st_ino) != (stdout.st_dev, stdout.st_ino)
 
 
 class PipeReadStream:
@@ -86,17 +140,25 @@ class PipeReadStream:
         self._lines = frames(_chunks(reader), MESSAGE_LIMIT)
 
     async def receive(self) -> SessionMessage | Exception:
-        """Raises anyio.EndOfStream when stdin ends."""
+        """Raises anyio.EndOfStream when stdin ends. Cancelled, the stream ends with it (its line generator
+        is finished): only the server's shutdown cancels a read."""
         try:
             line = await anext(self._lines)
         except StopAsyncIteration:
             raise anyio.EndOfStream from None
         if isinstance(line, Oversized):
             mib = line.size / (1024 * 1024)
-            return ValueError(f"the message was {mib:.0f} MiB, over the {line.limit // (1024 * 1024)} MiB limit")
+            why = f"the message was {mib:.0f} MiB, over the {line.limit // (1024 * 1024)} MiB limit"
+            return Unreadable(why, line.request_id())
         try:
             return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
         except ValueError as exc:  # pydantic's ValidationError is one
+            if line.isascii():
+                return exc
+        try:  # read as the SDK's transport reads it: bytes that are not UTF-8 replaced
+            text = line.decode("utf-8", "replace")
+            return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+        except ValueError as exc:
             return exc
 
     async def aclose(self) -> None:

@@ -2,7 +2,7 @@
 
 Spans are recorded while something reads them, exported or not: the console and `traceFile` read
 the same spans through `Telemetry.attached` (one tracing, not two); with no reader, spans keep their
-ids but record nothing (`_RecordWhenRead`). With `OTEL_EXPORTER_OTLP_ENDPOINT` (or the
+ids but record nothing (`unread.py`). With `OTEL_EXPORTER_OTLP_ENDPOINT` (or the
 `..._TRACES_ENDPOINT` / `..._METRICS_ENDPOINT` variant) set, spans and the operation-duration metrics
 are also exported over OTLP/HTTP; the exporter reads the rest of the standard variables itself
 (headers, timeout, compression, certificates). `OTEL_SDK_DISABLED=true` turns all of it off, the
@@ -31,7 +31,7 @@ from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
-from opentelemetry.trace import Link, SpanKind, Tracer, get_current_span
+from opentelemetry.trace import Link, SpanKind, Tracer
 from opentelemetry.trace.span import TraceState
 from opentelemetry.util.types import Attributes
 
@@ -41,6 +41,7 @@ from agentify.security.redact import Redactor
 from agentify.telemetry.export import Sanitized
 from agentify.telemetry.names import ENDUSER, SCOPE, TRANSPORT
 from agentify.telemetry.principal import current_principal
+from agentify.telemetry.unread import ReadingProvider
 
 if TYPE_CHECKING:  # the metrics SDK costs more to import than the tracing one: loaded when exported
     from opentelemetry.sdk.metrics import MeterProvider
@@ -64,8 +65,7 @@ class Telemetry:
     def reading(self) -> bool:
         """Whether spans are recorded now (an exporter, the metrics, or an attached sink reads them): when
         not, callers skip the spans and attributes that only a reader would see."""
-        sampler = self.provider.sampler
-        return not isinstance(sampler, _RecordWhenRead) or sampler.reading()
+        return not isinstance(self.provider, ReadingProvider) or self.provider.reading()
 
     @contextmanager
     def attached(self, sink: SpanProcessor) -> Iterator[None]:
@@ -134,8 +134,10 @@ def open_telemetry(
         metric_reader = PeriodicExportingMetricReader(OTLPMetricExporter())
         exported.append("metrics")
     sinks = _Sinks()
-    sampler = _RecordWhenRead(sinks, always=processor is not None or metric_reader is not None)
-    provider = TracerProvider(resource=resource, sampler=sampler, shutdown_on_exit=False)
+    always = processor is not None or metric_reader is not None
+    provider = ReadingProvider(
+        lambda: always or bool(sinks), resource=resource, sampler=_RecordEverything(), shutdown_on_exit=False
+    )
     provider.add_span_processor(_RequestAttributes(transport))
     provider.add_span_processor(sinks)
     meters = None
@@ -195,11 +197,14 @@ def _bounded(work: Callable[[], Any], seconds: float) -> None:
 
 class _Sinks(SpanProcessor):
     """Hands spans to the sinks attached now, each once however often it is attached (the trace store by
-    `traceFile` and by the console). Attaching replaces the tuple, so readers never see it change."""
+    `traceFile` and by the console). A span ends at the sinks that saw it start, so a task that a sink
+    saw begin also ends there when the sink is detached meanwhile. Attaching replaces the tuple, so
+    readers never see it change."""
 
     def __init__(self) -> None:
         self._sinks: tuple[SpanProcessor, ...] = ()
         self._holds: Counter[int] = Counter()
+        self._started: dict[int, tuple[SpanProcessor, ...]] = {}  # span id -> its sinks, while it runs
 
     def __bool__(self) -> bool:
         return bool(self._sinks)
@@ -216,11 +221,14 @@ class _Sinks(SpanProcessor):
             self._sinks = tuple(s for s in self._sinks if s is not sink)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        for sink in self._sinks:
+        sinks = self._sinks
+        if sinks and span.context is not None:
+            self._started[span.context.span_id] = sinks
+        for sink in sinks:
             sink.on_start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
-        for sink in self._sinks:
+        for sink in self._started.pop(span.context.span_id, ()) if span.context is not None else ():
             sink.on_end(span)
 
 
@@ -239,18 +247,13 @@ class _RequestAttributes(SpanProcessor):
             span.set_attribute(ENDUSER, principal)
 
 
-class _RecordWhenRead(Sampler):
-    """Spans are recorded only while something reads them: an exporter, the metrics, or an attached sink
-    (the console while it serves, `traceFile`). Unread, a span is dropped at its start, which leaves
-    the trace and span ids (results, log lines and the backend's `traceparent` still carry them)
-    without the cost of recording. Read, it is parent-based, but what that would drop is recorded all
-    the same (not exported): the console and `traceFile` see every task, while a client's unsampled
-    `traceparent` still keeps its trace out of the collector."""
+class _RecordEverything(Sampler):
+    """Parent-based, but what it would drop is recorded all the same (not exported): the console and
+    `traceFile` see every task, while a client's unsampled `traceparent` still keeps its trace out of
+    the collector. (While nothing reads spans, none reaches a sampler: `unread.py`.)"""
 
-    def __init__(self, sinks: _Sinks, *, always: bool) -> None:
+    def __init__(self) -> None:
         self._parent_based = ParentBased(ALWAYS_ON)
-        self._sinks = sinks
-        self._always = always
 
     def should_sample(
         self,
@@ -262,16 +265,11 @@ class _RecordWhenRead(Sampler):
         links: Sequence[Link] | None = None,
         trace_state: TraceState | None = None,
     ) -> SamplingResult:
-        if not self.reading():  # the parent's trace state is kept, as the parent-based sampler would
-            return SamplingResult(Decision.DROP, None, get_current_span(parent_context).get_span_context().trace_state)
         result = self._parent_based.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
         if result.decision is Decision.DROP:
             # A dropping result carries no attributes: the span's own are what it records.
             return SamplingResult(Decision.RECORD_ONLY, attributes, result.trace_state)
         return result
 
-    def reading(self) -> bool:
-        return self._always or bool(self._sinks)
-
     def get_description(self) -> str:
-        return "agentify: ParentBased(AlwaysOn) while read, unsampled spans recorded for the console"
+        return "agentify: ParentBased(AlwaysOn), unsampled spans recorded for the console"

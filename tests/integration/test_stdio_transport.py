@@ -6,6 +6,7 @@ that misbehaves or a shell redirection would."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -49,14 +50,15 @@ def _lines(*messages: dict[str, Any] | bytes) -> bytes:
     return b"".join((m if isinstance(m, bytes) else json.dumps(m).encode()) + b"\n" for m in messages)
 
 
-def test_from_a_file_the_sdks_transport_serves_and_answers_everything_before_the_end(tmp_path: Path) -> None:
+def test_from_a_file_the_sdks_transport_serves(tmp_path: Path) -> None:
+    """At the file's end stdin has ended: what is still being answered then is cancelled, as over any
+    transport when the client goes; `initialize` is answered before the next line is read."""
     config = write_config(tmp_path, [])
     requests = tmp_path / "requests.jsonl"
     requests.write_bytes(_lines(INITIALIZE, INITIALIZED, LIST))
     with requests.open("rb") as stdin:
         replies = {reply["id"]: reply for reply in _serve(config, stdin)}
     assert replies[1]["result"]["serverInfo"]["name"] == "agentify"
-    assert "orchestrate_task" in [tool["name"] for tool in replies[2]["result"]["tools"]]
 
 
 def test_on_a_pipe_a_message_over_32_mib_is_answered_as_unreadable_and_serving_goes_on(tmp_path: Path) -> None:
@@ -65,6 +67,49 @@ def test_on_a_pipe_a_message_over_32_mib_is_answered_as_unreadable_and_serving_g
     replies = _serve(config, subprocess.PIPE, _lines(INITIALIZE, INITIALIZED, huge, LIST))
     by_id = {reply.get("id"): reply for reply in replies}
     assert by_id[1]["result"]["serverInfo"]["name"] == "agentify"
-    assert by_id[None]["error"]["code"] == -32700 and "over the 32 MiB limit" in by_id[None]["error"]["message"]
-    assert 7 not in by_id  # never parsed: its id is unknown, as it is for any unreadable line
+    # Never parsed, but its id was found at its start: the client's request is answered, not left waiting.
+    assert by_id[7]["error"]["code"] == -32700 and "over the 32 MiB limit" in by_id[7]["error"]["message"]
     assert "orchestrate_task" in [tool["name"] for tool in by_id[2]["result"]["tools"]]
+
+
+def test_on_a_pipe_bytes_that_are_not_utf8_are_replaced_as_the_sdks_transport_does(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [])
+    call = b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "caf\xe9", "arguments": {}}}'
+    served = _serve(config, subprocess.PIPE, _lines(INITIALIZE, INITIALIZED, call))
+    replies = {reply.get("id"): reply for reply in served}
+    result = replies[3]["result"]  # read and answered: an unknown tool, not an unreadable message
+    assert result["isError"] and "caf\ufffd" in result["content"][0]["text"]
+
+
+def test_on_one_socket_for_both_stdin_and_stdout_every_request_is_answered(tmp_path: Path) -> None:
+    """socat and inetd give a server one socket as stdin and stdout: the SDK's transport serves it."""
+    config = write_config(tmp_path, [])
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        process = subprocess.Popen(
+            [str(AGENTIFY), "serve", "--config", str(config)],
+            stdin=theirs,
+            stdout=theirs,
+            stderr=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin", "AGENTIFY_PLANNER": "offline"},
+        )
+        theirs.close()
+        try:
+            ours.sendall(_lines(INITIALIZE, INITIALIZED, LIST, {**LIST, "id": 3}))
+            replies: dict[Any, dict[str, Any]] = {}
+            pending = b""
+            ours.settimeout(60)
+            while not {1, 2, 3} <= set(replies):  # each recv bounded by the timeout; EOF ends it
+                chunk = ours.recv(1 << 16)
+                if not chunk:
+                    break
+                *lines, pending = (pending + chunk).split(b"\n")
+                replies |= {reply.get("id"): reply for reply in map(json.loads, lines)}
+            ours.shutdown(socket.SHUT_WR)
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+    assert replies[1]["result"]["serverInfo"]["name"] == "agentify"
+    assert replies[2]["result"]["tools"] == replies[3]["result"]["tools"] != []

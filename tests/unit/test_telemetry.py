@@ -34,6 +34,7 @@ from agentify.planner import Plan, PlanUsage
 from agentify.planner.select import PlannerSelector
 from agentify.security.redact import Redactor
 from agentify.telemetry.export import VALUE_LIMIT
+from agentify.telemetry.names import TASK_INPUT, TASK_KIND
 from agentify.telemetry.setup import Telemetry, open_telemetry
 from tests.fakes.memory_connection import MemoryConnection
 from tests.unit.test_supervisor import spec, supervised
@@ -149,7 +150,8 @@ async def test_unread_spans_record_nothing_yet_keep_the_trace_id_until_a_reader_
     async with traced(read=False) as t:
         unread = await t.runner.run({"query": f"echo {SECRET}"})
         assert unread.trace_id is not None and len(unread.trace_id) == 32 and int(unread.trace_id, 16)
-        assert t.backend.metas[0]["traceparent"].split("-")[1] == unread.trace_id  # the backend still continues it
+        # The backend still continues it, sampled as a recording gateway's root would be.
+        assert t.backend.metas[0]["traceparent"].split("-")[1:4:2] == [unread.trace_id, "01"]
         assert not t.telemetry.reading()
         with t.telemetry.attached(t.store), t.telemetry.attached(t.store):  # the console and traceFile at once
             assert t.telemetry.reading()
@@ -163,6 +165,30 @@ async def test_unread_spans_record_nothing_yet_keep_the_trace_id_until_a_reader_
         trace = t.store.get(outcome.trace_id or "")
         assert trace is not None and [step.name for step in trace.spans] == ["validate", "plan", "tools/call echo"]
     assert t.store.counts()["total"] == 2  # attached twice, each task seen once
+
+
+@pytest.mark.parametrize("flags", ["01", "00"])
+async def test_unread_a_clients_trace_reaches_the_backend_sampled_as_the_client_said(flags: str) -> None:
+    carrier = {"traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-{flags}"}
+    token = otel_context.attach(TraceContextTextMapPropagator().extract(carrier))
+    try:
+        async with traced(read=False) as t:
+            outcome = await t.runner.run({"query": "echo"})
+    finally:
+        otel_context.detach(token)
+    _, trace_id, parent, sent_flags = t.backend.metas[0]["traceparent"].split("-")
+    assert outcome.trace_id == trace_id == CLIENT_TRACE and parent != CLIENT_SPAN and sent_flags == flags
+
+
+def test_a_task_a_reader_saw_begin_ends_there_though_the_reader_left_meanwhile() -> None:
+    telemetry = open_telemetry(Redactor(), environ={})
+    store = TraceStore(EventBus(), Redactor())
+    with telemetry.attached(store):  # the console serves, then stops while the task runs
+        task = telemetry.tracer.start_span("call", attributes={TASK_KIND: "call", TASK_INPUT: "{}"})
+    assert not telemetry.reading()
+    task.end()
+    trace = store.get(format(task.get_span_context().trace_id, "032x"))
+    assert trace is not None and trace.status == "ok" and store.counts()["running"] == 0
 
 
 async def test_the_console_and_trace_file_read_the_same_spans_with_their_content_redacted() -> None:
