@@ -69,8 +69,10 @@ async def drive(config: Path, env: dict[str, str], login: Callable[[], None] | N
                 await session.initialize()
                 names = _tool_names(await _settled(session))
                 print("tools through agentify:", names, file=sys.stderr)
-                await _call_each(session, names)
-                if login is not None and any(b["state"] == "needs_auth" for b in await _settled(session)):
+                asked = await _call_each(session, names)
+                # As a user does: a call that says to run `agentify auth` (a scope step-up), or a backend left
+                # needing authorization. The call's answer comes before the backend's state says so.
+                if login is not None and (asked or any(b["state"] == "needs_auth" for b in await _settled(session))):
                     await anyio.to_thread.run_sync(login)
                     await _call_each(session, names)
 
@@ -85,11 +87,16 @@ async def _settled(session: ClientSession) -> list[dict[str, Any]]:
         await anyio.sleep(0.2)
 
 
-async def _call_each(session: ClientSession, names: list[str]) -> None:
+async def _call_each(session: ClientSession, names: list[str]) -> bool:
+    """Calls every tool; True when a call failed asking for `agentify auth`."""
+    asked = False
     for name in names:
         tool = name.split("__", 1)[1]
         result = await session.call_tool("call_tool", {"name": name, "arguments": ARGUMENTS.get(tool, {})})
-        print(name, "->", [getattr(b, "text", b) for b in result.content], file=sys.stderr)
+        texts = [getattr(b, "text", "") for b in result.content]
+        print(name, "->", texts, file=sys.stderr)
+        asked = asked or (result.is_error is True and any("agentify auth" in text for text in texts))
+    return asked
 
 
 def _tool_names(backends: list[dict[str, Any]]) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.client.session import ClientSession
 
 from tests.conftest import (
     API_KEY,
@@ -173,8 +174,13 @@ async def test_backend_hanging_in_initialize_fails_after_its_startup_timeout(
     )
     async with gateway(config, gateway_env(model), tmp_path / "stderr.log") as session:
         await echo_works(session, model)
-        listing = await session.call_tool("list_backends", {})
-    stuck = next(b for b in (listing.structured_content or {})["backends"] if b["id"] == "stuck")
+        # A backend that failed before it was ever ready is tried again (after its backoff) when a task
+        # looks for tools: each attempt ends failed, with the reason.
+        for _ in range(300):  # bounded: the state is the gateway's, polled as a client would
+            stuck = await _backend(session, "stuck")
+            if stuck["state"] == "failed":
+                break
+            await anyio.sleep(0.1)
     assert stuck["state"] == "failed" and "within 1 s" in stuck["lastError"]
 
 
@@ -330,3 +336,8 @@ async def test_environment_key_beats_initialization_options_key(tmp_path: Path, 
     async with gateway(config, gateway_env(model), tmp_path / "stderr.log", init_options=options) as session:
         await echo_works(session, model)
     assert {h.get("authorization") for h in model.headers} == {f"Bearer {API_KEY}"}
+
+
+async def _backend(session: ClientSession, backend_id: str) -> dict[str, Any]:
+    listing = await session.call_tool("list_backends", {})
+    return next(b for b in (listing.structured_content or {})["backends"] if b["id"] == backend_id)
