@@ -28,7 +28,7 @@ from loguru import logger
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
 from opentelemetry.trace import Link, SpanKind, Tracer
@@ -52,7 +52,7 @@ FLUSH_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class Telemetry:
-    provider: TracerProvider
+    provider: ReadingProvider
     meters: MeterProvider | None = None
     exported: tuple[str, ...] = ()
     """What goes to a collector: "traces", "metrics"."""
@@ -65,7 +65,7 @@ class Telemetry:
     def reading(self) -> bool:
         """Whether spans are recorded now (an exporter, the metrics, or an attached sink reads them): when
         not, callers skip the spans and attributes that only a reader would see."""
-        return not isinstance(self.provider, ReadingProvider) or self.provider.reading()
+        return self.provider.reading()
 
     @contextmanager
     def attached(self, sink: SpanProcessor) -> Iterator[None]:
