@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import error_code, fs_backend, gateway, gateway_env, text_of, write_config
-from tests.integration.ide_client import answering
+from tests.conftest import error_code, fake_backend, fs_backend, gateway, gateway_env, text_of, write_config
+from tests.integration.ide_client import MODES, answering, ide_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -124,3 +124,21 @@ async def test_gateway_schemas_have_no_type_arrays_and_extra_keys_are_refused_as
     # The context says nothing about extra keys, and the handler ignores them.
     assert "additionalProperties" not in schemas["plan_task"]["properties"]["context"]
     assert not context_extra.is_error, text_of(context_extra)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_client_that_asks_for_progress_hears_the_steps_and_the_backends_own_in_either_era(
+    mode: str, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, [fake_backend()])
+    heard: list[str] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append(message or "")
+
+    call = {"name": "fake__progress", "arguments": {"count": 3, "message": "step"}}
+    async with ide_client(config, gateway_env(None), tmp_path / "e.log", mode) as client:
+        result = await client.call_tool("call_tool", call, progress_callback=on_progress)
+    assert text_of(result) == "reported 3"
+    assert heard[0] == "calling fake.progress" and heard[-1] == "done"
+    assert heard[-2] == "fake.progress: step (3/3)"  # the backend was asked, and its latest report came last
