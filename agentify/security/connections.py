@@ -12,6 +12,10 @@ crowd out each other; only when every connection is busy is the new one turned a
 A busy connection passed the Host, Origin and token checks within moments (a request without
 the token is answered at once, unread; the public pages take no body), so only a token holder can
 keep one busy. `serve --transport http` uses the same gate in front of its bearer check.
+
+What a connection writes within one step of the event loop leaves in one send (`_Coalescing`): uvicorn
+writes a response's head and body separately, two segments and two wake-ups for the client on a
+TCP_NODELAY socket.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ class GuardedHttp(H11Protocol):
     _seen_cycle: Any = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(_Coalescing(transport, self.loop))  # type: ignore[arg-type]
         self._wait_for_head()
         if len(self.connections) > self.gate.limit:
             oldest = next((other for other in self.gate.waiting if other is not self), None)
@@ -86,3 +90,32 @@ class GuardedHttp(H11Protocol):
         self._stop_waiting()
         if not self.transport.is_closing():
             self.transport.close()
+
+
+class _Coalescing:
+    """A transport whose writes within one step of the event loop leave as one send: uvicorn writes a
+    response's head and its body separately, which would be two segments on a TCP_NODELAY socket."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
