@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -58,22 +58,39 @@ _STREAM_HEADERS = [
 _KEEP_ALIVE = b": ping\r\n\r\n"
 
 
-def mcp_app(server: Server[Any], security: TransportSecuritySettings | None) -> Starlette:
+def mcp_app(server: Server[Any], security: TransportSecuritySettings | None, held: Held | None = None) -> Starlette:
     """What `server.streamable_http_app` builds (the endpoint at `MCP_PATH`, the session manager run by the
-    app's lifespan, the SDK's default limits), with `QuickReplies` as every session's transport."""
+    app's lifespan, the SDK's default limits), with `QuickReplies` as every session's transport. `held` is told
+    of every 2025-11-25 session from its admission until the manager discards it."""
     sessions = _Sessions(app=server, security_settings=security)
+    sessions.held = held
     return Starlette(
         routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(sessions))], lifespan=lambda _: sessions.run()
     )
 
 
+class Held(Protocol):
+    def opened(self, session: str) -> None: ...
+    def ended(self, session: str) -> None: ...
+
+
 class _Sessions(StreamableHTTPSessionManager):
+    held: Held | None = None
+
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         transport = super()._admit_session(requestor)
         if transport is not None:
             # The SDK builds and registers the transport here; QuickReplies adds no state, only how a POST is answered.
             transport.__class__ = QuickReplies
+            if self.held is not None and transport.mcp_session_id is not None:
+                self.held.opened(transport.mcp_session_id)
         return transport
+
+    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
+        """Every way a session ends comes here: its client's DELETE, its idle timeout, a failed opening."""
+        if self.held is not None:
+            self.held.ended(session_id)
+        await super()._discard_session(session_id, transport)
 
 
 class QuickReplies(StreamableHTTPServerTransport):

@@ -10,6 +10,11 @@ else, so sending it elsewhere would lose it), a client's answer to the gateway's
 notification such as a cancellation. The drain ends when no request is in flight, no session is
 held and the balancer has stopped sending work (`QUIET_SECONDS` without a request), or after
 `server.drainSeconds`; then the server stops.
+
+Which sessions are held is told by the SDK's session manager itself (`http_app`): a session is held from
+when it is admitted until the manager discards it (its client's DELETE, its idle timeout, an opening that
+failed). A 404 for somebody else's session id ends nothing: the manager answers so to a credential that
+did not open the session, while the session goes on.
 """
 
 from __future__ import annotations
@@ -35,8 +40,6 @@ _SESSION_HEADER = b"mcp-session-id"
 QUIET_SECONDS = 1.0
 """Without a request for this long, the balancer has taken a draining replica out (it stopped sending after
 /readyz said 503): stopping earlier could close the listening socket on a connection it just opened."""
-SESSION_IDLE_SECONDS = 1800.0
-"""A session without a request for this long is gone: the SDK ends idle sessions after as long."""
 
 
 class Replica:
@@ -46,7 +49,7 @@ class Replica:
         self.draining = False
         self._quiet_seconds = quiet_seconds
         self._in_flight = 0
-        self._sessions: dict[str, float] = {}  # Mcp-Session-Id -> when its last request came (monotonic)
+        self._sessions: set[str] = set()  # the Mcp-Session-Id of each session held
         self._last_request = time.monotonic()
         self._changed = anyio.Event()
         self.statuses: Callable[[], list[BackendStatus]] | None = None
@@ -63,20 +66,17 @@ class Replica:
             self._change()
 
     def holds(self, session: str) -> bool:
-        """Whether the session lives here (and so may not be sent elsewhere); seen now."""
-        if session not in self._sessions:
-            return False
-        self._sessions[session] = time.monotonic()
-        return True
+        """Whether the session lives here (and so may not be sent elsewhere)."""
+        return session in self._sessions
 
     def opened(self, session: str) -> None:
-        self._sessions[session] = time.monotonic()
-        if len(self._sessions) % 1024 == 0:  # a client that never ends its session leaves it to the SDK's expiry
-            expired = time.monotonic() - SESSION_IDLE_SECONDS
-            self._sessions = {s: seen for s, seen in self._sessions.items() if seen > expired}
+        """The session manager admitted the session."""
+        self._sessions.add(session)
 
     def ended(self, session: str) -> None:
-        if self._sessions.pop(session, None) is not None:
+        """The session manager discarded the session (it may say so more than once)."""
+        if session in self._sessions:
+            self._sessions.discard(session)
             self._change()
 
     def requested(self) -> None:
@@ -150,29 +150,10 @@ class ReplicaRoutes:
         else:
             self._replica.requested()
             session = _header(scope, _SESSION_HEADER)
-            if session is not None and self._replica.holds(session):
-                await self._app(scope, receive, self._watching(session, scope, send))
-            elif self._replica.draining:
+            if self._replica.draining and (session is None or not self._replica.holds(session)):
                 await self._while_draining(scope, receive, send)
-            elif session is None and scope["method"] == "POST":  # perhaps an `initialize`: learn its session
-                await self._app(scope, receive, self._watching(None, scope, send))
             else:
                 await self._app(scope, receive, send)
-
-    def _watching(self, session: str | None, scope: Scope, send: Any) -> Any:
-        """`send`, learning from the response which session opened (`session` None) or ended (404, DELETE)."""
-
-        async def watched(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                if session is None and status == 200:
-                    if (opened := _header(message, _SESSION_HEADER)) is not None:
-                        self._replica.opened(opened)
-                elif session is not None and (status == 404 or (status < 300 and scope["method"] == "DELETE")):
-                    self._replica.ended(session)
-            await send(message)
-
-        return watched
 
     async def _while_draining(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["method"] == "DELETE":

@@ -93,7 +93,7 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         questions=questions,
         clients=Clients(one=False, replica=replica),
     )
-    mcp = mcp_app(server, host_check(host, boot.config.server))
+    mcp = mcp_app(server, host_check(host, boot.config.server), held=replica)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
     protected = protect(BodyLimit(mcp, limit=HTTP_BODY_BYTES), boot, endpoint=url, shared_token=token)

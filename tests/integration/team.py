@@ -86,10 +86,18 @@ def _healthy(gateway: HttpGateway) -> bool:
 
 
 def request(
-    method: str, url: str, token: str | None = None, body: dict[str, Any] | None = None, timeout: float = 30
+    method: str,
+    url: str,
+    token: str | None = None,
+    body: dict[str, Any] | None = None,
+    timeout: float = 30,
+    session: str | None = None,
 ) -> Answer:
-    """One plain HTTP request (blocking: run it in a thread from async tests)."""
+    """One plain HTTP request (blocking: run it in a thread from async tests); `session`: a 2025-11-25 session's
+    id, with the protocol version header that goes with it."""
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     data = json.dumps(body).encode() if body is not None else None

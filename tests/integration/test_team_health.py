@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from tests.conftest import ENV_SECRET, fake_backend, text_of, wait_until, write_config
-from tests.integration.team import http_client, http_gateway, initialize, request
+from tests.integration.team import add_token, http_client, http_gateway, initialize, request
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 TOKEN = "team-token-0123456789abcdef"
@@ -88,3 +88,30 @@ async def test_sigterm_drains_calls_in_flight_of_both_eras_and_held_sessions_the
     follow_up = results["legacy follow-up"]
     assert not follow_up.is_error and text_of(follow_up).isdigit(), text_of(follow_up)
     assert gateway.process.returncode == 0
+
+
+async def test_a_session_id_used_by_someone_else_does_not_end_the_drain_early(tmp_path: Path) -> None:
+    """The SDK answers 404 to a token that did not open the session; the session goes on, and so does the
+    drain that waits for it, until its own client ends it."""
+    tokens = tmp_path / "tokens.json"
+    alice, bob = await add_token(tokens, "alice"), await add_token(tokens, "bob")
+    server = {"auth": {"type": "tokens", "file": str(tokens)}}
+    config = write_config(tmp_path, [fake_backend("fake")], planner={"provider": "offline"}, server=server)
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    async with http_gateway(config, tmp_path / "e.log") as gateway:
+        opened = await anyio.to_thread.run_sync(initialize, gateway.url, alice)
+        session = opened.headers.get("mcp-session-id") or opened.headers["Mcp-Session-Id"]
+        posted = await anyio.to_thread.run_sync(lambda: request("POST", gateway.url, bob, ping, session=session))
+        deleted = await anyio.to_thread.run_sync(lambda: request("DELETE", gateway.url, bob, session=session))
+        gateway.process.send_signal(signal.SIGTERM)
+        await wait_until(lambda: request("GET", gateway.at("/readyz")).status == 503, 5)
+        await anyio.sleep(3)  # well past the drain's quiet time: only alice's session keeps it waiting
+        still_serving = gateway.process.returncode is None
+        hers = await anyio.to_thread.run_sync(lambda: request("POST", gateway.url, alice, ping, session=session))
+        ended = await anyio.to_thread.run_sync(lambda: request("DELETE", gateway.url, alice, session=session))
+        with anyio.fail_after(20):
+            await gateway.process.wait()
+    assert posted.status == 404 and deleted.status == 404
+    assert still_serving
+    assert hers.status == 200 and hers.body.get("result") == {}, hers
+    assert ended.status == 200 and gateway.process.returncode == 0

@@ -1,6 +1,7 @@
-"""The drain gate in process, over a stand-in MCP app: while draining, a 2025-11-25 session the replica
-holds goes on, new work is refused for the balancer to retry elsewhere, and the drain waits for the
-held sessions to end."""
+"""The drain gate in process, over a stand-in MCP app that tells the replica of its sessions as the SDK's
+session manager does: while draining, a 2025-11-25 session the replica holds goes on, new work is refused
+for the balancer to retry elsewhere, and the drain waits for the held sessions to end, which a 404 for
+somebody else's use of a session id does not do."""
 
 from __future__ import annotations
 
@@ -17,21 +18,33 @@ INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "par
 CALL = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}}).encode()
 
 
-async def _mcp(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Opens session "s1" on a request without one, answers "s1" 200 (DELETE ends it), anything else 404."""
-    session = dict(scope["headers"]).get(b"mcp-session-id")
-    if session is None:
-        status, headers = 200, [(b"mcp-session-id", b"s1")]
-    else:
-        status, headers = (200, []) if session == b"s1" else (404, [])
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": b"{}"})
+def _mcp(replica: Replica) -> Any:
+    """Opens session "s1" for alice on a request without one; answers her "s1" 200 (DELETE ends it); anything
+    else, her session id sent by someone else included, 404 (as the SDK answers a credential that did not
+    open the session)."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = dict(scope["headers"])
+        session, alice = headers.get(b"mcp-session-id"), headers.get(b"x-who", b"alice") == b"alice"
+        status, reply = 404, []
+        if session is None:
+            status, reply = 200, [(b"mcp-session-id", b"s1")]
+            replica.opened("s1")
+        elif session == b"s1" and alice:
+            status = 200
+            if scope["method"] == "DELETE":
+                replica.ended("s1")
+        await send({"type": "http.response.start", "status": status, "headers": reply})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    return app
 
 
 async def _request(
-    app: ReplicaRoutes, method: str, body: bytes, session: str | None = None
+    app: ReplicaRoutes, method: str, body: bytes, session: str | None = None, who: str = "alice"
 ) -> tuple[int, dict[str, str]]:
     headers = [(b"mcp-session-id", session.encode())] if session else []
+    headers.append((b"x-who", who.encode()))
     scope = {"type": "http", "method": method, "path": "/mcp", "headers": headers}
     started: dict[str, Any] = {}
 
@@ -48,7 +61,7 @@ async def _request(
 
 async def test_a_held_session_goes_on_while_draining_and_new_work_is_refused_for_a_retry() -> None:
     replica = Replica(quiet_seconds=0.05)
-    app = ReplicaRoutes(_mcp, replica)
+    app = ReplicaRoutes(_mcp(replica), replica)
     assert (await _request(app, "POST", INITIALIZE))[0] == 200  # opens s1 here
     drained = anyio.Event()
 
@@ -63,9 +76,13 @@ async def test_a_held_session_goes_on_while_draining_and_new_work_is_refused_for
             follow_up = await _request(app, "POST", CALL, session="s1")
             newcomer = await _request(app, "POST", INITIALIZE)
             stranger = await _request(app, "POST", CALL, session="s9")
-            assert not drained.is_set()  # s1 is still held
+            mallory = await _request(app, "POST", CALL, session="s1", who="mallory")
+            mallory_ends = await _request(app, "DELETE", b"", session="s1", who="mallory")
+            await anyio.sleep(0.2)  # past the quiet time: only s1 keeps the drain waiting
+            assert not drained.is_set()  # s1 is still held: mallory's 404s ended nothing
             ended = await _request(app, "DELETE", b"", session="s1")
             await drained.wait()
     assert follow_up[0] == 200 and ended[0] == 200
+    assert mallory[0] == 404 and mallory_ends[0] == 404
     for status, headers in (newcomer, stranger):
         assert status == 503 and headers["retry-after"] == "1" and headers["connection"] == "close"
