@@ -8,6 +8,8 @@ knows the IDE's era), the backend side is `agentify.backends.questions`. What th
 - what the IDE shows of a question (its message, and the titles and descriptions of a form's schema)
   is masked with the redactor's known secrets, cut to a bound and escaped, so a backend can neither
   show another backend's env secret nor fake lines or reorder text with control or bidi characters;
+- a sampling request's texts (its messages and system prompt) are masked too, not escaped nor cut: the
+  client's model reads them, and its user may be shown them to approve;
 - a URL to open is never rewritten, since a masked or cut URL would open the wrong page: one that
   carries a configured secret, control characters or more than `MAX_URL_CHARS` is refused to the
   backend instead. A URL's own state or nonce parameters are not configured secrets, so they pass;
@@ -66,7 +68,7 @@ class BackendQuestionRelay:
             what = _what(asked, backend)
             if (refusal := self._unshowable(asked)) is not None:
                 return types.ErrorData(code=types.INVALID_PARAMS, message=f"agentify did not pass on {what}: {refusal}")
-            request = _relayed(asked, backend, self._shown, by_request=not self._client.round_trips)
+            request = _relayed(asked, backend, self._shown, self._mask, by_request=not self._client.round_trips)
             if not self._client.can_answer(request):
                 return types.ErrorData(code=types.INVALID_REQUEST, message=f"the user's client cannot answer {what}")
             try:
@@ -103,16 +105,28 @@ class BackendQuestionRelay:
 
 
 def _relayed(
-    request: types.InputRequest, backend: str, shown: Callable[[str, int], str], *, by_request: bool
+    request: types.InputRequest,
+    backend: str,
+    shown: Callable[[str, int], str],
+    mask: Callable[[str], str],
+    *,
+    by_request: bool,
 ) -> types.InputRequest:
     """The question as the IDE gets it: a form or URL question with the asking backend's id in front of
-    its message, and without the backend's `_meta` (its own trace context, new in every round, which
-    would make the same question look new to the round that carries its answer).
+    its message, a sampling request with its texts masked, and without the backend's `_meta` (its own
+    trace context, new in every round, which would make the same question look new to the round that
+    carries its answer).
 
     A URL question of a 2026-07-28 backend has no `elicitationId`, which a 2025-11-25 request must
     carry: it gets one made from the URL (the same question, the same id)."""
     if request.params is None:
         return request
+    if isinstance(request, types.CreateMessageRequest):
+        texts = _texts_masked(request.params.model_dump(by_alias=True, exclude_unset=True), mask)
+        if isinstance(texts.get("systemPrompt"), str):
+            texts["systemPrompt"] = mask(texts["systemPrompt"])
+        request = request.model_copy(update={"params": types.CreateMessageRequestParams.model_validate(texts)})
+        assert request.params is not None
     update: dict[str, Any] = {"meta": None}
     if isinstance(request, types.ElicitRequest):
         params = request.params
@@ -122,6 +136,18 @@ def _relayed(
         if by_request and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:
             update["elicitation_id"] = "agentify-" + hashlib.sha256(params.url.encode()).hexdigest()[:16]
     return request.model_copy(update={"params": request.params.model_copy(update=update)})
+
+
+def _texts_masked(value: Any, mask: Callable[[str], str]) -> Any:
+    """`value` (a sampling request's params, as JSON) with the text of every text block masked, tool
+    results' included."""
+    if isinstance(value, dict):
+        if value.get("type") == "text" and isinstance(value.get("text"), str):
+            return value | {"text": mask(value["text"])}
+        return {k: _texts_masked(v, mask) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_texts_masked(v, mask) for v in value]
+    return value
 
 
 def _schema_shown(value: Any, shown: Callable[[str, int], str], key: str = "") -> Any:

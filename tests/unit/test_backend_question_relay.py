@@ -131,3 +131,42 @@ async def test_a_url_the_gateway_would_have_to_rewrite_is_refused_not_opened() -
         bad = types.ElicitRequest(params=types.ElicitRequestURLParams(message="Log in", url=url))
         refused = await BackendQuestionRelay(ide, 5, mask).answer("gh", {"q": bad})
         assert isinstance(refused, types.ErrorData) and why in refused.message and ide.asked == []
+
+
+async def test_a_sampling_request_reaches_the_clients_model_with_its_texts_masked_and_whole() -> None:
+    long_text = f"Summarize:\n{SECRET}\n" + "x" * 5000  # line breaks and length are the model's to read
+    params = types.CreateMessageRequestParams(
+        messages=[
+            types.SamplingMessage(role="user", content=types.TextContent(type="text", text=long_text)),
+            types.SamplingMessage(
+                role="user",
+                content=[
+                    types.ToolResultContent(
+                        type="tool_result",
+                        tool_use_id="t1",
+                        content=[types.TextContent(type="text", text=f"token={SECRET}")],
+                    )
+                ],
+            ),
+        ],
+        system_prompt=f"You hold {SECRET}.",
+        max_tokens=100,
+    )
+
+    class Model(Ide):
+        async def ask(self, request: types.InputRequest, result_type: type[Any], what: str) -> Any:
+            self.asked.append(request)
+            reply = types.TextContent(type="text", text="ok")
+            return types.CreateMessageResult(role="assistant", content=reply, model="m")
+
+    ide = Model()
+    answers = await BackendQuestionRelay(ide, 5, mask).answer("fs", {"s": types.CreateMessageRequest(params=params)})
+    assert isinstance(answers, dict) and answers["s"].content.text == "ok"
+    [asked] = ide.asked
+    assert isinstance(asked, types.CreateMessageRequest)
+    shown = asked.params.model_dump_json()
+    assert SECRET not in shown
+    first, second = asked.params.messages
+    assert first.content.text == long_text.replace(SECRET, "[REDACTED]")
+    assert second.content[0].content[0].text == "token=[REDACTED]"
+    assert asked.params.system_prompt == "You hold [REDACTED]." and asked.params.max_tokens == 100
