@@ -21,10 +21,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentify._common import json_input
+from agentify._common import json_input, jsonc
 from agentify.config.dialects import from_init_options, normalise_backends, workspace_folder
 from agentify.config.itself import drop_itself
-from agentify.config.jsonc import strip_jsonc
 from agentify.config.keys import check_keys
 from agentify.config.models import Config
 from agentify.config.server import TokensAuth
@@ -140,7 +139,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     try:
-        data = json_input.loads(strip_jsonc(text))
+        data = jsonc.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"config file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"

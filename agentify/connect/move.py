@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentify._common import json_input
-from agentify.connect import ConnectError, jsonc
+from agentify._common import json_input, jsonc
+from agentify.connect import ConnectError
 from agentify.connect.ides import Ide, config_of, is_agentify
 
 _INPUT = re.compile(r"\$\{input:([A-Za-z0-9_.-]{1,128})\}")

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agentify.connect import ConnectError, jsonc
+from agentify._common import jsonc
+from agentify.connect import ConnectError
 from agentify.connect.ides import IDES
 from agentify.connect.move import plan
 

@@ -11,8 +11,8 @@ import pytest
 from loguru import logger
 from mcp_types import Tool, ToolAnnotations
 
+from agentify._common.jsonc import strip as strip_jsonc
 from agentify.config import Config, load_sources
-from agentify.config.jsonc import strip_jsonc
 from agentify.errors import ConfigError
 from agentify.gateway.policy import confirmation_reason
 

@@ -1,4 +1,5 @@
-"""JSON with comments and trailing commas (JSONC), as VS Code and Cursor write their `mcp.json`.
+"""JSON with comments and trailing commas (JSONC), as VS Code and Cursor write their `mcp.json`: read by
+the config loader and by `agentify connect`.
 
 Comments and trailing commas become spaces (newlines stay), so a JSON error still names the line
 and column the user sees in the file. One linear pass; a `//` inside a string (a URL) is not a comment.
@@ -6,10 +7,19 @@ and column the user sees in the file. One linear pass; a `//` inside a string (a
 
 from __future__ import annotations
 
+from typing import Any
+
+from agentify._common import json_input
+
 _CLOSERS = "}]"
 
 
-def strip_jsonc(text: str) -> str:
+def loads(text: str) -> Any:
+    """Parses JSON with comments. Raises `json.JSONDecodeError` with the line and column, or `TooDeep`."""
+    return json_input.loads(strip(text))
+
+
+def strip(text: str) -> str:
     """`text` with its comments and trailing commas blanked out; plain JSON comes back unchanged."""
     out: list[str] = []
     comma = -1  # index in `out` of the last comma not yet followed by a value
