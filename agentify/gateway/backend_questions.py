@@ -119,23 +119,22 @@ def _relayed(
 
     A URL question of a 2026-07-28 backend has no `elicitationId`, which a 2025-11-25 request must
     carry: it gets one made from the URL (the same question, the same id)."""
-    if request.params is None:
+    params: Any = request.params
+    if params is None:
         return request
+    update: dict[str, Any] = {"meta": None}
     if isinstance(request, types.CreateMessageRequest):
-        texts = _texts_masked(request.params.model_dump(by_alias=True, exclude_unset=True), mask)
+        texts = _texts_masked(params.model_dump(by_alias=True, exclude_unset=True), mask)
         if isinstance(texts.get("systemPrompt"), str):
             texts["systemPrompt"] = mask(texts["systemPrompt"])
-        request = request.model_copy(update={"params": types.CreateMessageRequestParams.model_validate(texts)})
-        assert request.params is not None
-    update: dict[str, Any] = {"meta": None}
+        params = types.CreateMessageRequestParams.model_validate(texts)
     if isinstance(request, types.ElicitRequest):
-        params = request.params
         update["message"] = f"[{backend}] {shown(params.message, MAX_MESSAGE_CHARS)}"
         if isinstance(params, types.ElicitRequestFormParams):
             update["requested_schema"] = _schema_shown(params.requested_schema, shown)
         if by_request and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:
             update["elicitation_id"] = "agentify-" + hashlib.sha256(params.url.encode()).hexdigest()[:16]
-    return request.model_copy(update={"params": request.params.model_copy(update=update)})
+    return request.model_copy(update={"params": params.model_copy(update=update)})
 
 
 def _texts_masked(value: Any, mask: Callable[[str], str]) -> Any:
