@@ -40,18 +40,28 @@ class Limiter:
     def __init__(self, config: LimitsConfig, redis_url: str | None = None) -> None:
         self._principal: list[RateLimitItem] = []
         self._backends: dict[str, list[RateLimitItem]] = {}
-        self._refuse_when_down = config.when_redis_down == "refuse"
+        self._refuse_when_down = False
+        self._redis_url = redis_url
         self._where = mask_url(redis_url) if redis_url else "memory"
         self._storage: Storage | None = None
         self._strategy: Any = None
         self._down = False
-        if config.any:
-            from limits import parse_many
-            from limits.aio.strategies import MovingWindowRateLimiter
+        self.configure(config)
 
-            self._principal = parse_many(config.per_principal) if config.per_principal else []
-            self._backends = {backend: parse_many(limit) for backend, limit in config.per_backend.items()}
-            self._storage = _storage(redis_url)
+    def configure(self, config: LimitsConfig) -> None:
+        """Applies `config` from the next call on (the config file changed `server.limits`). A limit that
+        changed counts afresh (the library keys its counts by the limit); one that did not keeps its counts."""
+        self._refuse_when_down = config.when_redis_down == "refuse"
+        if not config.any:
+            self._principal, self._backends = [], {}
+            return
+        from limits import parse_many
+        from limits.aio.strategies import MovingWindowRateLimiter
+
+        self._principal = parse_many(config.per_principal) if config.per_principal else []
+        self._backends = {backend: parse_many(limit) for backend, limit in config.per_backend.items()}
+        if self._storage is None:
+            self._storage = _storage(self._redis_url)
             self._strategy = MovingWindowRateLimiter(self._storage)
 
     @property

@@ -156,6 +156,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         reading=boot.telemetry.reading,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
+    settings.listeners.append(lambda changed: limiter.configure(changed.server.limits))
     services = Services(
         settings=settings,
         redactor=redactor,

@@ -4,10 +4,10 @@
 `initializationOptions` (over stdio), which rank below the environment and the flags, and by each
 valid change of the config file (`reload`, while `serve` runs). What a new config implies is applied
 here, in this order: its secrets are masked, the log level set, the planner replaced, the backends
-reconciled (only the added, removed and changed ones start or stop); then `listeners` (the console)
-hear of it. `expose` and `prefix` are read from `current` wherever they are used, so they follow too.
-The keys in `RESTART_KEYS` shape objects built once at start (the limiter, Redis, the auth gate, the
-trace file, the task runner's bounds): a reload that changes one says so, once, as a warning naming
+reconciled (only the added, removed and changed ones start or stop); then `listeners` (the console,
+the rate limiter) hear of it. `expose` and `prefix` are read from `current` wherever they are used, so they follow too.
+The keys in `RESTART_KEYS` shape objects built once at start (Redis, the auth gate, the trace file,
+the task runner's bounds): a reload that changes one says so, once, as a warning naming
 each, rather than logging a success that did not happen.
 
 `PlannerSlot` holds the planner selector that the config implies. A new planner config puts a new
@@ -37,7 +37,6 @@ RESTART_KEYS = (
     ("server", "auth"),
     ("server", "publicUrl"),
     ("server", "redis"),
-    ("server", "limits"),
     ("server", "drainSeconds"),
 )
 

@@ -12,7 +12,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from tests.conftest import fake_backend, gateway_env, pid_alive, wait_until
+from tests.conftest import fake_backend, gateway_env, pid_alive, text_of, wait_until
 from tests.integration.ide_client import MODES, ide_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -101,7 +101,7 @@ async def test_a_config_edited_into_deep_nesting_keeps_the_running_config_withou
     assert "nests deeper than 64 levels" in log and "Traceback" not in log and "RecursionError" not in log, log
 
 
-async def test_a_reload_that_changes_keys_needing_a_restart_names_them_once(tmp_path: Path) -> None:
+async def test_a_reload_applies_new_limits_at_once_and_names_the_keys_needing_a_restart_once(tmp_path: Path) -> None:
     config = tmp_path / "agentify.json"
     write(config, [fake_backend("keep")])
     stderr = tmp_path / "stderr.log"
@@ -116,6 +116,11 @@ async def test_a_reload_that_changes_keys_needing_a_restart_names_them_once(tmp_
         config.write_text(json.dumps(edited))
         await wait_until(lambda: "take effect only when agentify starts again" in stderr.read_text(), LIMIT)
         long_query = await client.call_tool("search_tools", {"query": "x" * 100})
-        assert not long_query.is_error  # the old limit still applies, as the warning says
+        assert not long_query.is_error  # the old maxQueryChars still applies, as the warning says
+        listed = [await client.call_tool("list_backends", {}) for _ in range(5)]
+    assert [r.is_error for r in listed] == [False] * 4 + [True]  # the limit applies at once: the sixth call
+    refused = listed[-1]
+    assert (refused.meta or {})["agentify/error"]["code"] == "rate_limited", refused
+    assert "over the limit of 5 per minute" in text_of(refused)
     warned = [line for line in stderr.read_text().splitlines() if "take effect only when" in line]
-    assert len(warned) == 1 and "maxQueryChars, server.limits" in warned[0], warned
+    assert len(warned) == 1 and "changed maxQueryChars, which" in warned[0], warned

@@ -76,3 +76,33 @@ async def test_without_limits_nothing_is_counted_or_stored() -> None:
         for _ in range(1000):
             await limits.charge_principal("alice")
             await limits.charge_backend("fs")
+
+
+async def test_a_changed_config_applies_from_the_next_call_and_a_changed_limit_counts_afresh() -> None:
+    async with limiter(perPrincipal="2/minute") as limits:
+        await limits.charge_principal("alice")
+        await limits.charge_principal("alice")
+        with pytest.raises(RateLimited):
+            await limits.charge_principal("alice")
+        limits.configure(LimitsConfig.model_validate({"perPrincipal": "3/minute"}))
+        for _ in range(3):  # a new limit is a new window (the library keys its counts by the limit)
+            await limits.charge_principal("alice")
+        with pytest.raises(RateLimited, match="over the limit of 3 per minute"):
+            await limits.charge_principal("alice")
+        limits.configure(LimitsConfig())
+        for _ in range(10):
+            await limits.charge_principal("alice")  # no limit any more
+        limits.configure(LimitsConfig.model_validate({"perBackend": {"fs": "1/minute"}}))
+        await limits.charge_backend("fs")
+        with pytest.raises(RateLimited):
+            await limits.charge_backend("fs")
+
+
+async def test_limits_added_by_a_change_to_a_gateway_started_without_any_count_from_then_on() -> None:
+    async with limiter() as limits:
+        await limits.charge_principal("alice")
+        limits.configure(LimitsConfig.model_validate({"perPrincipal": "1/minute"}))
+        await limits.charge_principal("alice")
+        with pytest.raises(RateLimited):
+            await limits.charge_principal("alice")
+    assert limits.where == "memory"
