@@ -8,8 +8,8 @@ knows the IDE's era), the backend side is `agentify.backends.questions`. What th
 - what the IDE shows of a question (its message, and the titles and descriptions of a form's schema)
   is masked with the redactor's known secrets, cut to a bound and escaped, so a backend can neither
   show another backend's env secret nor fake lines or reorder text with control or bidi characters;
-- a sampling request's texts (its messages and system prompt) are masked too, not escaped nor cut: the
-  client's model reads them, and its user may be shown them to approve;
+- a sampling request's strings (its messages, tool inputs and results, system prompt, tools, metadata)
+  are masked too, not escaped nor cut: the client's model reads them, and its user may be shown them;
 - a URL to open is never rewritten, since a masked or cut URL would open the wrong page: one that
   carries a configured secret, control characters or more than `MAX_URL_CHARS` is refused to the
   backend instead. A URL's own state or nonce parameters are not configured secrets, so they pass;
@@ -37,6 +37,7 @@ MAX_MESSAGE_CHARS = 2000
 MAX_SCHEMA_TEXT_CHARS = 500
 MAX_URL_CHARS = 4096
 _SCHEMA_TEXTS = frozenset(("title", "description", "enumNames"))
+_BINARY = frozenset(("data", "blob"))  # base64 images, audio and resource blobs in a sampling request
 
 Result = TypeVar("Result", bound=BaseModel)
 
@@ -124,10 +125,9 @@ def _relayed(
         return request
     update: dict[str, Any] = {"meta": None}
     if isinstance(request, types.CreateMessageRequest):
-        texts = _texts_masked(params.model_dump(by_alias=True, exclude_unset=True), mask)
-        if isinstance(texts.get("systemPrompt"), str):
-            texts["systemPrompt"] = mask(texts["systemPrompt"])
-        params = types.CreateMessageRequestParams.model_validate(texts)
+        params = types.CreateMessageRequestParams.model_validate(
+            _texts_masked(params.model_dump(by_alias=True, exclude_unset=True), mask)
+        )
     if isinstance(request, types.ElicitRequest):
         update["message"] = f"[{backend}] {shown(params.message, MAX_MESSAGE_CHARS)}"
         if isinstance(params, types.ElicitRequestFormParams):
@@ -137,15 +137,16 @@ def _relayed(
     return request.model_copy(update={"params": params.model_copy(update=update)})
 
 
-def _texts_masked(value: Any, mask: Callable[[str], str]) -> Any:
-    """`value` (a sampling request's params, as JSON) with the text of every text block masked, tool
-    results' included."""
+def _texts_masked(value: Any, mask: Callable[[str], str], key: str = "") -> Any:
+    """`value` (a sampling request's params, as JSON) with every string masked, whatever its key: the model
+    reads them all (text blocks with or without their `type`, embedded resources, tool inputs and results,
+    tool descriptions, metadata). Only base64 `data` and `blob` are left as they are."""
+    if isinstance(value, str):
+        return value if key in _BINARY else mask(value)
     if isinstance(value, dict):
-        if value.get("type") == "text" and isinstance(value.get("text"), str):
-            return value | {"text": mask(value["text"])}
-        return {k: _texts_masked(v, mask) for k, v in value.items()}
+        return {k: _texts_masked(v, mask, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_texts_masked(v, mask) for v in value]
+        return [_texts_masked(v, mask, key) for v in value]
     return value
 
 

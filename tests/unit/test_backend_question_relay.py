@@ -133,40 +133,64 @@ async def test_a_url_the_gateway_would_have_to_rewrite_is_refused_not_opened() -
         assert isinstance(refused, types.ErrorData) and why in refused.message and ide.asked == []
 
 
-async def test_a_sampling_request_reaches_the_clients_model_with_its_texts_masked_and_whole() -> None:
+@pytest.mark.parametrize("round_trips", [False, True], ids=["2025-11-25", "2026-07-28"])
+async def test_a_sampling_request_reaches_the_clients_model_with_every_string_masked_and_whole(
+    round_trips: bool,
+) -> None:
     long_text = f"Summarize:\n{SECRET}\n" + "x" * 5000  # line breaks and length are the model's to read
-    params = types.CreateMessageRequestParams(
-        messages=[
-            types.SamplingMessage(role="user", content=types.TextContent(type="text", text=long_text)),
-            types.SamplingMessage(
-                role="user",
-                content=[
-                    types.ToolResultContent(
-                        type="tool_result",
-                        tool_use_id="t1",
-                        content=[types.TextContent(type="text", text=f"token={SECRET}")],
-                    )
-                ],
-            ),
-        ],
-        system_prompt=f"You hold {SECRET}.",
-        max_tokens=100,
+    image = "aGVsbG8=" + SECRET  # base64 data is left alone (masking it would corrupt it)
+    params = types.CreateMessageRequestParams.model_validate(
+        {
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": long_text}},
+                {"role": "user", "content": {"text": f"typeless {SECRET}"}},  # `type` has a default
+                {"role": "user", "content": {"type": "image", "data": image, "mimeType": "image/png"}},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"path": f"/{SECRET}"}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "toolUseId": "t1",
+                            "content": [
+                                {"type": "text", "text": f"token={SECRET}"},
+                                {"type": "resource", "resource": {"uri": "file:///c", "text": f"key: {SECRET}"}},
+                            ],
+                            "structuredContent": {"token": SECRET},
+                        }
+                    ],
+                },
+            ],
+            "systemPrompt": f"You hold {SECRET}.",
+            "tools": [{"name": "read", "description": f"reads {SECRET}", "inputSchema": {"type": "object"}}],
+            "metadata": {"note": SECRET},
+            "maxTokens": 100,
+        }
     )
 
     class Model(Ide):
         async def ask(self, request: types.InputRequest, result_type: type[Any], what: str) -> Any:
             self.asked.append(request)
+            if self.round_trips:
+                raise AskingClient(what)
             reply = types.TextContent(type="text", text="ok")
             return types.CreateMessageResult(role="assistant", content=reply, model="m")
 
-    ide = Model()
-    answers = await BackendQuestionRelay(ide, 5, mask).answer("fs", {"s": types.CreateMessageRequest(params=params)})
-    assert isinstance(answers, dict) and answers["s"].content.text == "ok"
+    ide = Model(round_trips=round_trips)
+    request = types.CreateMessageRequest(params=params)
+    if round_trips:  # the IDE gets the question in this round's answer, and answers in the next
+        with pytest.raises(AskingClient):
+            await BackendQuestionRelay(ide, 5, mask).answer("fs", {"s": request})
+    else:
+        answers = await BackendQuestionRelay(ide, 5, mask).answer("fs", {"s": request})
+        assert isinstance(answers, dict) and answers["s"].content.text == "ok"
     [asked] = ide.asked
     assert isinstance(asked, types.CreateMessageRequest)
-    shown = asked.params.model_dump_json()
-    assert SECRET not in shown
-    first, second = asked.params.messages
+    shown = asked.params.model_dump_json(by_alias=True)
+    assert shown.count(SECRET) == 1 and image in shown  # only inside the image's base64 data
+    first = asked.params.messages[0]
     assert first.content.text == long_text.replace(SECRET, "[REDACTED]")
-    assert second.content[0].content[0].text == "token=[REDACTED]"
     assert asked.params.system_prompt == "You hold [REDACTED]." and asked.params.max_tokens == 100
