@@ -94,28 +94,50 @@ class GuardedHttp(H11Protocol):
 
 class _Coalescing:
     """A transport whose writes within one step of the event loop leave as one send: uvicorn writes a
-    response's head and its body separately, which would be two segments on a TCP_NODELAY socket."""
+    response's head and its body separately, which would be two segments on a TCP_NODELAY socket. Past
+    `FLUSH_BYTES` what is held goes out at once, so flow control (`pause_writing`) sees a large body as
+    it comes; the buffer size uvicorn reads counts what is held too."""
+
+    FLUSH_BYTES = 64 * 1024
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
         self._pending: list[bytes] = []
+        self._size = 0
 
     def write(self, data: bytes) -> None:
         if not self._pending:
             self._loop.call_soon(self._flush)
         self._pending.append(data)
+        self._size += len(data)
+        if self._size >= self.FLUSH_BYTES:
+            self._flush()
+
+    def writelines(self, lines: Any) -> None:
+        for data in lines:
+            self.write(data)
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
+
+    def get_write_buffer_size(self) -> int:
+        return self._size + self._transport.get_write_buffer_size()
 
     def close(self) -> None:
-        self._flush()
-        self._transport.close()
+        try:
+            self._flush()
+        finally:
+            self._transport.close()
 
     def _flush(self) -> None:
         if self._pending:
             data = b"".join(self._pending)
             self._pending.clear()
+            self._size = 0
             if not self._transport.is_closing():
                 self._transport.write(data)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
+        return getattr(self._transport, name)  # everything else is the real transport's

@@ -81,3 +81,19 @@ async def test_writes_to_a_connection_already_closing_are_dropped_quietly() -> N
     assert recording.writes == []
     assert coalescing.is_closing()  # the rest is the real transport's
     peer.close()
+
+
+async def test_a_large_body_goes_out_as_it_comes_so_flow_control_sees_it() -> None:
+    recording, peer = await connected()
+    coalescing = _Coalescing(recording, asyncio.get_running_loop())  # type: ignore[arg-type]
+    head, chunk = b"HTTP/1.1 200 OK\r\n\r\n", b"x" * 40_000
+    coalescing.write(head)
+    coalescing.write(chunk)
+    assert recording.writes == [] and coalescing.get_write_buffer_size() >= len(head) + len(chunk)
+    coalescing.writelines([chunk])  # past FLUSH_BYTES: sent now, within the same step
+    assert recording.writes == [head + chunk + chunk]
+    await asyncio.sleep(0)
+    assert len(recording.writes) == 1  # the scheduled send found nothing left
+    assert await received(peer, len(head) + 2 * len(chunk)) == head + chunk + chunk
+    coalescing.close()
+    peer.close()
