@@ -32,7 +32,11 @@ from mcp.server.streamable_http import (
     StreamableHTTPServerTransport,
     check_accept_headers,
 )
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import (
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    StreamableHTTPASGIApp,
+    StreamableHTTPSessionManager,
+)
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import (
@@ -58,11 +62,17 @@ _STREAM_HEADERS = [
 _KEEP_ALIVE = b": ping\r\n\r\n"
 
 
-def mcp_app(server: Server[Any], security: TransportSecuritySettings | None, held: Held | None = None) -> Starlette:
+def mcp_app(
+    server: Server[Any],
+    security: TransportSecuritySettings | None,
+    held: Held | None = None,
+    idle_seconds: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+) -> Starlette:
     """What `server.streamable_http_app` builds (the endpoint at `MCP_PATH`, the session manager run by the
     app's lifespan, the SDK's default limits), with `QuickReplies` as every session's transport. `held` is told
-    of every 2025-11-25 session from its admission until the manager discards it."""
-    sessions = _Sessions(app=server, security_settings=security)
+    of every 2025-11-25 session from its admission until the manager discards it, which it does after
+    `idle_seconds` without a request (the SDK's default)."""
+    sessions = _Sessions(app=server, security_settings=security, session_idle_timeout=idle_seconds)
     sessions.held = held
     return Starlette(
         routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(sessions))], lifespan=lambda _: sessions.run()

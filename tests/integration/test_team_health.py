@@ -4,6 +4,7 @@ finish, a 2025-11-25 session the replica holds goes on until its client ends it,
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
+from agentify.mcp_server.replica import QUIET_SECONDS
+from agentify.security.team_tokens import digest
 from tests.conftest import ENV_SECRET, fake_backend, text_of, wait_until, write_config
-from tests.integration.team import add_token, http_client, http_gateway, initialize, request
+from tests.integration.team import http_client, http_gateway, initialize, request
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 TOKEN = "team-token-0123456789abcdef"
@@ -93,8 +96,10 @@ async def test_sigterm_drains_calls_in_flight_of_both_eras_and_held_sessions_the
 async def test_a_session_id_used_by_someone_else_does_not_end_the_drain_early(tmp_path: Path) -> None:
     """The SDK answers 404 to a token that did not open the session; the session goes on, and so does the
     drain that waits for it, until its own client ends it."""
-    tokens = tmp_path / "tokens.json"
-    alice, bob = await add_token(tokens, "alice"), await add_token(tokens, "bob")
+    tokens = tmp_path / "tokens.json"  # as `agentify token add` writes it (test_team_tokens runs that command)
+    alice, bob = "agt_alice-token-0123456789abcdef", "agt_bob-token-0123456789abcdef"
+    entries = [{"name": name, "sha256": digest(token)} for name, token in (("alice", alice), ("bob", bob))]
+    tokens.write_text(json.dumps({"tokens": entries}))
     server = {"auth": {"type": "tokens", "file": str(tokens)}}
     config = write_config(tmp_path, [fake_backend("fake")], planner={"provider": "offline"}, server=server)
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
@@ -105,7 +110,8 @@ async def test_a_session_id_used_by_someone_else_does_not_end_the_drain_early(tm
         deleted = await anyio.to_thread.run_sync(lambda: request("DELETE", gateway.url, bob, session=session))
         gateway.process.send_signal(signal.SIGTERM)
         await wait_until(lambda: request("GET", gateway.at("/readyz")).status == 503, 5)
-        await anyio.sleep(3)  # well past the drain's quiet time: only alice's session keeps it waiting
+        # Nothing must happen here (the drain must not end), which only waiting shows: past its quiet time.
+        await anyio.sleep(QUIET_SECONDS * 3)
         still_serving = gateway.process.returncode is None
         hers = await anyio.to_thread.run_sync(lambda: request("POST", gateway.url, alice, ping, session=session))
         ended = await anyio.to_thread.run_sync(lambda: request("DELETE", gateway.url, alice, session=session))

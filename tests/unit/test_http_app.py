@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -75,11 +76,11 @@ def gated_server(gate: Gate) -> Server[Any]:
 
 
 @asynccontextmanager
-async def serving(gate: Gate | None = None) -> AsyncIterator[str]:
+async def serving(gate: Gate | None = None, **options: Any) -> AsyncIterator[str]:
     gate = gate or Gate()
     listener = listening_socket("127.0.0.1", 0, 8)
     port = listener.getsockname()[1]
-    config = uvicorn.Config(mcp_app(gated_server(gate), None), log_config=None, lifespan="on")
+    config = uvicorn.Config(mcp_app(gated_server(gate), None, **options), log_config=None, lifespan="on")
     server = EmbeddedServer(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, [listener])  # the socket listens already: requests queue until it serves
@@ -195,3 +196,36 @@ async def test_a_body_that_is_no_request_gets_the_sdk_answer_not_a_crash(body: b
             after = await client.post(url, json=call("quick"))
     assert answer.status_code == 400 and answer.json()["error"]["code"] in (-32700, -32602)
     assert after.json()["result"]["content"][0]["text"] == "quick"
+
+
+class Held:
+    """What the replica is told of sessions (its drain waits for the held ones)."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str]] = []
+        self.ends: defaultdict[str, anyio.Event] = defaultdict(anyio.Event)
+
+    def opened(self, session: str) -> None:
+        self.told.append(("opened", session))
+
+    def ended(self, session: str) -> None:
+        self.told.append(("ended", session))
+        self.ends[session].set()
+
+
+async def test_a_session_is_held_from_its_admission_until_its_delete_or_its_idle_timeout() -> None:
+    held = Held()
+    async with serving(held=held, idle_seconds=0.5) as url:
+        async with raw_session(url) as client:
+            deleted_id = client.headers["mcp-session-id"]
+            assert held.told == [("opened", deleted_id)]
+            with anyio.fail_after(30):
+                deleted = await client.delete(url)
+            assert deleted.status_code == 200 and ("ended", deleted_id) in held.told
+        async with raw_session(url) as idle:
+            idle_id = idle.headers["mcp-session-id"]
+            with anyio.fail_after(30):
+                await held.ends[idle_id].wait()
+                gone = await idle.post(url, json=call("quick", 9))
+    assert gone.status_code == 404  # the SDK discarded it: the hold ended with the session
+    assert held.told.count(("opened", idle_id)) == 1

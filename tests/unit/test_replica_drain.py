@@ -15,6 +15,7 @@ from agentify.mcp_server.replica import Replica, ReplicaRoutes
 
 pytestmark = pytest.mark.anyio
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).encode()
+QUIET = 0.05
 CALL = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}}).encode()
 
 
@@ -60,7 +61,7 @@ async def _request(
 
 
 async def test_a_held_session_goes_on_while_draining_and_new_work_is_refused_for_a_retry() -> None:
-    replica = Replica(quiet_seconds=0.05)
+    replica = Replica(quiet_seconds=QUIET)
     app = ReplicaRoutes(_mcp(replica), replica)
     assert (await _request(app, "POST", INITIALIZE))[0] == 200  # opens s1 here
     drained = anyio.Event()
@@ -78,7 +79,7 @@ async def test_a_held_session_goes_on_while_draining_and_new_work_is_refused_for
             stranger = await _request(app, "POST", CALL, session="s9")
             mallory = await _request(app, "POST", CALL, session="s1", who="mallory")
             mallory_ends = await _request(app, "DELETE", b"", session="s1", who="mallory")
-            await anyio.sleep(0.2)  # past the quiet time: only s1 keeps the drain waiting
+            await anyio.sleep(QUIET * 4)  # a drain that must not end shows only by waiting past its quiet time
             assert not drained.is_set()  # s1 is still held: mallory's 404s ended nothing
             ended = await _request(app, "DELETE", b"", session="s1")
             await drained.wait()
