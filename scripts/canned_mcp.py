@@ -1,9 +1,10 @@
 """For scripts/bench_http.py: an MCP server that does no work, to measure what a client's own transport costs.
 
 It answers `initialize`, `tools/list` and `tools/call` with fixed results, built once, and holds no SDK,
-no validation and no session state: over stdio one line in, one line out; over HTTP (`--http PORT`) a
-bare asyncio protocol on a TCP_NODELAY socket that reads one keep-alive request at a time and answers it
-with one JSON body (`Mcp-Session-Id` on `initialize`, 202 for a notification, 405 for the GET stream).
+no validation and no session state. Both transports are bare asyncio protocols, so the server side costs
+the same on each: over stdio one line in, one line out; over HTTP (`--http PORT`) a TCP_NODELAY socket
+that reads one keep-alive request at a time and answers it with one JSON body (`Mcp-Session-Id` on
+`initialize`, 202 for a notification, 405 for the GET stream, 411 for a body without `Content-Length`).
 Whatever a client's call takes against it, over either transport, is the client's own transport and
 the kernel's; the difference between the two is what any MCP server over HTTP adds to that client's
 calls at the least, however cheaply it served HTTP.
@@ -43,11 +44,29 @@ def answer(body: bytes) -> bytes | None:
     return json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
 
 
-def serve_stdio() -> None:
-    for line in sys.stdin.buffer:
-        if line.strip() and (reply := answer(line)) is not None:
-            sys.stdout.buffer.write(reply + b"\n")
-            sys.stdout.buffer.flush()
+class _Lines(asyncio.Protocol):
+    def __init__(self, out: asyncio.WriteTransport, done: asyncio.Future[None]) -> None:
+        self.out = out
+        self.done = done
+        self.buffer = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        *lines, self.buffer = self.buffer.split(b"\n")
+        replies = [reply + b"\n" for line in lines if line.strip() and (reply := answer(line)) is not None]
+        if replies:
+            self.out.write(b"".join(replies))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.done.set_result(None)
+
+
+async def serve_stdio() -> None:
+    loop = asyncio.get_running_loop()
+    out, _ = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout)
+    done: asyncio.Future[None] = loop.create_future()
+    await loop.connect_read_pipe(lambda: _Lines(out, done), sys.stdin)
+    await done  # stdin ended
 
 
 class _Http(asyncio.Protocol):
@@ -61,6 +80,10 @@ class _Http(asyncio.Protocol):
         while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
             head = self.buffer[:end].decode("latin-1").split("\r\n")
             headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in head[1:])}
+            if "chunked" in headers.get("transfer-encoding", "").lower():
+                self._write(411, b"")  # the clients measured send Content-Length; this server reads nothing else
+                self.transport.close()
+                return
             length = int(headers.get("content-length", "0"))
             if len(self.buffer) < end + 4 + length:
                 return  # the body is still coming
@@ -95,4 +118,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         asyncio.run(serve_http(int(sys.argv[2])))
     else:
-        serve_stdio()
+        asyncio.run(serve_stdio())

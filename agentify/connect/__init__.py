@@ -1,7 +1,7 @@
 """`agentify connect`: moves an IDE's MCP servers behind agentify and back.
 
-ides.py     where each IDE keeps its MCP file and how its agentify entry is spelled
-jsonc.py    reading those files (VS Code's may hold comments and trailing commas)
+ides.py     where each IDE keeps its MCP file and how its agentify entry is spelled (read with _common/jsonc.py:
+            VS Code's may hold comments and trailing commas)
 files.py    atomic writes with a mode, and the backups `--undo` restores
 move.py     what a connection changes: the servers moved, renamed or kept, both files' new text
 """
