@@ -117,6 +117,8 @@ async def test_a_generated_token_is_shown_once_on_stderr_and_works(tmp_path: Pat
     config = write_config(tmp_path, [fake_backend("fake")])
     stderr = tmp_path / "stderr.log"
     async with http_gateway(config, stderr, token=None) as port:
+        # The socket listens before the gateway is built (a busy port fails first), so the line can come after.
+        await wait_until(lambda: "Authorization: Bearer " in stderr.read_text(), 30)
         line = next(line for line in stderr.read_text().splitlines() if "Authorization: Bearer " in line)
         token = line.split("Authorization: Bearer ")[1].split("'")[0]
         assert len(token) >= 24
