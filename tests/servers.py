@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
+import anyio.abc
 
 from tests.conftest import REPO
 
@@ -52,6 +54,35 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         os.killpg(process.pid, 9)
     process.wait(10)
+
+
+async def stop_gateway(process: anyio.abc.Process, patience: float = 3.0) -> None:
+    """Stops an `agentify serve --transport http` by pid as an orchestrator does: SIGTERM, which drains; after
+    `patience`, a second SIGTERM, which stops at once (a session a test left open would hold the drain for
+    `drainSeconds`); SIGKILL only if that fails too."""
+    for wait in (patience, 15.0):
+        if process.returncode is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        with anyio.move_on_after(wait):
+            await process.wait()
+    if process.returncode is None:
+        process.kill()
+
+
+def stop_gateway_now(process: subprocess.Popen[bytes], patience: float = 3.0) -> None:
+    """`stop_gateway` for a process started with Popen."""
+    for wait in (patience, 15.0):
+        if process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(wait)
+        except subprocess.TimeoutExpired:
+            pass
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
 
 
 def everything(mode: str) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import urllib.error
 import urllib.request
@@ -23,7 +22,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.conftest import AGENTIFY, gateway_env, wait_until
-from tests.servers import free_port
+from tests.servers import free_port, stop_gateway
 
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 
@@ -70,12 +69,7 @@ async def http_gateway(
                 assert process.returncode is None, gateway.log()[-3000:]
                 yield gateway
             finally:
-                if process.returncode is None:
-                    process.send_signal(signal.SIGTERM)
-                    with anyio.move_on_after(20):
-                        await process.wait()
-                if process.returncode is None:
-                    process.kill()
+                await stop_gateway(process)
 
 
 def _healthy(gateway: HttpGateway) -> bool:

@@ -22,6 +22,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import AGENTIFY, fake_backend, gateway_env, wait_until, write_config
 from tests.integration.test_http_transport import accepting, free_port
+from tests.servers import stop_gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -44,11 +45,7 @@ async def http_gateway(config: Path, stderr: Path, *extra: str, token: str | Non
                 await wait_until(lambda: accepting(port), 30)
                 yield port
             finally:
-                process.terminate()
-                with anyio.move_on_after(15):
-                    await process.wait()
-                if process.returncode is None:
-                    process.kill()
+                await stop_gateway(process)
 
 
 def post_initialize(port: int, options: dict[str, Any], token: str | None) -> int:

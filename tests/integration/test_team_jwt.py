@@ -10,7 +10,6 @@ import hashlib
 import hmac
 import json
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ import pytest
 from tests.conftest import AGENTIFY, fake_backend, gateway_env, text_of, write_config
 from tests.fakes.jwks_issuer import JwksIssuer, new_key, public_pem
 from tests.integration.team import Answer, http_client, initialize, request, traces_of
-from tests.servers import free_port
+from tests.servers import free_port, stop_gateway_now
 
 pytestmark = [pytest.mark.integration]
 SCOPE = "mcp:tools"
@@ -76,12 +75,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         assert process.poll() is None and _healthy(url), (directory / "e.log").read_text()[-3000:]
         yield Served(issuer, url, directory)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_gateway_now(process)
         issuer.stop()
 
 
