@@ -25,8 +25,10 @@ _ID = r'(-?\d{1,18}|"[^"\\]{0,128}")'
 _ID_FIRST = re.compile(r'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID + r'\s*,\s*"(?:result|error)"')
 """{"jsonrpc": "2.0", "id": 7, "result": ...: Python servers write the id first."""
 _ANSWER_FIRST = re.compile(r'\A\s*\{\s*"(?:result|error)"')
-_REQUEST_ID_FIRST = re.compile(r'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID + r"\s*,")
+_REQUEST_ID_FIRST = re.compile(r'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID + r'\s*,\s*"method"')
 """{"jsonrpc": "2.0", "id": 7, "method": ...: a request whose id comes first."""
+_METHOD_FIRST = re.compile(r'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"method"')
+"""{"method": ..., "params": ..., "jsonrpc": "2.0", "id": 7}: a request as TypeScript clients write it."""
 _ID_LAST = re.compile(r'"id"\s*:\s*' + _ID + r'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*\Z')
 """{"result": ..., "jsonrpc": "2.0", "id": 7}: TypeScript servers write it last."""
 
@@ -43,9 +45,14 @@ class Oversized:
         self.tail = (self.tail + piece[-_KEPT:])[-_KEPT:]
 
     def request_id(self) -> int | str | None:
-        """The id of the request this oversized message is, where it comes first or last; else None."""
-        found = _REQUEST_ID_FIRST.match(self.head.decode("latin-1")) or _ID_LAST.search(self.tail.decode("latin-1"))
-        return None if found is None else _parsed_id(found.group(1))
+        """The id of the request this oversized message is, where it comes first or last; else None. Only a
+        request's: an answer's id belongs to the other side's requests, where an error would be taken for
+        the answer to one of its own."""
+        head = self.head.decode("latin-1")
+        found = _REQUEST_ID_FIRST.match(head) or (
+            _METHOD_FIRST.match(head) and _ID_LAST.search(self.tail.decode("latin-1"))
+        )
+        return None if not found else _parsed_id(found.group(1))
 
     def as_message(self) -> SessionMessage | Exception:
         """The error answer that takes this message's place, or the exception reporting it when it answers nothing."""

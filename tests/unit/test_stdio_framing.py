@@ -54,3 +54,22 @@ async def test_an_oversized_request_or_notification_answers_nothing() -> None:
         (oversized,) = await lines_of([line], limit=1024)
         assert isinstance(oversized, Oversized)
         assert isinstance(oversized.as_message(), ValueError)
+
+
+@pytest.mark.parametrize(
+    ("line", "request_id"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"q":"' + b"x" * 2000 + b'"}}', 7),
+        (b'{"method":"tools/call","params":{"q":"' + b"x" * 2000 + b'"},"jsonrpc":"2.0","id":"c-1"}', "c-1"),
+        (b'{"jsonrpc":"2.0","id":3,"result":{"content":"' + b"x" * 2000 + b'"}}', None),  # the client's answer
+        (b'{"result":{"content":"' + b"x" * 2000 + b'"},"jsonrpc":"2.0","id":3}', None),
+        (b'{"method":"notifications/progress","params":{"m":"' + b"x" * 2000 + b'"},"jsonrpc":"2.0"}', None),
+    ],
+)
+async def test_an_oversized_message_from_the_client_names_only_a_requests_id(
+    line: bytes, request_id: int | str | None
+) -> None:
+    """The parse error answering it carries this id: a client's answer to the gateway's own request has an id
+    from the gateway's side, which the client would take for one of its own requests."""
+    (oversized,) = await lines_of([line], limit=1 << 10)
+    assert isinstance(oversized, Oversized) and oversized.request_id() == request_id
