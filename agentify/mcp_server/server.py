@@ -17,7 +17,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import anyio
 import mcp_types as types
 from loguru import logger
 from mcp.server import Server
@@ -26,6 +25,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
 from agentify import __version__
+from agentify._common.background import background
 from agentify._common.schemas import tool_schema
 from agentify.backends.logs import LogListener
 from agentify.backends.offers import Change, ChangeListener
@@ -176,7 +176,7 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
-            async with open_services() as services, anyio.create_task_group() as tg:
+            async with open_services() as services, background() as tg:
                 if clients.replica is not None:
                     clients.replica.statuses = lambda: services.status().backends
                 relay = ChangeRelay(services.offerings)

@@ -1,8 +1,8 @@
 """`agentify serve`: the gateway over stdio (what IDEs start) or over MCP streamable HTTP.
 
 stdio: on pipes the event loop's own (`stdio_pipes`), elsewhere the SDK's transport, with unreadable
-lines answered (`stdio_guard`); `on_closed` is told when every backend is closed (the caller's exit
-watchdog: the SDK's stdin reader thread only returns at EOF).
+lines answered (`stdio_guard`); the caller's exit watchdog is told when the client has spoken and when
+every backend is closed (the SDK's stdin reader thread only returns at EOF).
 HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
 gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
 (`team_auth.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from loguru import logger
 
 from agentify import __version__
 from agentify._common.errors import StartFailed
+from agentify._common.exit import ExitWatchdog
 from agentify._common.signals import stop_signals
 from agentify.config import Config
 from agentify.gateway.services import Boot
@@ -45,13 +45,15 @@ HTTP_BODY_BYTES = 16 * 1024 * 1024  # one MCP message: a tool call may carry a f
 CLOSE_SECONDS = 2  # after the drain: for the last replies to leave, and open event streams to be cut
 
 
-async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Callable[[], None]) -> None:
+async def serve_stdio(open_services: OpenServices, config: Config, exits: ExitWatchdog) -> None:
+    """`exits` is told when the client has spoken (from then on a signal waits for the backends to close)
+    and when every backend is closed."""
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
     from agentify.mcp_server.server import build_server
 
-    server = build_server(open_services, on_closed=on_closed, questions=_questions(config))
+    server = build_server(open_services, on_closed=exits.closed, questions=_questions(config))
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
 
     async with pipe_stdio() as pipes, AsyncExitStack() as stack:
@@ -61,8 +63,9 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
         read = await stack.enter_async_context(answering_parse_errors(read_stream, write_stream))
         if not await read.wait_first():
             logger.info("stdin ended before the client sent anything: no backend started")
-            on_closed()
+            exits.closed()
             return
+        exits.serving()
         # tools.listChanged: with expose "tools" the gateway's tools follow the backends' (mcp_server/direct.py).
         options = server.create_initialization_options(NotificationOptions(tools_changed=True))
         await server.run(read, write_stream, options)
