@@ -31,6 +31,7 @@ from agentify.backends.state import ENDED_BADLY, BackendState
 from agentify.config import BackendConfig
 from agentify.errors import AgentifyError
 from agentify.gateway import cursors
+from agentify.team.principal import current_principal
 
 NAME_SEP = "__"  # `<backend>__<prompt>`, and a resource name two backends list
 _STARTING = (BackendState.STARTING, BackendState.RESTARTING, BackendState.STOPPED)
@@ -107,7 +108,7 @@ class Offerings:
         await self.settle()
         candidates = self._offering("resources")
         by_id = {b.spec.id: b for b in candidates}
-        owner_id = self._backends.routes.owner(uri, list(by_id))
+        owner_id = self._backends.routes.owner(uri, list(by_id), current_principal())
         owner = by_id.get(owner_id) if owner_id is not None else None
         if owner is None or not owner.spec.resources.permits(uri, self._backends.routes.name(uri)):
             raise not_found(uri)

@@ -75,15 +75,31 @@ def links(*uris: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.ResourceLink(uri=u, name=u) for u in uris])
 
 
-def test_a_carried_uri_goes_to_the_backend_whose_result_carried_it() -> None:
+def test_a_carried_uri_goes_to_the_carrier_among_those_that_list_it_for_its_caller_only() -> None:
     routes = ResourceRoutes()
     routes.listed("a", [types.Resource(uri="x://shared", name="shared")])
     routes.listed("b", [types.Resource(uri="x://shared", name="shared")])
     assert routes.shared("x://shared")
     assert routes.owner("x://shared", ["a", "b"]) == "b"  # the later listing
-    routes.carried("a", links("x://shared"))
-    assert routes.owner("x://shared", ["a", "b"]) == "a"
-    assert routes.owner("x://shared", ["b"]) == "b"  # only among those that offer resources now
+    routes.carried("a", links("x://shared"), "bob")
+    assert routes.owner("x://shared", ["a", "b"], "bob") == "a"
+    assert routes.owner("x://shared", ["a", "b"], "alice") == "b"  # Bob's call taught Alice nothing
+    assert routes.owner("x://shared", ["b"], "bob") == "b"  # only among those that offer resources now
+
+
+def test_a_link_never_takes_a_uri_another_backend_lists_or_templates_for_anyone() -> None:
+    """A hostile backend's tool links to another backend's resources: neither its caller nor anyone else reads
+    them from it."""
+    routes = ResourceRoutes()
+    routes.listed("demo", [types.Resource(uri="demo://resource/static/1", name="one")])
+    routes.templates("demo", [types.ResourceTemplate(uri_template="demo://resource/dynamic/{id}", name="item")])
+    routes.carried("hostile", links("demo://resource/static/1", "demo://resource/dynamic/7", "demo://other"), "bob")
+    for principal in ("bob", "alice", None):
+        assert routes.owner("demo://resource/static/1", ["demo", "hostile"], principal) == "demo"
+        assert routes.owner("demo://resource/dynamic/7", ["demo", "hostile"], principal) == "demo"
+    assert routes.owner("demo://other", ["demo", "hostile"], "bob") == "hostile"  # its own link, no one else's
+    assert routes.owner("demo://other", ["demo", "hostile"], "alice") == "demo"  # by scheme: only demo, for her
+    assert routes.owner("demo://unknown", ["demo", "hostile"], "bob") is None  # the scheme is two backends' for Bob
 
 
 def test_an_unlisted_uri_goes_by_template_then_by_scheme_then_to_a_lone_backend() -> None:
@@ -93,7 +109,8 @@ def test_an_unlisted_uri_goes_by_template_then_by_scheme_then_to_a_lone_backend(
     routes.carried("c", links("arbigent://runs/1/report.html"))
     assert routes.owner("demo://item/7", ["a", "b", "c"]) == "a"
     assert routes.owner("demo://item/special/7", ["a", "b", "c"]) == "b"  # the longer literal prefix
-    assert routes.owner("arbigent://runs/2/result.yml", ["a", "b", "c"]) == "c"
+    assert routes.owner("arbigent://runs/2/result.yml", ["a", "b", "c"]) == "c"  # stdio's one user
+    assert routes.owner("arbigent://runs/2/result.yml", ["a", "b", "c"], "alice") is None  # not hers
     assert routes.owner("file:///tmp/x", ["a", "b", "c"]) is None
     assert routes.owner("file:///tmp/x", ["a"]) == "a"
 
