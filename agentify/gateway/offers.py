@@ -110,7 +110,7 @@ class Offerings:
         by_id = {b.spec.id: b for b in candidates}
         owner_id = self._backends.routes.owner(uri, list(by_id), current_principal())
         owner = by_id.get(owner_id) if owner_id is not None else None
-        if owner is None or not owner.spec.resources.permits(uri, self._backends.routes.name(uri)):
+        if owner is None or not owner.spec.resources.permits_resource(uri, self._backends.routes.name(uri)):
             raise not_found(uri)
         return owner
 
@@ -141,7 +141,7 @@ class Offerings:
         shown = [
             r.model_copy(update={"name": f"{spec.id}{NAME_SEP}{r.name}"}) if routes.shared(str(r.uri)) else r
             for r in resources
-            if spec.resources.permits(str(r.uri), r.name)
+            if spec.resources.permits_resource(str(r.uri), r.name)
         ]
         return Page(shown, next_cursor)
 
@@ -156,7 +156,7 @@ class Offerings:
             )
             templates, next_cursor = result.resource_templates, result.next_cursor
         self._backends.routes.templates(spec.id, templates)
-        return Page([t for t in templates if spec.resources.permits(t.uri_template, t.name)], next_cursor)
+        return Page([t for t in templates if spec.resources.permits_resource(t.uri_template, t.name)], next_cursor)
 
     # ----- prompts and completions -------------------------------------------------------------
 

@@ -71,6 +71,36 @@ def test_a_filter_denies_by_uri_or_name_and_allows_by_either() -> None:
     assert ItemFilter().permits("anything", None)
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "SECRET://vault/key",
+        "secret://VAULT/key",
+        "file:///./etc/passwd",
+        "file:///srv/../etc/passwd",
+        "file:///%65tc/passwd",
+        "file:///srv/..%2Fetc/passwd",
+        "file:///srv/%252e%252e/etc/passwd",
+        "file:///etc//passwd",
+        "file:///srv\\..\\etc/passwd",
+    ],
+)
+def test_a_resource_deny_or_allow_holds_for_every_spelling_of_a_uri(uri: str) -> None:
+    denied = ItemFilter(deny=["secret://*", "file:///etc/*"])
+    assert not denied.permits_resource(uri, None)
+    only_srv = ItemFilter(allow=["file:///srv/*", "secret://public/*"])
+    assert not only_srv.permits_resource(uri, None)
+
+
+def test_normalising_keeps_what_a_filter_lets_through() -> None:
+    only_srv = ItemFilter(allow=["file:///srv/*"], deny=["file:///srv/private/*"])
+    for uri in ("file:///srv/a.txt", "FILE:///srv/./b/../a.txt", "file:///srv/my%20file", "file:///%73rv/x"):
+        assert only_srv.permits_resource(uri, None), uri
+    assert not only_srv.permits_resource("file:///srv/public/../private/key", None)
+    assert ItemFilter(allow=["file:///srv/my%20file"]).permits_resource("file:///srv/my%20file", None)
+    assert ItemFilter(allow=["report"]).permits_resource("demo://x/../y", "report")  # allowed by its name
+
+
 def links(*uris: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.ResourceLink(uri=u, name=u) for u in uris])
 
@@ -244,7 +274,8 @@ async def test_denied_resources_and_prompts_are_neither_listed_nor_read() -> Non
         offerings = Offerings(backends)
         uris, _ = await every_resource(offerings)
         assert uris == ["a://r/0", "a://r/2"]
-        for uri in ("a://r/1", "a://r/3"):
+        spellings = ("A://r/1", "a://R/1", "a://r/./1", "a://r/x/../1", "a://r/%31", "a://r/%2531")
+        for uri in ("a://r/1", "a://r/3", *spellings):  # the backend would read each as a://r/1
             with pytest.raises(MCPError) as denied:
                 await offerings.read_resource(uri)
             assert denied.value.error.code == types.INVALID_PARAMS
