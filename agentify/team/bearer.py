@@ -6,8 +6,10 @@ from the tokens file (`TeamTokensVerifier`), or a JWT (`jwt_auth.JwtVerifier`). 
 the checked token where the SDK looks for it (`scope["user"]`, which binds a 2025-11-25 session to
 its creator, and `get_access_token()`), and answers everyone else as RFC 6750 and RFC 9728 say:
 401 with `WWW-Authenticate: Bearer error=... resource_metadata=...` and a description that says
-what to do, 403 `insufficient_scope` for a token without a required scope, and 429 while the
-address backs off after repeated 401s (`http_auth.Backoff`). No token is ever logged.
+what to do, 403 `insufficient_scope` for a token without a required scope, and 429 instead of 401 while
+the address backs off after repeated 401s (`http_auth.Backoff`): a token that verifies is never refused
+by the back-off, so one broken client behind an office NAT or a proxy locks out nobody with a valid
+token. No token is ever logged.
 """
 
 from __future__ import annotations
@@ -163,20 +165,22 @@ class RequireBearer:
             await self._app(scope, receive, send)
             return
         address = str((scope.get("client") or ("unknown",))[0])
-        if (wait := self._backoff.retry_after(address)) > 0:
-            self._backoff.failed(address)
-            await refuse(send, 429, "too_many_failures", _BACKING_OFF, challenge=self._challenge(), retry_after=wait)
-            return
         token = _bearer(scope)
         checked = await self._verifier.check(token) if token else Refusal("no bearer token was sent")
         if isinstance(checked, Refusal):
+            wait = self._backoff.retry_after(address)
             self._backoff.failed(address)
+            if wait > 0:
+                challenge = self._challenge()
+                await refuse(send, 429, "too_many_failures", _BACKING_OFF, challenge=challenge, retry_after=wait)
+                return
             error = 'error="invalid_token"' if token else ""
             await refuse(
                 send, 401, "invalid_token", f"{checked.reason}. {self._hint}", challenge=self._challenge(error)
             )
             return
-        self._backoff.succeeded(address)
+        # A token that verifies always gets in, back-off or not: the address may be a NAT, a VPN or a proxy
+        # that others share. It does not clear the address's failures either, which may be someone else's.
         if missing := [s for s in self._required if s not in checked.scopes]:
             needed = " ".join(self._required)
             message = f"the token lacks the scope {', '.join(missing)}: ask for a token with the scopes {needed}"
