@@ -13,9 +13,9 @@ principal). Everything is bounded: the oldest entries are forgotten first.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlsplit
 
 import mcp_types as types
 
@@ -129,8 +129,11 @@ class ResourceRoutes:
                 del known[next(iter(known))]
 
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
 def _scheme_of(uri: str) -> str:
-    try:
-        return urlsplit(uri).scheme.lower()
-    except ValueError:
-        return ""
+    """RFC 3986's scheme, lower case ("" for none). Not `urlsplit`: it caches what it split, and a client's
+    URIs may be megabytes long."""
+    found = _SCHEME.match(uri)
+    return found.group(1).lower() if found else ""

@@ -4,6 +4,7 @@ routing table, the filters, and real supervisors over memory connections to real
 from __future__ import annotations
 
 import base64
+import tracemalloc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,8 +22,12 @@ from agentify.backends.state import BackendState
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.supervisor import Supervisor
 from agentify.config import BackendConfig, ItemFilter
+from agentify.config.server import LimitsConfig
+from agentify.errors import RateLimited
 from agentify.gateway import cursors
 from agentify.gateway.offers import Offerings
+from agentify.mcp_server.offers import ChangeRelay
+from agentify.team.limits import Limiter
 from tests.fakes.memory_connection import MemoryConnection
 
 pytestmark = pytest.mark.anyio
@@ -284,6 +289,24 @@ async def test_denied_resources_and_prompts_are_neither_listed_nor_read() -> Non
             await offerings.get_prompt("a__secret", None)
 
 
+async def test_reads_prompts_and_completions_count_against_the_backends_limit_as_calls_do() -> None:
+    """`perBackend` counts every operation that reaches the backend, with the real limiter (in memory)."""
+    limiter = Limiter(LimitsConfig(per_backend={"a": "3/minute"}))
+    async with fleet(None, a=({}, paged_server("a", 2, 10)), b=({}, paged_server("b", 1, 10))) as backends:
+        offerings = Offerings(backends, charge=limiter.charge_backend)
+        await every_resource(offerings)  # listing is not counted: it serves every client's view
+        argument = types.CompletionArgument(name="who", value="y")
+        prompt = types.CompleteRequestParams(ref=types.PromptReference(name="a__greet"), argument=argument)
+        await offerings.read_resource("a://r/0")
+        await offerings.get_prompt("a__greet", None)
+        await offerings.complete(prompt)
+        with pytest.raises(RateLimited, match="backend 'a' is over its limit of 3 per minute"):
+            await offerings.read_resource("a://r/1")
+        with pytest.raises(RateLimited, match="backend 'a' is over its limit"):
+            await offerings.get_prompt("a__greet", None)
+        assert (await offerings.read_resource("b://r/0")).contents  # another backend's limit is its own
+
+
 async def test_prompts_and_completions_reach_the_backend_under_its_own_names() -> None:
     async with fleet(None, a=({}, paged_server("a", 0, 1)), a__b=({}, paged_server("ab", 0, 1))) as backends:
         offerings = Offerings(backends)
@@ -371,6 +394,28 @@ async def test_a_cursor_naming_a_backend_learnt_to_offer_nothing_goes_on_to_the_
         assert ([str(r.uri) for r in page.resources], page.next_cursor) == (["c://r/0"], None)
         with pytest.raises(MCPError, match="'gone' is gone"):
             await offerings.list_resources(cursors.encode("resources", cursors.Position("gone", None)))
+
+
+async def test_refused_subscriptions_are_not_kept() -> None:
+    """60 subscriptions to 100 KB URIs nobody owns: each is refused, and nothing of them stays in memory."""
+    async with fleet(None, a=({}, paged_server("a", 1, 10)), b=({}, paged_server("b", 1, 10))) as backends:
+        relay = ChangeRelay(Offerings(backends))
+        async with anyio.create_task_group() as tg:
+            await tg.start(relay.run)
+            client: Any = object()  # a client's connection: only its identity counts here
+            with pytest.raises(MCPError):  # warms up what every refusal uses
+                await relay.subscribe(client, "nobody://warm-up", subscribe=True)
+            tracemalloc.start()
+            try:
+                before = tracemalloc.take_snapshot()
+                for n in range(60):
+                    with pytest.raises(MCPError):
+                        await relay.subscribe(client, f"nobody://{n}/" + "x" * 100_000, subscribe=True)
+                grown = sum(stat.size_diff for stat in tracemalloc.take_snapshot().compare_to(before, "filename"))
+            finally:
+                tracemalloc.stop()
+            relay.close()
+    assert grown < 1_000_000, grown  # kept, they were 6 MB
 
 
 def test_the_routing_table_and_a_not_found_error_stay_bounded() -> None:
