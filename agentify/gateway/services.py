@@ -31,7 +31,6 @@ from agentify.backends.manifest import cache_dir
 from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
-from agentify.gateway.limits import Limiter
 from agentify.gateway.offers import Offerings
 from agentify.gateway.reload import watch_config
 from agentify.gateway.settings import LiveConfig, PlannerSlot
@@ -39,6 +38,7 @@ from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.team.limits import Limiter
 from agentify.telemetry.setup import Telemetry
 
 SHUTDOWN_SECONDS = 10.0

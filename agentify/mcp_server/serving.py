@@ -5,7 +5,7 @@ lines answered (`stdio_guard`); the caller's exit watchdog is told when the clie
 every backend is closed (the SDK's stdin reader thread only returns at EOF).
 HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
 gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
-(`team_auth.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
+(`team.authentication.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
 of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`),
 all behind the connection gate against idle sockets; then the endpoint (`http_app`: a request whose
 result comes alone is answered with one JSON body). `initializationOptions` change nothing.
@@ -32,13 +32,13 @@ from agentify.config import Config
 from agentify.gateway.services import Boot
 from agentify.mcp_server.stdio_guard import answering_parse_errors
 from agentify.mcp_server.stdio_pipes import pipe_stdio
-from agentify.security.http_auth import NoWebSockets, is_loopback
+from agentify.team.http_auth import NoWebSockets, is_loopback
 
 if TYPE_CHECKING:
     from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.client_requests import Questions
-    from agentify.mcp_server.replica import Replica
     from agentify.mcp_server.server import OpenServices
+    from agentify.team.drain import Replica
 
 HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
 HTTP_BODY_BYTES = 16 * 1024 * 1024  # one MCP message: a tool call may carry a file's content
@@ -76,15 +76,17 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     import uvicorn  # here, as everything HTTP serving needs: stdio starts without it
 
     from agentify._common.listen import EmbeddedServer
+    from agentify.mcp_server.client_requests import Questions
     from agentify.mcp_server.http_app import MCP_PATH, mcp_app
-    from agentify.mcp_server.replica import Replica, ReplicaRoutes
     from agentify.mcp_server.server import Clients, build_server
-    from agentify.mcp_server.shared_state import shared_questions
-    from agentify.mcp_server.team_auth import host_check, protect
     from agentify.security.bodies import BodyLimit
     from agentify.security.connections import ConnectionGate
+    from agentify.team.authentication import host_check, protect
+    from agentify.team.drain import Replica, ReplicaRoutes
+    from agentify.team.shared_state import shared_state
 
-    questions = shared_questions(boot.config, os.environ)
+    shared = shared_state(boot.config, os.environ)
+    questions = Questions(seconds=boot.config.confirm_timeout_seconds, ledger=shared.ledger, keys=shared.keys)
     boot.redactor.add(questions.keys)
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     replica = Replica()
@@ -99,7 +101,14 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     mcp = mcp_app(server, host_check(host, boot.config.server), held=replica)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
-    protected = protect(BodyLimit(mcp, limit=HTTP_BODY_BYTES), boot, endpoint=url, shared_token=token)
+    protected = protect(
+        BodyLimit(mcp, limit=HTTP_BODY_BYTES),
+        boot.config.server,
+        boot.redactor,
+        lambda line: boot.logs.reveal("agentify", line),
+        endpoint=url,
+        shared_token=token,
+    )
     app = NoWebSockets(ReplicaRoutes(protected.app, replica, protected.public))
     if not is_loopback(host):
         logger.warning("serving MCP on {}: reachable from other machines; only clients with a token get in", host)
