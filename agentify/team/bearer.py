@@ -30,7 +30,14 @@ from starlette.authentication import AuthCredentials
 
 from agentify.team.http_auth import Backoff, refuse
 from agentify.team.principal import SHARED
-from agentify.team.tokens_file import Person, TokensFileError, digest, people_by_digest, read_entries
+from agentify.team.tokens_file import (
+    Person,
+    TokensFileError,
+    check_private,
+    digest,
+    people_by_digest,
+    read_entries,
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ class TeamTokensVerifier(VerifierBase):
         """Raises TokensFileError: the file cannot be read or is not a tokens file."""
         self._path = path
         self._stamp = self._current_stamp()
+        check_private(path)
         self._people: dict[str, Person] = people_by_digest(read_entries(path))
         self._problem: str | None = None
         self.removed: list[Callable[[set[str]], Awaitable[None]]] = []
@@ -98,12 +106,13 @@ class TeamTokensVerifier(VerifierBase):
             return Refusal("the token is not in this gateway's tokens file (removed, or never added)")
         return AccessToken(token=token, client_id=person.name, scopes=list(person.scopes), subject=person.name)
 
-    def _current_stamp(self) -> tuple[int, int, int] | None:
+    def _current_stamp(self) -> tuple[int, ...] | None:
+        """What says the file changed: its content's time and size, its inode, and its owner and mode."""
         try:
             info = os.stat(self._path)
         except OSError:
             return None
-        return info.st_mtime_ns, info.st_size, info.st_ino
+        return info.st_mtime_ns, info.st_size, info.st_ino, info.st_uid, info.st_mode
 
     def _refresh(self) -> set[str]:
         """Reads the file again when it changed: the names it no longer holds."""
@@ -115,6 +124,7 @@ class TeamTokensVerifier(VerifierBase):
         try:
             if stamp is None:
                 raise TokensFileError(f"the tokens file {self._path} is gone")
+            check_private(self._path)
             self._people = people_by_digest(read_entries(self._path))
         except TokensFileError as exc:
             if str(exc) != self._problem:

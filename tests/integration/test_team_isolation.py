@@ -11,7 +11,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.conftest import fake_backend, write_config
+from tests.conftest import AGENTIFY, fake_backend, write_config
 from tests.integration.team import Answer, add_token, http_gateway, initialize, request, token_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -101,3 +101,27 @@ async def test_a_removed_token_ends_its_persons_open_stream_and_session_by_the_n
         carol = await add_token(tokens, "carol")
         carols = await opened(gateway.url, carol)
     assert alices.status == 200 and carols.status == 200
+
+
+async def test_a_tokens_file_others_can_write_is_refused_at_start_and_at_reload(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    config = team_config(tmp_path)
+    alice = await add_token(tokens, "alice")
+    tokens.chmod(0o666)
+    with anyio.fail_after(60):
+        refused = await anyio.run_process(
+            [str(AGENTIFY), "serve", "--transport", "http", "--port", "0", "--config", str(config)], check=False
+        )
+    tokens.chmod(0o600)
+    async with http_gateway(config, tmp_path / "e.log") as gateway:
+        carol = await add_token(tokens, "carol")
+        tokens.chmod(0o620)  # anyone of the group could have added carol
+        while_writable = [(await opened(gateway.url, token)).status for token in (alice, carol)]
+        tokens.chmod(0o600)
+        once_private = (await opened(gateway.url, carol)).status
+    assert refused.returncode != 0
+    assert "can be written by other users (mode 666)" in refused.stderr.decode()
+    assert "chmod 600" in refused.stderr.decode()
+    assert while_writable == [200, 401]  # the tokens read before stay in use
+    assert "can be written by other users (mode 620)" in gateway.log()
+    assert once_private == 200
