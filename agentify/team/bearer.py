@@ -190,7 +190,8 @@ class RequireBearer:
             )
             return
         # A token that verifies always gets in, back-off or not: the address may be a NAT, a VPN or a proxy
-        # that others share. It does not clear the address's failures either, which may be someone else's.
+        # that others share. It clears the address's count, as before.
+        self._backoff.succeeded(address)
         if missing := [s for s in self._required if s not in checked.scopes]:
             needed = " ".join(self._required)
             message = f"the token lacks the scope {', '.join(missing)}: ask for a token with the scopes {needed}"
