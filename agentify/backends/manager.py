@@ -13,6 +13,7 @@ from agentify.backends.connection import Connection
 from agentify.backends.handles import ToolCatalog
 from agentify.backends.logs import LogListener
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.misconfigured import Misconfigured
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
 from agentify.backends.remote import RemoteConnection
@@ -172,7 +173,11 @@ class BackendManager:
 
     def _supervise(self, spec: BackendConfig) -> Supervisor:
         stderr = StderrLog(spec.id)
-        connection: Connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
+        connection: Connection
+        if spec.problem is not None:
+            connection = Misconfigured(spec, spec.problem)
+        else:
+            connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
         return Supervisor(
             spec,
             connection,

@@ -80,7 +80,7 @@ async def doctor(boot: Boot) -> int:
         if status.server:
             # The backend describes itself: shown escaped and cut, so it cannot fake lines of this report.
             say(f"{'':<{width}}  server: {escaped(boot.redactor.bounded(status.server, 300))}")
-        if spec.enabled and status.last_error and spec.command:
+        if spec.enabled and status.last_error and spec.command and spec.problem is None:
             say(f"{'':<{width}}  relative paths resolve against: {spec.cwd}")
     if not statuses:
         say("(no backends configured: see backends.example.json)")

@@ -32,6 +32,8 @@ from agentify.errors import ConfigError
 
 SCHEMA = "$schema"
 MAPS = ("mcpServers", "servers")
+PROBLEM = "$problem"
+"""Set by the loader on a server entry that cannot start as written (a variable it uses is not set)."""
 # Keys of other clients' entries that are not BackendConfig fields but are mapped below.
 MCP_SERVER_KEYS = (
     "disabled",
@@ -124,7 +126,7 @@ def _foreign_top_keys(layer: dict[str, Any]) -> list[str]:
 def _foreign_keys(server: dict[str, Any], path: str, source: str) -> list[str]:
     fields = set(model_keys(BackendConfig)) - {"id"}
     valid = [*(k for k in suggested_keys(BackendConfig) if k != "id"), *MCP_SERVER_KEYS]
-    unknown = [k for k in server if k not in fields and k not in MCP_SERVER_KEYS and k != COMMENT]
+    unknown = [k for k in server if k not in fields and k not in MCP_SERVER_KEYS and k not in (COMMENT, PROBLEM)]
     typos = [k for k in unknown if k not in _FOREIGN and difflib.get_close_matches(k, valid, n=1, cutoff=_TYPOS)]
     if typos:
         problems = [unknown_key_problem(k, path, valid) for k in typos]
@@ -173,6 +175,8 @@ def _server_entry(server_id: str, server: dict[str, Any], context: _Context) -> 
         gemini = context.gemini or bool(_GEMINI_KEYS & set(server))
         entry.setdefault("timeoutSeconds", server["timeout"] / 1000 if gemini else server["timeout"])
     _tool_lists(entry, server)
+    if PROBLEM in server:
+        entry[PROBLEM] = server[PROBLEM]
     return entry
 
 

@@ -153,7 +153,13 @@ class BackendConfig(Model):
     args: list[str] = Field(default_factory=list)
     """The command's arguments."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment of the backend (it also gets HOME, LOGNAME, PATH, SHELL, TERM, USER); values are secrets."""
+    """Extra environment of the backend; values are secrets. What else it gets: see `inheritEnv`."""
+    inherit_env: bool | list[str] | None = None
+    """Which of the gateway's environment variables the backend also gets. Unset: the top-level `inheritEnv`.
+    `false`: only HOME, LOGNAME, PATH, SHELL, TERM, USER and the proxy, CA-certificate and locale variables
+    (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, ALL_PROXY and their lower-case forms, SSL_CERT_FILE, SSL_CERT_DIR,
+    REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS, LANG, LANGUAGE, LC_*); a list: those too, and these names
+    (`AWS_*` globs allowed); `true`: every variable, API keys included."""
     cwd: str | None = None
     """Working directory, relative to the config file. Unset: the config file's folder."""
     description: str = ""
@@ -229,6 +235,13 @@ class BackendConfig(Model):
         values.extend(url_secrets(self.url))
         return values
 
+    @property
+    def problem(self) -> str | None:
+        """Why the backend cannot start as configured (a variable it uses is not set); None: it can."""
+        return self._problem
+
+    _problem: str | None = PrivateAttr(default=None)
+
     def where(self) -> str:
         """How the backend is reached, for people: the command, or the URL with its secrets masked."""
         return mask_url(self.url) if self.url else " ".join([self.command or "", *self.args])
@@ -269,6 +282,10 @@ class Config(Model):
     """The address the console binds; anything but 127.0.0.1 is warned about."""
     log_level: LogLevel = "INFO"
     """The level of the log on stderr (and in the console)."""
+    inherit_env: bool | list[str] = False
+    """What every backend gets of the gateway's environment, unless it says `inheritEnv` itself: `false`
+    (the default) passes only the safe set (see the backend's `inheritEnv`), a list adds those names, `true`
+    passes everything."""
     trace_file: str | None = None
     """Append every task's trace as a JSON line (created 0600; relative to the config file). Unset: off."""
     otel: OtelConfig = Field(default_factory=OtelConfig)

@@ -22,10 +22,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentify._common import json_input, jsonc
-from agentify.config.dialects import from_init_options, normalise_backends, workspace_folder
+from agentify.config.dialects import MAPS, PROBLEM, from_init_options, normalise_backends, workspace_folder
 from agentify.config.itself import drop_itself
 from agentify.config.keys import check_keys
-from agentify.config.models import Config
+from agentify.config.models import BackendConfig, Config
 from agentify.config.server import TokensAuth
 from agentify.errors import ConfigError
 from agentify.security.credentials import names_a_place
@@ -61,6 +61,7 @@ class ConfigSources:
         merged: dict[str, Any] = {}
         for layer in (self.file, from_init_options(init_options or {}), self.env, self.flags):
             _deep_merge(merged, layer)
+        problems = _take_problems(merged)
         merged, unknown = check_keys(Config, merged)
         if unknown:
             raise ConfigError(_where(self.file_path) + "; ".join(unknown))
@@ -75,6 +76,10 @@ class ConfigSources:
             config.server.auth.file = str((base / Path(config.server.auth.file).expanduser()).resolve())
         if config.trace_file:
             config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
+        for backend in config.backends:
+            backend._problem = problems.get(backend.id)
+            if backend.inherit_env is None:
+                backend.inherit_env = config.inherit_env
         config._expanded = frozenset(self.expanded)
         return config
 
@@ -117,7 +122,8 @@ def load_sources(
         places = {"workspaceFolder": str(workspace_folder(path)), "userHome": str(Path.home())}
         data = drop_itself(_read_json(path), f"config file {path}")
         data.pop("inputs", None)  # VS Code's prompts: only VS Code asks them; `${input:...}` is an error
-        file_layer = normalise_backends(_expand(data, environ, "config", expanded, places), f"config file {path}", path)
+        data = _expand_file(data, environ, expanded, places)
+        file_layer = normalise_backends(data, f"config file {path}", path)
     return ConfigSources(
         file=file_layer,
         expanded=expanded,
@@ -151,14 +157,80 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[str], places: Mapping[str, str]) -> Any:
+def _expand_file(
+    data: dict[str, Any], environ: Mapping[str, str], expanded: set[str], places: Mapping[str, str]
+) -> dict[str, Any]:
+    """`_expand` over the file, where a backend that uses a variable which is not set does not stop the
+    others: it is kept with the message (under `PROBLEM`), and starts as a failed backend that says it."""
+    entries = {key: data.pop(key) for key in ("backends", *MAPS) if key in data}
+    result: dict[str, Any] = _expand(data, environ, "config", expanded, places)
+    for key, value in entries.items():
+        if isinstance(value, list):
+            result[key] = [
+                _expand_backend(v, environ, f"config.{key}.{i}", expanded, places) for i, v in enumerate(value)
+            ]
+        elif isinstance(value, dict):
+            result[key] = {
+                n: _expand_backend(v, environ, f"config.{key}.{n}", expanded, places) for n, v in value.items()
+            }
+        else:
+            result[key] = value  # a wrong type: validation names it
+    return result
+
+
+def _expand_backend(
+    entry: Any, environ: Mapping[str, str], where: str, expanded: set[str], places: Mapping[str, str]
+) -> Any:
+    try:
+        return _expand(entry, environ, where, expanded, places)
+    except ConfigError as exc:
+        if not isinstance(entry, dict):
+            raise
+        kept = _expand(entry, environ, where, expanded, places, strict=False)
+        return kept | {PROBLEM: str(exc)}
+
+
+def _take_problems(merged: dict[str, Any]) -> dict[str, str]:
+    """The messages of the backends that could not be expanded, by id; each such backend is taken out of
+    `merged` as a stub that validates (it never starts: `BackendConfig.problem` says why)."""
+    problems: dict[str, str] = {}
+    backends = merged.get("backends")
+    if not isinstance(backends, list):
+        return problems
+    for i, entry in enumerate(backends):
+        if not isinstance(entry, dict) or PROBLEM not in entry:
+            continue
+        entry = {k: v for k, v in entry.items() if k != PROBLEM}
+        backend_id = entry.get("id")
+        if isinstance(backend_id, str):
+            problems[backend_id] = backends[i][PROBLEM]
+        try:
+            BackendConfig.model_validate(check_keys(BackendConfig, entry)[0])
+        except ValidationError:  # what the missing value broke (an empty url): only the id and state stay
+            keep = ("id", "enabled", "description")
+            entry = {k: v for k, v in entry.items() if k in keep} | {"command": "(not started)"}
+        backends[i] = entry
+    return problems
+
+
+def _expand(
+    value: Any,
+    environ: Mapping[str, str],
+    where: str,
+    expanded: set[str],
+    places: Mapping[str, str],
+    *,
+    strict: bool = True,
+) -> Any:
     """Replaces `${VAR}` / `${env:VAR}` and `places` (`${workspaceFolder}`) in every string; each value taken
-    from the environment is added to `expanded`.
+    from the environment is added to `expanded`. Not `strict`: a variable that is not set is replaced with
+    nothing, an `${input:...}` is left as it is.
 
     Raises:
-        ConfigError: a variable is not set, or a VS Code `${input:...}` is used (named in the message)."""
+        ConfigError: `strict`, and a variable is not set, or a VS Code `${input:...}` is used (named in the
+        message)."""
     if isinstance(value, str):
-        if (asked := _VSCODE_INPUT.search(value)) is not None:
+        if strict and (asked := _VSCODE_INPUT.search(value)) is not None:
             raise ConfigError(
                 f"{where} uses ${{input:{asked.group(1)}}}, a VS Code input that only VS Code can ask for: "
                 "put the value in an environment variable and write ${env:NAME} instead"
@@ -174,6 +246,8 @@ def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[st
                 return environ[name]
             if default is not None:
                 return default
+            if not strict:
+                return ""
             raise ConfigError(
                 f"{where} uses ${{{name}}} but the environment variable {name} is not set: "
                 f"set it, or write ${{{name}:-default}} to give a default"
@@ -181,9 +255,9 @@ def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[st
 
         return _VAR.sub(substitute, value)
     if isinstance(value, dict):
-        return {k: _expand(v, environ, f"{where}.{k}", expanded, places) for k, v in value.items()}
+        return {k: _expand(v, environ, f"{where}.{k}", expanded, places, strict=strict) for k, v in value.items()}
     if isinstance(value, list):
-        return [_expand(v, environ, f"{where}.{i}", expanded, places) for i, v in enumerate(value)]
+        return [_expand(v, environ, f"{where}.{i}", expanded, places, strict=strict) for i, v in enumerate(value)]
     return value
 
 

@@ -1,0 +1,103 @@
+"""What a new user meets in the first hour: a variable that is not set for one server, where the config
+is looked for, and the environment backends get; the real `agentify` is spawned each time."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import fake_backend, gateway_env, text_of, write_config
+from tests.integration.ide_client import MODES, ide_client
+from tests.integration.test_cli import agentify
+
+pytestmark = pytest.mark.integration
+
+MISSING = "AGENTIFY_TEST_NEVER_SET_PAT"
+
+
+def _with_missing_variable(directory: Path) -> Path:
+    path = write_config(directory, [fake_backend()], planner={"provider": "offline"})
+    config: dict[str, Any] = json.loads(path.read_text())
+    config["mcpServers"] = {"github": {"command": "npx", "env": {"GITHUB_PAT": "${" + MISSING + "}"}}}
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_doctor_names_the_server_and_the_variable_and_shows_the_others_ready(tmp_path: Path) -> None:
+    config = _with_missing_variable(tmp_path)
+    done = agentify("doctor", "--config", str(config), env=gateway_env(None))
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.split()[:2] == ["fake", "ready"] for line in lines), done.stdout
+    github = next(line for line in lines if line.startswith("github"))
+    assert github.split()[1] == "failed" and f"environment variable {MISSING} is not set" in github
+    assert "mcpServers.github.env.GITHUB_PAT" in github
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_serve_serves_the_other_backends_and_shows_the_failed_one(tmp_path: Path, mode: str) -> None:
+    config = _with_missing_variable(tmp_path)
+    async with ide_client(config, gateway_env(None), tmp_path / "stderr.log", mode) as client:
+        called = await client.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": "hi"}})
+        assert not called.is_error and text_of(called) == "echo: hi"
+        listing = await client.call_tool("list_backends", {})
+    backends = {b["id"]: b for b in (listing.structured_content or {})["backends"]}
+    assert backends["fake"]["state"] == "ready"
+    assert backends["github"]["state"] == "failed"
+    assert f"environment variable {MISSING} is not set" in backends["github"]["lastError"]
+
+
+DUMP = (
+    "import json, os, sys; open(sys.argv[1], 'w').write(json.dumps(dict(os.environ))); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def _env_dumping(backend_id: str, dump: Path, **extra: Any) -> dict[str, Any]:
+    """The fake backend started through a line of Python that first writes the environment it got to `dump`."""
+    fake = fake_backend(backend_id)
+    args = ["-c", DUMP, str(dump), fake["command"], *fake["args"]]
+    return {"id": backend_id, "command": sys.executable, "args": args} | extra
+
+
+OUTSIDE = {
+    "HTTPS_PROXY": "http://proxy.example:3128",
+    "no_proxy": "localhost,127.0.0.1",
+    "SSL_CERT_FILE": "/etc/company-ca.pem",
+    "NODE_EXTRA_CA_CERTS": "/etc/company-ca.pem",
+    "LC_ALL": "C.UTF-8",
+    "AWS_PROFILE": "work",
+    "AWS_REGION": "eu-west-1",
+    "UNRELATED_SECRET": "never-passed-by-default",
+}
+
+
+def test_backends_get_the_proxy_ca_and_locale_variables_and_what_inherit_env_names(tmp_path: Path) -> None:
+    dumps = {name: tmp_path / f"{name}.json" for name in ("plain", "listed", "everything", "top")}
+    backends = [
+        _env_dumping("plain", dumps["plain"]),
+        _env_dumping("listed", dumps["listed"], inheritEnv=["AWS_*"]),
+        _env_dumping("everything", dumps["everything"], inheritEnv=True),
+    ]
+    config = write_config(tmp_path, backends, planner={"provider": "offline"})
+    done = agentify("doctor", "--config", str(config), env=gateway_env(None, **OUTSIDE))
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = {name: json.loads(path.read_text()) for name, path in dumps.items() if path.exists()}
+    safe = {k: v for k, v in OUTSIDE.items() if not k.startswith(("AWS_", "UNRELATED"))}
+    assert {k: seen["plain"].get(k) for k in OUTSIDE} == safe | dict.fromkeys(set(OUTSIDE) - set(safe))
+    assert seen["listed"]["AWS_PROFILE"] == "work" and seen["listed"]["AWS_REGION"] == "eu-west-1"
+    assert "UNRELATED_SECRET" not in seen["listed"]
+    assert seen["everything"]["UNRELATED_SECRET"] == "never-passed-by-default"
+
+    top = write_config(
+        tmp_path, [_env_dumping("top", dumps["top"])], inheritEnv=["UNRELATED_SECRET"], planner={"provider": "offline"}
+    )
+    done = agentify("doctor", "--config", str(top), env=gateway_env(None, **OUTSIDE))
+    assert done.returncode == 0, done.stdout + done.stderr
+    passed = json.loads(dumps["top"].read_text())
+    assert passed["UNRELATED_SECRET"] == "never-passed-by-default" and "AWS_PROFILE" not in passed
