@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from agentify._common.logging import LogSetup
+from agentify.cli.config_file import find_config
 from agentify.cli.errors import report
+from agentify.cli.output import note
 from agentify.cli.parser import COMMANDS, TOKEN_ACTIONS, build_parser, log_level
 from agentify.security.redact import Redactor
 
@@ -84,7 +86,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         flags["planner"] = {k: v for k, v in planner.items() if v is not None} or None
     logs = LogSetup(redactor)
     logs.configure(args.log_level or env_level or "INFO")
-    sources = load_sources(args.config, flags)
+    found = find_config(args.config)
+    if found.message:
+        note(f"{prog}: {found.message}")
+    sources = load_sources(found.path, flags)
     config = sources.resolve()
     redactor.add(config.secrets())
     # run and eval print their own output: their log is quiet unless asked for. doctor's table

@@ -46,7 +46,11 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser, prog="agentify")
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", help="config file (default: $AGENTIFY_CONFIG, else ./agentify.json)")
+        p.add_argument(
+            "--config",
+            help="config file (default: $AGENTIFY_CONFIG, else ./agentify.json, else agentify.json in the user's "
+            "config folder, else the one `agentify connect` wrote)",
+        )
         p.add_argument("--log-level", type=_level_flag, help="TRACE, DEBUG, INFO, WARNING or ERROR")
 
     serve = sub.add_parser("serve", help="run the gateway as an MCP server (the default)")

@@ -53,7 +53,7 @@ MCP_SERVER_KEYS = (
 _GEMINI_KEYS = {"httpUrl", "includeTools", "excludeTools", "trust"}
 # Other clients' keys that agentify has no use for; never taken for typos of its own.
 _FOREIGN = {"transportType", "trust", "dev", "gallery", "version", "watchPaths", "networkTimeout", "sandbox"}
-IDE_FOLDERS = (".vscode", ".cursor", ".roo", ".gemini", ".windsurf", ".kiro")
+IDE_FOLDERS = (".vscode", ".cursor", ".roo", ".gemini", ".windsurf", ".kiro", ".agentify")
 _TYPOS = 0.8  # how close an unknown key must be to a known one to be a typo rather than another client's
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentify._common.dirs import user_dir
 from agentify.connect import ConnectError
 
 
@@ -49,6 +50,13 @@ class Ide:
                 f"{self.title} has no project-level MCP file; run `agentify connect {self.name}` without --project"
             )
         return project.joinpath(*self.project).resolve()
+
+    def config(self, project: Path | None) -> Path:
+        """agentify's config for this IDE's servers, one per IDE (so one IDE's servers never land in another's
+        gateway): `<agentify's config directory>/<ide>.json`, or `DIR/.agentify/<ide>.json` for a project (whose
+        relative paths resolve against DIR, as for `.vscode/`)."""
+        folder = user_dir("config") if project is None else project / ".agentify"
+        return folder / f"{self.name}.json"
 
     def entry(self, command: list[str], config: Path, env: dict[str, str]) -> dict[str, Any]:
         """The one server the IDE keeps: agentify serving `config`."""
