@@ -98,6 +98,7 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     logs.set_level(config.log_level if command == "serve" else quiet)
     if command == "run" and not (args.log_level or env_level):
         logger.disable("agentify.gateway.tasks")  # its only warning, "task failed", is what run prints on stdout
+        logger.disable("agentify.backends.endings")  # a backend that did not start: run says so in one line
     serving = {"stdio": "pipe", "http": "tcp"}.get(args.transport) if command == "serve" else None
     telemetry = open_telemetry(redactor, capture_content=config.otel.capture_content, transport=serving)
     telemetry.install()

@@ -4,19 +4,25 @@ is looked for, and the environment backends get; the real `agentify` is spawned 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import fake_backend, gateway_env, text_of, write_config
+from tests.conftest import AGENTIFY, REPO, fake_backend, gateway_env, text_of, write_config
+from tests.fakes.model_server import ModelServer, Reply
 from tests.integration.ide_client import MODES, ide_client
 from tests.integration.test_cli import agentify
+from tests.integration.test_terminal_confirm import LIMIT, read_until, run_env
 
 pytestmark = pytest.mark.integration
 
 MISSING = "AGENTIFY_TEST_NEVER_SET_PAT"
+PROMPT_SECONDS = 3
 
 
 def _with_missing_variable(directory: Path) -> Path:
@@ -101,3 +107,68 @@ def test_backends_get_the_proxy_ca_and_locale_variables_and_what_inherit_env_nam
     assert done.returncode == 0, done.stdout + done.stderr
     passed = json.loads(dumps["top"].read_text())
     assert passed["UNRELATED_SECRET"] == "never-passed-by-default" and "AWS_PROFILE" not in passed
+
+
+def test_the_readme_first_task_works_from_the_checkout_with_the_example_config(tmp_path: Path) -> None:
+    """As the README says it: from the checkout root, `agentify run "list the files in docs"` with
+    backends.example.json; where the arbigent CLI is missing, one short line says so, and no backend is
+    asked for a list it does not serve."""
+    env = {"AGENTIFY_PLANNER": "offline", "AGENTIFY_CACHE_DIR": str(tmp_path / "cache")}
+    done = agentify("run", "list the files in docs", "--config", "backends.example.json", cwd=REPO, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[FILE] configuration.md" in done.stdout and "Access denied" not in done.stdout
+    assert "Method not found" not in done.stderr
+    about_arbigent = [line for line in done.stderr.splitlines() if "arbigent" in line]
+    assert len(about_arbigent) <= 1 and all(len(line) < 200 for line in about_arbigent), done.stderr
+
+    fake_cli = {"PATH": f"{REPO / 'tests' / 'fakes'}{os.pathsep}{os.environ['PATH']}", "ARBIGENT_OPENAI_API_KEY": "k"}
+    with_cli = agentify(
+        "run", "list the files in docs", "--config", "backends.example.json", cwd=REPO, env=env | fake_cli
+    )
+    assert with_cli.returncode == 0, with_cli.stdout + with_cli.stderr
+    assert "Method not found" not in with_cli.stderr and "arbigent" not in with_cli.stderr, with_cli.stderr
+
+
+def _slow_config(tmp_path: Path, **tools: Any) -> Path:
+    return write_config(tmp_path, [fake_backend(tools=tools)] if tools else [fake_backend()])
+
+
+def test_run_piped_shows_its_progress_as_plain_lines(tmp_path: Path, model: ModelServer) -> None:
+    model.push(Reply.tool_call("fake__slow", {"seconds": 1}))
+    done = agentify("run", "wait a second", "--config", str(_slow_config(tmp_path)), env=run_env(model, tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert "agentify run: planning" in lines and "agentify run: calling fake.slow" in lines, done.stderr
+    assert any(line.startswith("agentify run: fake.slow: step ") for line in lines), done.stderr
+    assert "\r" not in done.stderr and "\x1b" not in done.stderr
+    assert done.stdout.startswith("# fake.slow") and "slept 1" in done.stdout
+
+
+def test_run_at_a_terminal_shows_one_status_line_and_leaves_the_prompt_out_of_its_time(
+    tmp_path: Path, model: ModelServer
+) -> None:
+    model.push(Reply.tool_call("fake__slow", {"seconds": 2}))
+    config = _slow_config(tmp_path, confirm=["slow"])
+    controller, terminal = os.openpty()
+    try:
+        process = subprocess.Popen(
+            [str(AGENTIFY), "run", "wait two seconds", "--config", str(config)],
+            env=run_env(model, tmp_path),
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+            start_new_session=True,
+        )
+        os.close(terminal)
+        shown = read_until(controller, "[y/N]")
+        time.sleep(PROMPT_SECONDS)  # the user thinks it over: not the task's time
+        os.write(controller, b"y\n")
+        out, _ = process.communicate(timeout=LIMIT)
+        shown += read_until(controller, "\x00", seconds=5)
+    finally:
+        os.close(controller)
+    assert process.returncode == 0, out
+    assert "\r\x1b[Kagentify run: planning" in shown and "\r\x1b[Kagentify run: fake.slow: step" in shown, shown
+    took = int(out.splitlines()[0].rsplit("(", 1)[1].removesuffix(" ms)"))
+    assert took < 2000 + PROMPT_SECONDS * 1000, out  # the 2 s call, without the time at the prompt
