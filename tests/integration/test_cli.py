@@ -87,7 +87,7 @@ def test_doctor_exits_1_when_a_backend_is_broken(tmp_path: Path, model: ModelSer
         ('{"backends": [{"id": "a", "command": "x"}, {"id": "a", "command": "y"}]}', "used twice"),
         ('{"planner": {"provider": "magic"}}', "planner.provider"),
         ('{"backends": [', "not valid JSON"),
-        ('{"mcpServers": {"a": {"command": "${AGENTIFY_TEST_UNSET_VAR}"}}}', "AGENTIFY_TEST_UNSET_VAR"),
+        ('{"planner": {"apiKey": "${AGENTIFY_TEST_UNSET_VAR}"}}', "AGENTIFY_TEST_UNSET_VAR"),
     ],
     ids=["bad-id", "no-command", "negative-timeout", "duplicate-id", "bad-provider", "bad-json", "missing-var"],
 )
