@@ -172,3 +172,43 @@ def test_run_at_a_terminal_shows_one_status_line_and_leaves_the_prompt_out_of_it
     assert "\r\x1b[Kagentify run: planning" in shown and "\r\x1b[Kagentify run: fake.slow: step" in shown, shown
     took = int(out.splitlines()[0].rsplit("(", 1)[1].removesuffix(" ms)"))
     assert took < 2000 + PROMPT_SECONDS * 1000, out  # the 2 s call, without the time at the prompt
+
+
+def _only_python_and_node(tmp_path: Path) -> str:
+    """A PATH like a machine without apt-get, redis-server, haproxy or chromium (macOS): every other
+    program of this one is still there."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    missing = ("apt", "apt-get", "redis-server", "haproxy", "chromium", "chromium-browser", "arbigent", "arbigent-cli")
+    for directory in os.environ["PATH"].split(os.pathsep) + ["/usr/sbin", "/sbin"]:
+        if not os.path.isdir(directory):
+            continue
+        for entry in os.scandir(directory):
+            target = folder / entry.name
+            if entry.name not in missing and not target.exists() and os.access(entry.path, os.X_OK):
+                target.symlink_to(entry.path)
+    return str(folder)
+
+
+def test_the_demo_runs_with_only_python_and_node_and_says_it_skips_the_browser(tmp_path: Path) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_", "CHROMIUM"))}
+    env = base | {
+        "PATH": _only_python_and_node(tmp_path),
+        "HOME": str(tmp_path),
+        "AGENTIFY_CACHE_DIR": str(tmp_path / "cache"),
+        "CHROMIUM": str(tmp_path / "no-chromium-here"),
+    }
+    done = subprocess.run(
+        [str(REPO / "scripts" / "demo.sh")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "chromium is not installed, so the demo skips the browser backend" in done.stdout
+    assert "result: all good" in done.stdout, done.stdout
+    assert "[FILE] configuration.md" in done.stdout and "PASSED" in done.stdout
+    assert "setup:" not in done.stderr  # nothing it would have had to install
