@@ -12,7 +12,8 @@ from pathlib import Path
 from agentify.cli.errors import EXIT_OK, UsageError
 from agentify.cli.output import say
 from agentify.connect import ConnectError, files
-from agentify.connect.ides import IDES, Ide, installed_command
+from agentify.connect.ides import IDES, Ide
+from agentify.connect.launch import installed_command
 from agentify.connect.move import Connection, plan
 from agentify.security.redact import Redactor
 
@@ -53,7 +54,8 @@ def connect(args: argparse.Namespace) -> int:
                 f"{ide_file} is already connected (backup from {time.ctime(earlier.at)}); "
                 f"run `agentify connect --undo {ide.name}` first, then connect again"
             )
-        change = plan(ide, ide_file, config_file, installed_command(), files.read(ide_file), files.read(config_file))
+        command = installed_command()
+        change = plan(ide, ide_file, config_file, command, files.read(ide_file), files.read(config_file))
         if args.dry_run:
             say(_diff(change))
             say("(dry run: nothing was written)")
@@ -62,6 +64,11 @@ def connect(args: argparse.Namespace) -> int:
     except ConnectError as exc:
         raise UsageError(str(exc)) from None
     say("\n".join(_summary(change)))
+    if Path(command[0]).name in ("uvx", "uvx.exe"):
+        say(
+            f"{change.ide.title} starts agentify with `uvx --from '{command[2]}' agentify`, not the path this one runs "
+            "from: that is in uv's cache, which `uv cache clean` deletes"
+        )
     return EXIT_OK
 
 

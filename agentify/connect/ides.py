@@ -82,18 +82,6 @@ IDES = {
 }
 
 
-def installed_command() -> list[str]:
-    """How the IDE should start this agentify: the `agentify` script of the environment that runs now
-    (a venv, pipx's), else this Python with `-m agentify`."""
-    called = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if called is not None and called.name == "agentify" and called.is_file():
-        return [str(called.resolve())]
-    beside = Path(sys.executable).with_name("agentify.exe" if sys.platform == "win32" else "agentify")
-    if beside.is_file():
-        return [str(beside)]
-    return [sys.executable, "-m", "agentify"]
-
-
 def is_agentify(server: Any) -> bool:
     """Whether an IDE's server entry starts agentify itself (it is replaced, never moved behind agentify)."""
     if not isinstance(server, dict) or not isinstance(server.get("command"), str):
