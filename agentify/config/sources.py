@@ -22,7 +22,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentify._common import json_input, jsonc
-from agentify.config.dialects import MAPS, PROBLEM, from_init_options, normalise_backends, workspace_folder
+from agentify.config.dialects import (
+    MAPS,
+    PROBLEM,
+    from_init_options,
+    is_gemini,
+    normalise_backends,
+    workspace_folder,
+    zed_servers,
+)
 from agentify.config.itself import drop_itself
 from agentify.config.keys import check_keys
 from agentify.config.models import BackendConfig, Config
@@ -33,6 +41,8 @@ from agentify.security.credentials import names_a_place
 # A default ends at the next `}` or `${`, so a run of unclosed `${A:-` costs one pass, not one per `${`.
 # `env:` is how Cursor and VS Code spell the same; `${input:id}` is a VS Code input (`_VSCODE_INPUT`).
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}$]|\$(?!\{))*))?\}")
+# Gemini CLI also reads `$VAR` in its settings (`_VAR`'s groups, then the bare name as group 3).
+_GEMINI_VAR = re.compile(_VAR.pattern + r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 _VSCODE_INPUT = re.compile(r"\$\{input:([^}$]{0,200})\}")
 # Environment variables and the config key each one sets.
 ENV_KEYS: dict[str, tuple[str, ...]] = {
@@ -120,9 +130,9 @@ def load_sources(
     expanded: set[str] = set()
     if path.exists() or path_text:
         places = {"workspaceFolder": str(workspace_folder(path)), "userHome": str(Path.home())}
-        data = drop_itself(_read_json(path), f"config file {path}")
+        data = drop_itself(zed_servers(_read_json(path), f"config file {path}"), f"config file {path}")
         data.pop("inputs", None)  # VS Code's prompts: only VS Code asks them; `${input:...}` is an error
-        data = _expand_file(data, environ, expanded, places)
+        data = _expand_file(data, environ, expanded, places, bare=is_gemini(path, data))
         file_layer = normalise_backends(data, f"config file {path}", path)
     return ConfigSources(
         file=file_layer,
@@ -158,20 +168,21 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _expand_file(
-    data: dict[str, Any], environ: Mapping[str, str], expanded: set[str], places: Mapping[str, str]
+    data: dict[str, Any], environ: Mapping[str, str], expanded: set[str], places: Mapping[str, str], *, bare: bool
 ) -> dict[str, Any]:
     """`_expand` over the file, where a backend that uses a variable which is not set does not stop the
-    others: it is kept with the message (under `PROBLEM`), and starts as a failed backend that says it."""
+    others: it is kept with the message (under `PROBLEM`), and starts as a failed backend that says it.
+    `bare`: `$VAR` is expanded too (Gemini CLI's settings)."""
     entries = {key: data.pop(key) for key in ("backends", *MAPS) if key in data}
-    result: dict[str, Any] = _expand(data, environ, "config", expanded, places)
+    result: dict[str, Any] = _expand(data, environ, "config", expanded, places, bare=bare)
     for key, value in entries.items():
         if isinstance(value, list):
             result[key] = [
-                _expand_backend(v, environ, f"config.{key}.{i}", expanded, places) for i, v in enumerate(value)
+                _expand_backend(v, environ, f"config.{key}.{i}", expanded, places, bare) for i, v in enumerate(value)
             ]
         elif isinstance(value, dict):
             result[key] = {
-                n: _expand_backend(v, environ, f"config.{key}.{n}", expanded, places) for n, v in value.items()
+                n: _expand_backend(v, environ, f"config.{key}.{n}", expanded, places, bare) for n, v in value.items()
             }
         else:
             result[key] = value  # a wrong type: validation names it
@@ -179,14 +190,14 @@ def _expand_file(
 
 
 def _expand_backend(
-    entry: Any, environ: Mapping[str, str], where: str, expanded: set[str], places: Mapping[str, str]
+    entry: Any, environ: Mapping[str, str], where: str, expanded: set[str], places: Mapping[str, str], bare: bool
 ) -> Any:
     try:
-        return _expand(entry, environ, where, expanded, places)
+        return _expand(entry, environ, where, expanded, places, bare=bare)
     except ConfigError as exc:
         if not isinstance(entry, dict):
             raise
-        kept = _expand(entry, environ, where, expanded, places, strict=False)
+        kept = _expand(entry, environ, where, expanded, places, strict=False, bare=bare)
         return kept | {PROBLEM: str(exc)}
 
 
@@ -221,10 +232,11 @@ def _expand(
     places: Mapping[str, str],
     *,
     strict: bool = True,
+    bare: bool = False,
 ) -> Any:
-    """Replaces `${VAR}` / `${env:VAR}` and `places` (`${workspaceFolder}`) in every string; each value taken
-    from the environment is added to `expanded`. Not `strict`: a variable that is not set is replaced with
-    nothing, an `${input:...}` is left as it is.
+    """Replaces `${VAR}` / `${env:VAR}` (and with `bare`, `$VAR`) and `places` (`${workspaceFolder}`) in every
+    string; each value taken from the environment is added to `expanded`. Not `strict`: a variable that is
+    not set is replaced with nothing, an `${input:...}` is left as it is.
 
     Raises:
         ConfigError: `strict`, and a variable is not set, or a VS Code `${input:...}` is used (named in the
@@ -237,7 +249,7 @@ def _expand(
             )
 
         def substitute(match: re.Match[str]) -> str:
-            name, default = match.group(1), match.group(2)
+            name, default = match.group(1) or match.group(3), match.group(2)
             if name in places and not match.group(0).startswith("${env:"):
                 return places[name]
             if name in environ:
@@ -253,11 +265,15 @@ def _expand(
                 f"set it, or write ${{{name}:-default}} to give a default"
             )
 
-        return _VAR.sub(substitute, value)
+        return (_GEMINI_VAR if bare else _VAR).sub(substitute, value)
     if isinstance(value, dict):
-        return {k: _expand(v, environ, f"{where}.{k}", expanded, places, strict=strict) for k, v in value.items()}
+        return {
+            k: _expand(v, environ, f"{where}.{k}", expanded, places, strict=strict, bare=bare) for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_expand(v, environ, f"{where}.{i}", expanded, places, strict=strict) for i, v in enumerate(value)]
+        return [
+            _expand(v, environ, f"{where}.{i}", expanded, places, strict=strict, bare=bare) for i, v in enumerate(value)
+        ]
     return value
 
 

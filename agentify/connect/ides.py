@@ -2,7 +2,8 @@
 
 User-level files sit in the home directory (Cursor, Windsurf) or in the platform's application
 folder (VS Code's user profile, Claude Desktop); project-level files sit in the project
-(`.cursor/mcp.json`, `.vscode/mcp.json`, and Claude Code's `.mcp.json`). Windsurf has no project file.
+(`.cursor/mcp.json`, `.vscode/mcp.json`, and Claude Code's `.mcp.json`). Windsurf has no project file,
+nor has Cline, whose file lies in VS Code's global storage (the extension `saoudrizwan.claude-dev`).
 """
 
 from __future__ import annotations
@@ -78,6 +79,13 @@ IDES = {
             (".mcp.json",),  # Claude Code's project scope
         ),
         Ide("windsurf", "Windsurf", "mcpServers", ("~", ".codeium", "windsurf", "mcp_config.json"), None),
+        Ide(
+            "cline",
+            "Cline",
+            "mcpServers",
+            ("@app", "Code", "User", "globalStorage", "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json"),
+            None,  # Cline keeps its servers in VS Code's global storage only
+        ),
     )
 }
 

@@ -309,3 +309,17 @@ def test_doctor_without_config_uses_the_file_connect_wrote_and_says_so(home: Pat
     (elsewhere / "agentify.json").unlink()
     several = agentify_in(home, elsewhere, "run", "list files")
     assert several.returncode == 2 and "one config per IDE" in several.stderr and "windsurf.json" in several.stderr
+
+
+def test_connect_cline_rewrites_its_settings_file_in_vs_codes_global_storage(home: Path) -> None:
+    settings = home / ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"
+    cline = (Path(__file__).parents[1] / "fixtures/ide_configs/cline/cline_mcp_settings.json").read_text()
+    original = write(settings, cline)
+    done = run(home, "cline")
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(settings.read_text())["mcpServers"]["agentify"]
+    config = home / ".config" / "agentify" / "cline.json"
+    assert entry["args"] == ["serve", "--config", str(config)]
+    assert json.loads(config.read_text())["mcpServers"] == json.loads(cline)["mcpServers"]
+    assert run(home, "--undo", "cline").returncode == 0
+    assert settings.read_bytes() == original
