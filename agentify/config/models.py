@@ -14,7 +14,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from agentify.config.base import Model
 from agentify.config.server import ServerConfig
-from agentify.security.credentials import header_credential, is_credential, mask_url, url_secrets
+from agentify.security.credentials import argument_secrets, header_credential, is_credential, mask_url, url_secrets
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
@@ -224,8 +224,10 @@ class BackendConfig(Model):
 
     def secret_values(self) -> list[str]:
         """This backend's credentials: every header value, the bearer token, the client secret, a URL's
-        password and secret-looking query values, and env values that are credentials (by name or look)."""
+        password and secret-looking query values, env values that are credentials (by name or look), and
+        the values of secret arguments (`--api-key VALUE`, `TOKEN=VALUE`)."""
         values = [v for k, v in self.env.items() if is_credential(k, v)]
+        values.extend(argument_secrets(self.args))
         values.extend(self.headers.values())
         values.extend(c for c in map(header_credential, self.headers.values()) if c)
         if isinstance(self.auth, BearerSettings):

@@ -212,3 +212,15 @@ def test_the_demo_runs_with_only_python_and_node_and_says_it_skips_the_browser(t
     assert "result: all good" in done.stdout, done.stdout
     assert "[FILE] configuration.md" in done.stdout and "PASSED" in done.stdout
     assert "setup:" not in done.stderr  # nothing it would have had to install
+
+
+def test_the_start_up_log_never_prints_a_secret_passed_as_an_argument(tmp_path: Path) -> None:
+    secrets = ["sk-proj-argument-secret-1", "tok-equals-secret-22", "env-style-secret-333"]
+    args = [str(tmp_path / "no-such-server.js"), "--api-key", secrets[0], f"--token={secrets[1]}", f"KEY={secrets[2]}"]
+    config = write_config(tmp_path, [{"id": "leaky", "command": "node", "args": args}], planner={"provider": "offline"})
+    done = agentify(
+        "doctor", "--config", str(config), "--log-level", "DEBUG", env={"AGENTIFY_CACHE_DIR": str(tmp_path)}
+    )
+    assert done.returncode == 1
+    assert "starting (stdio): node" in done.stderr, done.stderr
+    assert not [s for s in secrets if s in done.stdout + done.stderr], done.stdout + done.stderr

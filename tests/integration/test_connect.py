@@ -323,3 +323,16 @@ def test_connect_cline_rewrites_its_settings_file_in_vs_codes_global_storage(hom
     assert json.loads(config.read_text())["mcpServers"] == json.loads(cline)["mcpServers"]
     assert run(home, "--undo", "cline").returncode == 0
     assert settings.read_bytes() == original
+
+
+ARGUMENT_SECRETS = ["sk-proj-argument-secret-1", "tok-equals-secret-22", "hunter2-password", "env-style-secret-333"]
+
+
+def test_dry_run_masks_secrets_passed_as_command_arguments(home: Path) -> None:
+    args = ["-y", "some-server", "--api-key", ARGUMENT_SECRETS[0], f"--token={ARGUMENT_SECRETS[1]}"]
+    args += ["--password", ARGUMENT_SECRETS[2], f"API_KEY={ARGUMENT_SECRETS[3]}", "--auth-type", "oauth"]
+    write(home / ".cursor" / "mcp.json", json.dumps({"mcpServers": {"s": {"command": "npx", "args": args}}}))
+    dry = run(home, "cursor", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert not [s for s in ARGUMENT_SECRETS if s in dry.stdout], dry.stdout
+    assert '"--api-key",' in dry.stdout and '"oauth"' in dry.stdout  # the names stay readable
