@@ -44,7 +44,7 @@ program() { command -v "$1" 2>/dev/null || { [ -x "/usr/sbin/$1" ] && echo "/usr
 REDIS_SERVER="$(program redis-server)"
 HAPROXY="$(program haproxy)"
 for found in "redis-server:$REDIS_SERVER" "haproxy:$HAPROXY"; do
-  [ -n "${found#*:}" ] || { echo "team: ${found%%:*} is missing: run scripts/setup.sh" >&2; exit 1; }
+  [ -n "${found#*:}" ] || { echo "team: ${found%%:*} is missing: run scripts/setup.sh --tests" >&2; exit 1; }
 done
 PYTHON="$ROOT/.venv/bin/python"
 [ -x "$PYTHON" ] || PYTHON=python3
