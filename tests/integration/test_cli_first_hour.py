@@ -22,7 +22,7 @@ from tests.integration.test_terminal_confirm import LIMIT, read_until, run_env
 pytestmark = pytest.mark.integration
 
 MISSING = "AGENTIFY_TEST_NEVER_SET_PAT"
-PROMPT_SECONDS = 3
+PROMPT_SECONDS = 5
 
 
 def _with_missing_variable(directory: Path) -> Path:
@@ -150,6 +150,7 @@ def test_run_at_a_terminal_shows_one_status_line_and_leaves_the_prompt_out_of_it
     model.push(Reply.tool_call("fake__slow", {"seconds": 2}))
     config = _slow_config(tmp_path, confirm=["slow"])
     controller, terminal = os.openpty()
+    began = time.monotonic()
     try:
         process = subprocess.Popen(
             [str(AGENTIFY), "run", "wait two seconds", "--config", str(config)],
@@ -162,16 +163,20 @@ def test_run_at_a_terminal_shows_one_status_line_and_leaves_the_prompt_out_of_it
         )
         os.close(terminal)
         shown = read_until(controller, "[y/N]")
+        asked = time.monotonic()
         time.sleep(PROMPT_SECONDS)  # the user thinks it over: not the task's time
         os.write(controller, b"y\n")
+        thinking = time.monotonic() - asked
         out, _ = process.communicate(timeout=LIMIT)
+        whole = time.monotonic() - began
         shown += read_until(controller, "\x00", seconds=5)
     finally:
         os.close(controller)
     assert process.returncode == 0, out
     assert "\r\x1b[Kagentify run: planning" in shown and "\r\x1b[Kagentify run: fake.slow: step" in shown, shown
     took = int(out.splitlines()[0].rsplit("(", 1)[1].removesuffix(" ms)"))
-    assert took < 2000 + PROMPT_SECONDS * 1000, out  # the 2 s call, without the time at the prompt
+    # Whatever the machine's speed: the process ran `whole`, of which the user thought `thinking`.
+    assert took <= (whole - thinking) * 1000, (out, whole, thinking)
 
 
 def _only_python_and_node(tmp_path: Path) -> str:
