@@ -23,6 +23,7 @@ from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from agentify._common.background import background
 from agentify._common.proc import iter_lines, open_group_process, stop_group, wait_for_exit
 from agentify.backends.stdio_framing import Oversized, frames
 
@@ -103,7 +104,7 @@ async def spawn_backend(
         async for line in iter_lines(process.stderr, limit=STDERR_LINE_LIMIT):
             on_stderr_line(line.decode("utf-8", errors="replace").rstrip("\r"))
 
-    async with anyio.create_task_group() as tg:
+    async with background() as tg:
         tg.start_soon(read_stdout)
         tg.start_soon(write_stdin)
         tg.start_soon(read_stderr)
@@ -112,7 +113,6 @@ async def spawn_backend(
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(process)
-            tg.cancel_scope.cancel()
 
 
 async def _stop(process: Process) -> None:

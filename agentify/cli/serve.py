@@ -33,10 +33,11 @@ def serve_stdio_command(boot: Boot) -> int:
     close_stdout("the MCP protocol")
 
     async def main() -> int:
-        await serve_stdio(_services(boot), boot.config, on_closed=exit_after.closed)
+        await serve_stdio(_services(boot), boot.config, exit_after)
         return EXIT_OK
 
-    return run_async(main, on_signal=exit_after.signal)
+    run_async(main, on_signal=exit_after.signal)
+    return EXIT_OK  # stopped by stdin's end or by a signal: both are a clean stop
 
 
 def serve_http_command(boot: Boot, host: str, port: int, token: str | None) -> int:
