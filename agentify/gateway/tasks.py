@@ -194,7 +194,8 @@ class TaskRunner:
         with self._task(kind, raw_input) as trace_id:
             log = logger.bind(trace=trace_id)
             plan = await decide()
-            operations.reached(plan.backend, plan.tool, f"{plan.backend}__{plan.tool}")  # the audit's target
+            if execute:  # the audit's target
+                operations.reached(plan.backend, plan.tool, f"{plan.backend}__{plan.tool}")
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
             # Formatted only when debug lines are written; the sink masks, then cuts.
             log.opt(lazy=True).debug("plan arguments: {}", lambda: json.dumps(plan.arguments))

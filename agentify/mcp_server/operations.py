@@ -26,7 +26,9 @@ from agentify.team.principal import LOCAL, current_principal
 
 AUDITED = ("tools/call", "resources/read", "prompts/get", "completion/complete")
 GATEWAY = "agentify"
-"""The backend label of the gateway's own tools (list_backends, search_tools, plan_task)."""
+"""The backend label of the gateway's own tools that reach no backend (list_backends, search_tools, plan_task)."""
+ROUTING = ("call_tool", "orchestrate_task")
+"""The gateway's tools that reach a backend tool."""
 _NAME_CHARS = 200
 _ERROR_NAMES = {
     types.INVALID_PARAMS: "invalid_params",
@@ -49,7 +51,7 @@ def recording(sinks: Sequence[OperationSink], gateway_tools: Collection[str]) ->
 
         def done(outcome: str) -> None:
             backend, tool = draft.backend, draft.tool
-            if backend is None and draft.operation in gateway_tools:
+            if backend is None and draft.operation in gateway_tools and draft.operation not in ROUTING:
                 backend, tool = GATEWAY, draft.operation
             operation = Operation(
                 time=wall,
