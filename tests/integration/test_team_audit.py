@@ -18,7 +18,7 @@ import mcp_types as types
 import pytest
 
 from tests.conftest import AGENTIFY, fake_backend, gateway_env, text_of, wait_until, write_config
-from tests.integration.ide_client import MODES
+from tests.integration.ide_client import MODES, answering
 from tests.integration.team import add_token, http_client, http_gateway, request
 from tests.otlp_receiver import OtlpReceiver
 from tests.servers import EVERYTHING
@@ -193,3 +193,29 @@ async def test_a_second_gateway_on_the_same_audit_file_is_refused_at_start(tmp_p
     assert second.returncode == 1
     assert b"is being written by another agentify process" in second.stderr
     assert b"{replica}" in second.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_confirmed_and_a_declined_call_are_one_line_each(tmp_path: Path, mode: str) -> None:
+    """In 2026-07-28 the confirmation is a round trip: the round that asks is no line, the one that ends is."""
+    confirming = fake_backend("fake", tools={"confirm": ["echo"]})
+    config = write_config(
+        tmp_path,
+        [confirming],
+        planner={"provider": "offline"},
+        server={"auth": {"type": "tokens", "file": "tokens.json"}, "audit": {"file": "audit.jsonl"}},
+    )
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    bob = await add_token(tmp_path / "tokens.json", "bob")
+    async with http_gateway(config, tmp_path / "e.log") as gateway:
+        async with http_client(gateway.url, alice, mode, elicitation_callback=answering("accept")) as client:
+            confirmed = await client.call_tool("call_tool", echo(ALICE_SECRET))
+        async with http_client(gateway.url, bob, mode, elicitation_callback=answering("decline")) as client:
+            declined = await client.call_tool("call_tool", echo(BOB_SECRET))
+    assert text_of(confirmed) == f"echo: {ALICE_SECRET}" and declined.is_error
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_bytes().splitlines()]
+    assert [(r["principal"], r["target"], r["decision"], r["outcome"]) for r in records] == [
+        ("alice", "fake__echo", "confirmed", "ok"),
+        ("bob", "fake__echo", "declined", "denied"),
+    ]
+    assert (await verify(tmp_path / "audit.jsonl")).returncode == 0
