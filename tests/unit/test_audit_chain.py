@@ -80,20 +80,8 @@ def test_each_line_holds_the_hash_of_the_one_before_and_never_an_argument_value(
     lines = lines_of(path)
     records = [json.loads(line) for line in lines]
     assert [r["prev"] for r in records] == [GENESIS] + [hashlib.sha256(line).hexdigest() for line in lines[:-1]]
-    assert list(records[0]) == [
-        "time",
-        "replica",
-        "principal",
-        "client",
-        "operation",
-        "target",
-        "argsSha256",
-        "decision",
-        "outcome",
-        "durationMs",
-        "traceId",
-        "prev",
-    ]
+    fields = "time replica principal client operation target argsSha256 decision outcome durationMs traceId prev"
+    assert list(records[0]) == fields.split()
     arguments = {"name": "fake__echo", "arguments": {"text": f"{SECRET_VALUE} 0"}}
     assert records[0]["argsSha256"] == hashlib.sha256(canonical(arguments)).hexdigest()
     assert records[0]["replica"] == "r1" and records[0]["time"].endswith("Z")
