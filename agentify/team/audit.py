@@ -80,7 +80,7 @@ def audit_path(template: str, replica: str) -> Path:
 
 
 class AuditLog:
-    """The writer of one audit file. `mask` hides secrets in targets (a URI may carry one)."""
+    """The writer of one audit file. `mask` hides secrets in what a client named (a URI may carry one)."""
 
     def __init__(
         self,
@@ -211,14 +211,16 @@ class AuditLog:
 
     def _fields(self, done: Operation) -> dict[str, Any]:
         when = datetime.fromtimestamp(done.time, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        # What a client named (a tool, a URI, itself) is masked as the log is: a secret pasted there stays out.
         target = None if done.target is None else self._mask(done.target)[:_TARGET_CHARS]
+        client = None if done.client is None else self._mask(done.client)
         arguments = None if done.arguments is NO_ARGUMENTS else _sha256(done.arguments)
         values = (
             when,
             self.replica,
             done.principal,
-            done.client,
-            done.operation,
+            client,
+            self._mask(done.operation),
             target,
             arguments,
             done.decision,

@@ -18,6 +18,7 @@ import mcp_types as types
 import pytest
 
 from tests.conftest import AGENTIFY, fake_backend, gateway_env, text_of, wait_until, write_config
+from tests.integration.cluster import team
 from tests.integration.ide_client import MODES, answering
 from tests.integration.team import add_token, http_client, http_gateway, request
 from tests.otlp_receiver import OtlpReceiver
@@ -219,3 +220,30 @@ async def test_a_confirmed_and_a_declined_call_are_one_line_each(tmp_path: Path,
         ("bob", "fake__echo", "declined", "denied"),
     ]
     assert (await verify(tmp_path / "audit.jsonl")).returncode == 0
+
+
+async def test_each_replica_of_a_team_writes_its_own_chain(tmp_path: Path) -> None:
+    """scripts/team.sh names its replicas (AGENTIFY_REPLICA_ID): with {replica} in the file, each has its own."""
+    config = write_config(
+        tmp_path,
+        [fake_backend("fake")],
+        planner={"provider": "offline"},
+        server={"audit": {"file": "audit-{replica}.jsonl"}},
+    )
+    token = "team-audit-token-0123456789abcdef"
+    async with team(config, tmp_path / "logs", replicas=2, env={"AGENTIFY_HTTP_TOKEN": token}) as member:
+        async with http_client(member.url, token, "auto") as client:  # 2026-07-28: round robin, request by request
+            for n in range(6):
+                await client.call_tool("call_tool", echo(f"call {n}"))
+        through_the_balancer = await anyio.to_thread.run_sync(request, "GET", member.url.replace("/mcp", "/metrics"))
+    names = sorted(name for name in os.listdir(tmp_path) if name.startswith("audit-") and name.endswith(".jsonl"))
+    assert names == ["audit-1.jsonl", "audit-2.jsonl"]
+    files = [tmp_path / name for name in names]
+    records = {f.name: [json.loads(line) for line in f.read_bytes().splitlines()] for f in files}
+    assert {r["replica"] for r in records["audit-1.jsonl"]} == {"1"}
+    assert {r["replica"] for r in records["audit-2.jsonl"]} == {"2"}
+    assert sum(len(lines) for lines in records.values()) == 6 and all(records.values())
+    for path in files:
+        checked = await verify(path)
+        assert checked.returncode == 0, checked.stderr.decode()
+    assert through_the_balancer.status == 403  # HAProxy forwards for others: scraping through it needs the token
