@@ -110,7 +110,8 @@ class AuditLog:
             StartFailed: the file cannot be created or written, or another process writes it."""
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._lock_fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT | files.CLOEXEC, 0o600)
+            flags = os.O_RDWR | os.O_CREAT | files.NOFOLLOW | files.CLOEXEC
+            self._lock_fd = os.open(f"{self.path}.lock", flags, 0o600)
         except OSError as exc:
             raise StartFailed(f"cannot write the audit file {self.path} (server.audit.file): {exc.strerror}") from None
         if not try_lock(self._lock_fd):
