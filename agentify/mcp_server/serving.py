@@ -87,7 +87,7 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     from agentify.security.connections import ConnectionGate
     from agentify.team.authentication import host_check, protect
     from agentify.team.drain import Replica, ReplicaRoutes
-    from agentify.team.metrics import METRICS_PATH, TOKEN_VARIABLE, Metrics
+    from agentify.team.metrics import METRICS_PATH, TOKEN_VARIABLE, Metrics, metrics_token
     from agentify.team.shared_state import shared_state
 
     shared = shared_state(boot.config, os.environ)
@@ -95,9 +95,9 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     boot.redactor.add(questions.keys)
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     replica = Replica()
-    metrics_token = os.environ.get(TOKEN_VARIABLE) or None
-    boot.redactor.add([metrics_token] if metrics_token else [])
-    metrics = Metrics(replica, metrics_token)
+    scrapers = metrics_token(os.environ.get(TOKEN_VARIABLE))
+    boot.redactor.add([scrapers] if scrapers else [])
+    metrics = Metrics(replica, scrapers)
     audit = await _open_audit(boot)
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # (not the log level either, which is the gateway's, for every client).

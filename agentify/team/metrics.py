@@ -31,8 +31,9 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agentify._common.errors import ConfigError
 from agentify.team.drain import Replica
-from agentify.team.http_auth import is_loopback
+from agentify.team.http_auth import MIN_TOKEN_CHARS, is_loopback
 from agentify.team.operations import Operation
 
 METRICS_PATH = "/metrics"
@@ -41,6 +42,19 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 _REFUSALS = ("forbidden", "rate_limited", "withheld")
 _HTTP_REFUSALS = {401: "unauthorized", 403: "forbidden", 429: "rate_limited"}
 _FORWARDED = (b"x-forwarded-for", b"forwarded")
+
+
+def metrics_token(value: str | None) -> str | None:
+    """`AGENTIFY_METRICS_TOKEN` as set (None when unset or empty).
+
+    Raises:
+        ConfigError: it is shorter than MIN_TOKEN_CHARS (a scraper's token is guessed like any other)."""
+    if value and len(value) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"{TOKEN_VARIABLE} is {len(value)} characters long; it needs at least {MIN_TOKEN_CHARS}. Use a random "
+            "one: python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
+    return value or None
 
 
 class Metrics:

@@ -104,3 +104,13 @@ async def test_with_a_token_every_scrape_must_send_it(headers: dict[str, str], s
     answer, body = await scrape(Metrics(None, "metrics-token-0123456789"), "192.0.2.7", headers)
     assert answer == status
     assert "metrics-token-0123456789" not in body
+
+
+def test_a_short_metrics_token_is_refused_at_start() -> None:
+    from agentify._common.errors import ConfigError
+    from agentify.team.metrics import metrics_token
+
+    with pytest.raises(ConfigError, match="AGENTIFY_METRICS_TOKEN is 5 characters long; it needs at least 16"):
+        metrics_token("short")
+    assert metrics_token("") is None and metrics_token(None) is None
+    assert metrics_token("metrics-token-0123456789") == "metrics-token-0123456789"
