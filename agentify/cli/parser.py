@@ -6,11 +6,12 @@ import argparse
 from typing import get_args
 
 from agentify import __version__
+from agentify.cli.audit import add_audit_parser
 from agentify.cli.errors import OneLineParser, UsageError
 from agentify.config.models import LogLevel
 from agentify.connect.ides import IDES
 
-COMMANDS = ("serve", "run", "doctor", "eval", "auth", "token", "connect")
+COMMANDS = ("serve", "run", "doctor", "eval", "auth", "token", "connect", "audit")
 TOKEN_ACTIONS = ("add", "remove", "list")
 LEVELS = get_args(LogLevel)
 
@@ -127,5 +128,6 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
         action.add_argument("--file", help="the tokens file (default: server.auth.file of the config)")
         action.add_argument("--config", help="the config whose server.auth.file to use")
 
+    add_audit_parser(sub)
     sub.add_parser("arbigent", help="the Arbigent test-runner MCP server (see `agentify arbigent --help`)")
     return parser

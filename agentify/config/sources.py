@@ -84,6 +84,8 @@ class ConfigSources:
             backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
         if isinstance(config.server.auth, TokensAuth):
             config.server.auth.file = str((base / Path(config.server.auth.file).expanduser()).resolve())
+        if config.server.audit is not None:
+            config.server.audit.file = str((base / Path(config.server.audit.file).expanduser()).resolve())
         if config.trace_file:
             config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
         for backend in config.backends:

@@ -34,6 +34,7 @@ from agentify.backends.offers import Change
 from agentify.errors import AgentifyError
 from agentify.gateway.offers import Offerings
 from agentify.security.redact import Redactor
+from agentify.team import operations
 
 SETTLE_SECONDS = 2.0
 """How long `initialize` waits for backends never seen before to say what they offer (see `capabilities`)."""
@@ -178,6 +179,7 @@ async def answered(redactor: Redactor, work: Awaitable[_R]) -> _R:
             exc.error.code, redactor.bounded(exc.error.message, MAX_ERROR_CHARS), _data(redactor, exc.error.data)
         ) from None
     except AgentifyError as exc:
+        operations.failed(exc.code)  # the audit's outcome: the protocol error below carries no code
         raise MCPError(
             types.INTERNAL_ERROR, redactor.bounded(f"agentify {exc.code}: {exc.message}", MAX_ERROR_CHARS)
         ) from None
