@@ -38,7 +38,7 @@ from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
 from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
-from agentify.mcp_server.logs import LogRelay
+from agentify.mcp_server.logs import LogRelay, protocol_level
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
 from agentify.mcp_server.operations import recording
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
@@ -187,7 +187,8 @@ def build_server(
                         for s in services.status().backends
                     ]
                 relay = ChangeRelay(services.offerings)
-                logs = LogRelay(services.redactor, services.set_log_level)
+                own_level = None if clients.one else protocol_level(services.settings.current.log_level)
+                logs = LogRelay(services.redactor, services.set_log_level, own_level)
                 stop_hearing = services.on_change(heard(relay))
                 stop_logs = services.on_log(logs.heard)
                 services.settings.reloaded.append(_telling(relay))
