@@ -5,11 +5,11 @@ for a person's approval (`agentify pins approve`)."""
 from __future__ import annotations
 
 from agentify.config import Config
-from agentify.pinning.book import Held, Mode, PinBook
+from agentify.pinning.book import Held, Mode, PinBook, refusal
 from agentify.pinning.records import PinStoreError
 from agentify.pinning.store import FileStore, PinStore, state_dir
 
-__all__ = ["FileStore", "Held", "Mode", "PinBook", "PinStore", "PinStoreError", "open_store"]
+__all__ = ["FileStore", "Held", "Mode", "PinBook", "PinStore", "PinStoreError", "open_store", "refusal"]
 
 
 def open_store(config: Config) -> PinStore:

@@ -25,6 +25,7 @@ import anyio
 import mcp_types as types
 from loguru import logger
 
+from agentify.errors import ToolChanged
 from agentify.pinning.digest import changed_parts, definition, digest
 from agentify.pinning.patterns import MAX_SCANNED, distinctive, instruction_like, named_tools
 from agentify.pinning.records import BackendPins, PinStoreError, Record, Snapshot
@@ -313,3 +314,12 @@ def _texts(value: Any) -> Iterator[str]:
 
 def _joined(*reasons: str) -> str:
     return "; ".join(r for r in reasons if r)
+
+
+def refusal(held: Held, name: str) -> ToolChanged:
+    """The error of a call to a withheld tool, which the client knows as `name`."""
+    return ToolChanged(
+        f"{name} is withheld (pinning: enforce): {held.reason}. Nothing was run. A person who may change the "
+        f"gateway's trust reads the difference and accepts it with `agentify pins approve {held.backend} "
+        f"{held.tool}`; the gateway picks the approval up without a restart."
+    )

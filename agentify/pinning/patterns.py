@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 MAX_SCANNED = 20_000
 
-INSTRUCTIONS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (label, re.compile(pattern, re.IGNORECASE))
+INSTRUCTIONS: dict[str, re.Pattern[str]] = {
+    label: re.compile(pattern, re.IGNORECASE)
     for label, pattern in (
         (
             "ignore previous instructions",
@@ -40,8 +40,8 @@ INSTRUCTIONS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("you are now", r"\byou\s+are\s+now\s+(?:a|an|in|the)\b"),
         ("system prompt", r"\b(?:reveal|print|show|repeat|output)\s+(?:the\s+|your\s+)?system\s+prompt\b"),
     )
-)
-"""(what a finding is called, its pattern): phrasings that speak to the model, not about the tool."""
+}
+"""What a finding is called, and its pattern: phrasings that speak to the model, not about the tool."""
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,126}[A-Za-z0-9])?")
 
@@ -51,7 +51,7 @@ def instruction_like(text: str | None) -> str | None:
     if not text:
         return None
     scanned = text[:MAX_SCANNED]
-    return next((label for label, pattern in INSTRUCTIONS if pattern.search(scanned)), None)
+    return next((label for label, pattern in INSTRUCTIONS.items() if pattern.search(scanned)), None)
 
 
 def distinctive(name: str) -> bool:
