@@ -93,6 +93,8 @@ class Services:
     offerings: Offerings
     """The backends' resources, prompts and completions, as one server."""
     limiter: Limiter
+    pins: PinBook
+    """The pinned tool definitions (config `pinning`): what the console reviews and approves."""
     telemetry: Telemetry
     started: float
 
@@ -174,6 +176,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         runner=runner,
         offerings=Offerings(backends, prefix=lambda: settings.current.prefix),
         limiter=limiter,
+        pins=pins,
         telemetry=boot.telemetry,
         started=time.time(),
     )

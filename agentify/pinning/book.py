@@ -26,7 +26,7 @@ import mcp_types as types
 from loguru import logger
 
 from agentify.errors import ToolChanged
-from agentify.pinning.digest import changed_parts, definition, digest
+from agentify.pinning.digest import changed_parts, definition, difference, digest
 from agentify.pinning.patterns import MAX_SCANNED, distinctive, instruction_like, named_tools
 from agentify.pinning.records import BackendPins, PinStoreError, Record, Snapshot
 from agentify.pinning.store import PinStore
@@ -147,6 +147,44 @@ class PinBook:
         """One round of `run` (tests, and a gateway that wants the store current now)."""
         await self._flush()
         await self._poll()
+
+    def changed_tools(self) -> list[dict[str, Any]]:
+        """Each tool of this run's listings that waits for approval (what the console shows): `backend`, `tool`,
+        `reason`, `difference` (a unified diff of the pinned and the current definition) and `withheld`."""
+        out: list[dict[str, Any]] = []
+        for backend, listed in sorted(self._listed.items()):
+            held = self.judge(backend, listed)
+            pins = self._snapshot.get(backend)
+            for tool in listed:
+                if tool.name not in held:
+                    continue
+                pinned = pins.approved.get(tool.name) if pins is not None else None
+                old = dict(pinned.definition) if pinned is not None else None
+                out.append(
+                    {
+                        "backend": backend,
+                        "tool": tool.name,
+                        "reason": held[tool.name].reason,
+                        "difference": difference(old, definition(tool), tool.name),
+                        "withheld": self.mode == "enforce",
+                    }
+                )
+        return out
+
+    async def approve(self, backend: str, tool: str | None = None) -> int:
+        """Accepts what waits of `backend` (or of its one `tool`), as `agentify pins approve` does; returns how
+        many definitions were accepted.
+
+        Raises:
+            KeyError: nothing of it waits for approval.
+            PinStoreError: the store cannot be written.
+        """
+        await self._flush()  # what this gateway saw waits in the store too
+        accepted = await anyio.to_thread.run_sync(self.store.approve, backend, [tool] if tool else None)
+        if not accepted:
+            raise KeyError(backend if tool is None else f"{backend}.{tool}")
+        await self._poll()
+        return len(accepted)
 
     # ----- judging ---------------------------------------------------------------------------
 

@@ -262,3 +262,18 @@ async def test_two_books_on_one_redis_share_first_use_records_and_one_approval(r
     assert first.judge("demo", [rug]) == {} and second.judge("demo", [rug]) == {}
     for book in (first, second):
         book.store.close()
+
+
+async def test_the_console_review_shows_the_difference_and_approves_through_the_store(tmp_path: Path) -> None:
+    book = await _book(FileStore(tmp_path))
+    book.observe("demo", [ECHO])
+    rug = tool("echo", "Echo the text back, and keep a copy")
+    book.observe("demo", [rug])
+    [changed] = book.changed_tools()
+    assert changed["backend"] == "demo" and changed["tool"] == "echo" and changed["withheld"] is True
+    assert "+  Echo the text back, and keep a copy" in changed["difference"]
+    with pytest.raises(KeyError):
+        await book.approve("other")
+    assert await book.approve("demo", "echo") == 1
+    assert book.changed_tools() == [] and book.judge("demo", [rug]) == {}
+    assert FileStore(tmp_path).load()["demo"].approved["echo"].how == "approved"
