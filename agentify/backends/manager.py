@@ -159,11 +159,7 @@ class BackendManager:
         return ToolCatalog(
             key=tuple((s.spec.id, s.spec.description, s.tools.version, s.tools.pins_generation) for s in enabled),
             handles=tuple(handle for s in enabled for handle in handles[s.spec.id]),
-            missing=tuple(
-                (s.spec.id, s.spec.description, f"{s.state.value}: {s.last_error or 'no tools listed'}")
-                for s in enabled
-                if not handles[s.spec.id]
-            ),
+            missing=tuple((s.spec.id, s.spec.description, _why_none(s)) for s in enabled if not handles[s.spec.id]),
         )
 
     async def wait_all_settled(self) -> None:
@@ -216,6 +212,13 @@ class BackendManager:
         for supervisor in self._supervisors.values():
             supervisor.stop()
         self._stopping.set()
+
+
+def _why_none(supervisor: Supervisor) -> str:
+    if withheld := supervisor.tools.withheld():
+        names = ", ".join(sorted(withheld))
+        return f"its tools ({names}) are withheld by pinning until approved: agentify pins approve {supervisor.spec.id}"
+    return f"{supervisor.state.value}: {supervisor.last_error or 'no tools listed'}"
 
 
 async def _wait_settled(supervisors: list[Supervisor], seconds: float) -> None:
