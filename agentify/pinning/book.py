@@ -68,6 +68,9 @@ class PinBook:
         self._snapshot: dict[str, BackendPins] = {}
         self._stamp: object = None
         self._failure: str | None = None
+        """Why the pins could never be read: every tool is held until they can."""
+        self._loaded = False
+        self._unreachable: str | None = None
         self._listed: dict[str, list[types.Tool]] = {}
         self._queued: dict[str, _Write] = {}
         self._logged: set[tuple[str, str, str]] = set()
@@ -80,6 +83,7 @@ class PinBook:
         try:
             self._stamp = self.store.stamp()
             self._snapshot = dict(self.store.load())
+            self._loaded = True
         except PinStoreError as exc:
             self._fail(str(exc))
 
@@ -272,7 +276,9 @@ class PinBook:
             try:
                 await anyio.to_thread.run_sync(self._store_write, backend, write)
             except PinStoreError as exc:
-                logger.error("pins not stored (will retry): {}", exc)
+                if str(exc) != self._unreachable:
+                    logger.error("pins not stored (kept, and stored once the store answers): {}", exc)
+                    self._unreachable = str(exc)
                 newer, self._queued = self._queued, queued  # kept, with what came meanwhile on top
                 for rest, again in newer.items():
                     self._queued.setdefault(rest, _Write()).merge(again)
@@ -291,6 +297,7 @@ class PinBook:
             self._fail(str(exc))
             return
         self._stamp = stamp
+        self._loaded, self._unreachable = True, None
         for backend, write in self._queued.items():  # not stored yet: still true in memory
             loaded[backend] = _applied(loaded.get(backend), write)
         if loaded != self._snapshot or self._failure is not None:
@@ -303,6 +310,12 @@ class PinBook:
             self._changed()
 
     def _fail(self, message: str) -> None:
+        """Pins never read hold every tool; pins read once are kept (and judged by) while the store is away."""
+        if self._loaded:
+            if message != self._unreachable:
+                logger.warning("{}; judging by the pins read last until the store answers again", message)
+            self._unreachable = message
+            return
         if message != self._failure:
             logger.error(
                 "{}; until they can be read every backend tool is {}",

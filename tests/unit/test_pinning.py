@@ -277,3 +277,14 @@ async def test_the_console_review_shows_the_difference_and_approves_through_the_
     assert await book.approve("demo", "echo") == 1
     assert book.changed_tools() == [] and book.judge("demo", [rug]) == {}
     assert FileStore(tmp_path).load()["demo"].approved["echo"].how == "approved"
+
+
+async def test_pins_read_once_are_kept_while_the_store_is_away(tmp_path: Path) -> None:
+    book = await _book(FileStore(tmp_path))
+    book.observe("demo", [ECHO])
+    await book.sync()
+    (tmp_path / "pins.json").write_text("{damaged")
+    await book.sync()
+    rug = tool("echo", "changed")
+    assert book.judge("demo", [ECHO]) == {}
+    assert "changed since it was pinned" in book.judge("demo", [rug])["echo"].reason
