@@ -288,3 +288,15 @@ async def test_pins_read_once_are_kept_while_the_store_is_away(tmp_path: Path) -
     rug = tool("echo", "changed")
     assert book.judge("demo", [ECHO]) == {}
     assert "changed since it was pinned" in book.judge("demo", [rug])["echo"].reason
+
+
+async def test_switching_pinning_on_at_a_reload_judges_what_was_listed_meanwhile(tmp_path: Path) -> None:
+    FileStore(tmp_path).update("demo", first_use={"echo": _record(ECHO)}, pending={}, settled=())
+    book = await _book(FileStore(tmp_path), "off")
+    rug = tool("echo", "changed")
+    book.observe("demo", [rug])
+    assert book.judge("demo", [rug]) == {}
+    book.set_mode("enforce")
+    assert "changed since it was pinned" in book.judge("demo", [rug])["echo"].reason
+    await book.sync()
+    assert "echo" in FileStore(tmp_path).load()["demo"].pending
