@@ -28,7 +28,7 @@ from loguru import logger
 from agentify.errors import ToolChanged
 from agentify.pinning.digest import changed_parts, definition, difference, digest
 from agentify.pinning.patterns import MAX_SCANNED, distinctive, instruction_like, named_tools
-from agentify.pinning.records import BackendPins, PinStoreError, Record, Snapshot
+from agentify.pinning.records import BackendPins, PinStoreError, Record
 from agentify.pinning.store import PinStore
 
 Mode = Literal["off", "warn", "enforce"]
@@ -99,10 +99,6 @@ class PinBook:
         logger.info("pinning is now {}", mode)
         self._changed()
 
-    @property
-    def snapshot(self) -> Snapshot:
-        return self._snapshot
-
     def judge(self, backend: str, tools: list[types.Tool]) -> dict[str, Held]:
         """The tools of `tools` (as `backend` lists them) that wait for approval, by name."""
         if self.mode == "off":
@@ -132,10 +128,6 @@ class PinBook:
                 if other != backend:
                     self._record(other, listed)
         self._changed()
-
-    def held_now(self, backend: str) -> dict[str, Held]:
-        """What `judge` says of the tools `backend` listed last in this run."""
-        return self.judge(backend, self._listed.get(backend, []))
 
     async def run(self) -> None:
         """Stores what `observe` queued and follows other processes' changes; runs until cancelled."""
