@@ -197,7 +197,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
                     await planners.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
                     await limiter.aclose()
-                    pins.store.close()
+                    await pins.close()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
 
 

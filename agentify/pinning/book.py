@@ -33,6 +33,7 @@ from agentify.pinning.store import PinStore
 
 Mode = Literal["off", "warn", "enforce"]
 POLL_SECONDS = 0.5
+CLOSE_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,13 @@ class PinBook:
         """One round of `run` (tests, and a gateway that wants the store current now)."""
         await self._flush()
         await self._poll()
+
+    async def close(self) -> None:
+        """Stores what is still queued (bounded: a gateway that stops soon after a listing keeps its pins)."""
+        if self.mode != "off":
+            with anyio.move_on_after(CLOSE_SECONDS):
+                await self._flush()
+        await anyio.to_thread.run_sync(self.store.close)
 
     def changed_tools(self) -> list[dict[str, Any]]:
         """Each tool of this run's listings that waits for approval (what the console shows): `backend`, `tool`,
