@@ -16,6 +16,7 @@ import pytest
 from mcp.client.client import Client
 
 from tests.conftest import AGENTIFY, REPO, error_code, gateway_env, text_of, write_config
+from tests.fakes.model_server import ModelServer, Reply
 from tests.integration.ide_client import MODES, ide_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -139,6 +140,18 @@ async def test_an_instruction_like_tool_is_withheld_at_first_sight(tmp_path: Pat
     assert error_code(refused) == "tool_changed" and "instruction" in text_of(refused)
     assert "waiting  add" in listing and "agentify pins approve demo add" in listing
     assert text_of(called) == "add ran with 1"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_planner_is_never_offered_a_withheld_tool(tmp_path: Path, mode: str, model: ModelServer) -> None:
+    _, config, env = setup(tmp_path, [ECHO, POISON], "enforce")
+    env |= gateway_env(model)
+    model.push(Reply.tool_call("demo__add", {"text": "1"}))  # a model that names it anyway
+    async with ide_client(config, env, tmp_path / "e.log", mode) as client:
+        planned = await client.call_tool("orchestrate_task", {"query": "add one and two"})
+    offered = {t["function"]["name"] for body in model.requests for t in body.get("tools", [])}
+    assert "demo__echo" in offered and "demo__add" not in offered
+    assert planned.is_error and "add ran" not in text_of(planned)
 
 
 async def test_two_gateways_sharing_redis_see_one_approval(tmp_path: Path, redis: Any) -> None:
