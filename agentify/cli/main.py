@@ -1,4 +1,4 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `connect`, `audit`, `arbigent`.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `pins`, `connect`, `audit`, `arbigent`.
 Wiring only.
 
 Exit codes (errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
@@ -79,6 +79,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         from agentify.cli.tokens import token_command
 
         return token_command(args)
+    if command == "pins":  # no gateway, no logging: it reads and writes the pin store
+        from agentify.cli.pins import pins_command
+
+        return pins_command(args)
     if command != "auth":
         _refuse_inside_a_gateway()
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")

@@ -330,6 +330,12 @@ class Config(Model):
         description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends), "
         "search (search_tools, call_tool) and tools (every backend tool, listed directly).",
     )
+    pinning: Literal["off", "warn", "enforce"] = Field(
+        default="warn",
+        description="Pinned tool definitions: a backend tool that changes, is added after the backend's first "
+        "listing, or whose description speaks to the model as an instruction or names another backend's tool is "
+        "withheld until approved (enforce), flagged and logged (warn), or trusted (off). See `agentify pins`.",
+    )
     prefix: bool = Field(
         default=True,
         description="List each backend prompt, and with expose tools each backend tool, as <backend>__<name> "

@@ -307,6 +307,10 @@ async def _call_tool(
     if name not in exposed and (tool := (await direct_tools(services, exposed)).find(name)) is not None:
         arguments, name = {"name": tool.name, "arguments": arguments}, "call_tool"  # `call_tool`'s path
     elif name not in exposed:
+        try:
+            services.runner.refuse_withheld(name)
+        except AgentifyError as withheld:
+            return error_result(withheld, services.redactor)
         offered = exposed + (["the backend tools that tools/list shows"] if "tools" in settings.expose else [])
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(offered)}")
         return error_result(unknown, services.redactor)
@@ -418,6 +422,8 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
         if status.server:
             line += f" [server: {status.server}]"
         lines.append(line)
+        lines.extend(f"  withheld {tool} (pinning: enforce): {why}" for tool, why in status.withheld)
+        lines.extend(f"  flagged {tool} (pinning: warn, waits for approval): {why}" for tool, why in status.flagged)
     if not statuses:
         lines.append("no backends are configured: add some to the config file (see backends.example.json)")
     structured = {
@@ -434,6 +440,7 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
                 "tools": list(s.tools),
                 "server": s.server,
             }
+            | s.pins_dict()
             for s in statuses
         ],
     }
