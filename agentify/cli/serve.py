@@ -1,5 +1,11 @@
 """`agentify serve`: composes the gateway's services with the debug console, and serves them over
-stdio (what IDEs start) or MCP streamable HTTP."""
+stdio (what IDEs start) or MCP streamable HTTP.
+
+Over stdio the gateway opens at the client's first message, so a gateway that nobody speaks to starts
+no backend; with a debug port set at start (`--debug-port`, `AGENTIFY_DEBUG_PORT`, the config file) it
+opens at once instead, so the console serves (and can start and call the backends) before any client
+speaks. A debug port that the client's `initializationOptions` bring starts the console then.
+"""
 
 from __future__ import annotations
 
@@ -17,13 +23,24 @@ from agentify.mcp_server.server import OpenServices
 from agentify.mcp_server.serving import serve_http, serve_stdio
 
 
+@asynccontextmanager
+async def _inspected_gateway(boot: Boot) -> AsyncIterator[Services]:
+    from agentify.console import attached_console
+
+    async with open_gateway(boot, reload=True) as services, attached_console(services):
+        yield services
+
+
 def _services(boot: Boot) -> OpenServices:
+    return lambda: _inspected_gateway(boot)
+
+
+def _already_open(services: Services) -> OpenServices:
+    """The MCP server's lifespan over services the caller keeps open (and closes)."""
+
     @asynccontextmanager
     async def open_services() -> AsyncIterator[Services]:
-        from agentify.console import attached_console
-
-        async with open_gateway(boot, reload=True) as services, attached_console(services):
-            yield services
+        yield services
 
     return open_services
 
@@ -33,7 +50,14 @@ def serve_stdio_command(boot: Boot) -> int:
     close_stdout("the MCP protocol")
 
     async def main() -> int:
-        await serve_stdio(_services(boot), boot.config, on_closed=exit_after.closed)
+        if boot.config.debug_port is None:
+            await serve_stdio(_services(boot), boot.config, on_closed=exit_after.closed)
+            return EXIT_OK
+        try:
+            async with _inspected_gateway(boot) as services:
+                await serve_stdio(_already_open(services), boot.config, on_closed=lambda: None)
+        finally:
+            exit_after.closed()  # every backend is closed now: the gateway's context has left
         return EXIT_OK
 
     return run_async(main, on_signal=exit_after.signal)

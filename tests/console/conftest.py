@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -89,6 +90,15 @@ class Console:
         assert response.status_code == 200, response.text
         return response.json()
 
+    async def wait_for_state(self, backend: str, state: str, seconds: float = 30) -> dict[str, Any]:
+        """Polls /api/backends (the state lives in the gateway's process) until `backend` is in `state`."""
+        with anyio.fail_after(seconds):
+            while True:
+                found = next(b for b in await self.get("/api/backends") if b["id"] == backend)
+                if found["state"] == state:
+                    return found
+                await anyio.sleep(0.1)
+
     async def post_task(self, task: Any) -> dict[str, Any]:
         async with self.http() as client:
             response = await client.post("/api/tasks", json=task, headers=self.auth)
@@ -123,3 +133,31 @@ async def console_gateway(
             await wait_until(lambda: console_url(stderr) is not None)
             url, token = console_url(stderr) or ("", "")
             yield Console(session, url, int(url.rsplit(":", 1)[1]), token, stderr)
+
+
+@asynccontextmanager
+async def silent_gateway(
+    config: Path, env: dict[str, str], stderr: Path, *, port: int | None = None
+) -> AsyncIterator[Console]:
+    """`agentify serve --debug-port N` as a terminal user starts it: stdin open, no MCP client ever speaks.
+    Yields once the console has announced its URL; leaving ends stdin (the gateway then stops by itself)."""
+    env = {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache")} | env
+    command = [str(AGENTIFY), "serve", "--config", str(config), "--debug-port", str(port or free_port())]
+    with stderr.open("a") as errlog:
+        process = await anyio.open_process(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, env=env
+        )
+        try:
+            await wait_until(lambda: console_url(stderr) is not None or process.returncode is not None)
+            found = console_url(stderr)
+            assert found is not None, f"agentify serve stopped with code {process.returncode}; see {stderr}"
+            url, token = found
+            yield Console(None, url, int(url.rsplit(":", 1)[1]), token, stderr)
+        finally:
+            assert process.stdin is not None
+            await process.stdin.aclose()
+            with anyio.move_on_after(15):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()

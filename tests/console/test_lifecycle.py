@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import fake_backend, fs_backend, gateway, gateway_env, text_of, wait_until, write_config
-from tests.console.conftest import TOKEN, Console, console_gateway, console_url, free_port, make_workspace
+from tests.console.conftest import (
+    TOKEN,
+    Console,
+    console_gateway,
+    console_url,
+    free_port,
+    make_workspace,
+    silent_gateway,
+)
 from tests.fakes.model_server import ModelServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -30,6 +38,19 @@ async def test_a_random_token_is_made_per_start_and_only_its_start_line_shows_it
     assert stderr.read_text().count(console.token) == 1
     assert console.token not in json.dumps(logs) + str(snapshot)
     assert "plan: fake.echo" in json.dumps(logs)
+
+
+async def test_the_console_serves_from_the_start_before_any_client_speaks(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [fake_backend()])
+    stderr = tmp_path / "stderr.log"
+    async with silent_gateway(config, gateway_env(None), stderr) as console:
+        status = await console.get("/api/status")
+        async with console.http() as client:
+            refused = await client.get("/api/status")
+        await console.wait_for_state("fake", "ready")  # the inspector starts the backends too: nobody else will
+    assert status["console"]["url"] == f"{console.url}/" and status["tasks"]["total"] == 0
+    assert refused.status_code == 401
+    assert stderr.read_text().count(console.token) == 1
 
 
 async def test_a_port_in_use_gives_a_warning_and_the_gateway_keeps_serving(tmp_path: Path) -> None:
