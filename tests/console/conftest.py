@@ -4,6 +4,7 @@ and real HTTP and WebSocket clients for its console."""
 from __future__ import annotations
 
 import re
+import shutil
 import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -17,13 +18,26 @@ import httpx2
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, async_playwright, expect
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.conftest import AGENTIFY, wait_until
+from tests.conftest import AGENTIFY, REPO, wait_until
 from tests.fakes.model_server import ModelServer, Reply
 
 TOKEN = "console-test-token-0123456789abcdef"
 URL_LINE = re.compile(r"debug console: (http://\S+)/\?token=(\S+)")
+ARTIFACTS = REPO / "test-artifacts"  # the browser tests' screenshots (ignored by git)
+# Running as root in a container: no sandbox, no GPU, and nothing that phones home.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 15_000
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +175,39 @@ async def silent_gateway(
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Debian's chromium (scripts/setup.sh --browser), headless, driven by Playwright."""
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("chromium is not installed: run scripts/setup.sh --browser (it installs Debian's chromium)")
+    expect.set_options(timeout=WAIT_MS)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def open_page(
+    opener: Browser | BrowserContext, problems: list[str], width: int = 1440, height: int = 900
+) -> Page:
+    page = await opener.new_page()
+    await page.set_viewport_size({"width": width, "height": height})
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":  # CSP violations and failed requests land here too
+            problems.append(f"console: {message.text}")
+
+    page.on("console", on_console)
+    return page
+
+
+def artifact(name: str) -> str:
+    """Where a test saves a screenshot: test-artifacts/ of the checkout."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    return str(ARTIFACTS / name)
