@@ -183,6 +183,7 @@ class Supervisor:
         if not self.spec.enabled or self._starts.stopping.is_set() or self.state in STARTING:
             return False
         self._restart.set()
+        self._idle.touch()  # a person wants it up: it stays until its idle time, like after a call
         self._starts.backoff = Backoff()  # asked by a person: at once, whatever failed before
         self._starts.ask()
         return True

@@ -113,6 +113,15 @@ class Console:
                     return found
                 await anyio.sleep(0.1)
 
+    async def open_confirmation(self, seconds: float = 15) -> dict[str, Any]:
+        """Polls /api/confirmations (the question lives in the gateway's process) until one is open."""
+        with anyio.fail_after(seconds):
+            while True:
+                if pending := await self.get("/api/confirmations"):
+                    first: dict[str, Any] = pending[0]
+                    return first
+                await anyio.sleep(0.05)
+
     async def post_task(self, task: Any) -> dict[str, Any]:
         async with self.http() as client:
             response = await client.post("/api/tasks", json=task, headers=self.auth)

@@ -50,7 +50,8 @@ OVERFLOWS = """() => {
     const name = box.id || box.className;
     if (rect.width === 0) continue;
     if (rect.left < -1 || rect.right > innerWidth + 1) found.push(`${name} spans ${rect.left}-${rect.right} px`);
-    if (box.scrollWidth > box.clientWidth + 1) found.push(`${name} hides ${box.scrollWidth - box.clientWidth} px sideways`);
+    const hidden = box.scrollWidth - box.clientWidth;
+    if (hidden > 1) found.push(`${name} hides ${hidden} px sideways`);
   }
   return found;
 }"""
@@ -88,7 +89,7 @@ async def test_a_tool_called_from_its_form_asks_for_confirmation_in_the_page_and
             await expect(page.locator(f'#tool-fields [data-arg="{name}"]')).to_have_attribute("data-kind", kind)
         await open_tool(page, "fs", "list_directory_with_sizes")
         await expect(page.locator('#tool-fields [data-arg="sortBy"] select option')).to_have_text(
-            ["(default: \"name\")", "name", "size"]
+            ['(default: "name")', "name", "size"]
         )
         await open_tool(page, "fs", "read_text_file")
         await expect(page.locator('#tool-fields [data-arg="head"]')).to_have_attribute("data-kind", "number")

@@ -53,6 +53,28 @@ async def test_the_console_serves_from_the_start_before_any_client_speaks(tmp_pa
     assert stderr.read_text().count(console.token) == 1
 
 
+async def test_a_backend_restarts_when_the_console_asks(tmp_path: Path) -> None:
+    backends = [fake_backend(), fake_backend("later", start="lazy"), fake_backend("off", enabled=False)]
+    config = write_config(tmp_path, backends)
+    async with silent_gateway(config, gateway_env(None), tmp_path / "stderr.log") as console:
+        before = await console.wait_for_state("fake", "ready")
+        await console.wait_for_state("later", "idle")
+        async with console.http() as client:
+            asked = await client.post("/api/backends/fake/restart", headers=console.auth)
+            started = await client.post("/api/backends/later/restart", headers=console.auth)
+            disabled = await client.post("/api/backends/off/restart", headers=console.auth)
+            unknown = await client.post("/api/backends/nope/restart", headers=console.auth)
+            without_token = await client.post("/api/backends/fake/restart")
+        after = await console.wait_for_state("fake", "ready")
+        woken = await console.wait_for_state("later", "ready")
+    assert asked.status_code == 202 and asked.json()["state"] in ("restarting", "ready")
+    assert after["pid"] != before["pid"] and after["restarts"] == 1 and after["lastError"] is None
+    assert started.status_code == 202 and woken["pid"] is not None  # an idle backend is started
+    assert disabled.status_code == 409 and "disabled in the config" in disabled.json()["detail"]
+    assert unknown.status_code == 404 and "no backend 'nope'" in unknown.json()["detail"]
+    assert without_token.status_code == 401
+
+
 async def test_a_port_in_use_gives_a_warning_and_the_gateway_keeps_serving(tmp_path: Path) -> None:
     config = write_config(tmp_path, [fake_backend()])
     stderr = tmp_path / "stderr.log"
