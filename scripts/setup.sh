@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything agentify and its tests need, idempotently: the Python venv with the
 # package, the pinned Node backends, Debian's redis-server and haproxy (the shared store and the balancer the team
-# tests start), and (with --browser) Debian's chromium.
+# tests start), and (with --browser) Debian's chromium and colour emoji font.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,11 +42,17 @@ for program in redis-server haproxy; do
   fi
 done
 
-if [ "${1:-}" = "--browser" ] && ! command -v chromium >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    echo "setup: the browser tests need chromium; install it and run again" >&2
-    exit 1
+# The console's browser tests: chromium, and a colour emoji font (backend output carries emoji).
+if [ "${1:-}" = "--browser" ]; then
+  missing=()
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  [ -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing+=(fonts-noto-color-emoji)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+      echo "setup: the browser tests need ${missing[*]}; install them and run again" >&2
+      exit 1
+    fi
   fi
 fi

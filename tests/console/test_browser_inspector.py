@@ -16,7 +16,7 @@ from tests.console.conftest import Console, artifact, make_workspace, open_page,
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-DOCS_SCREENSHOT = os.environ.get("AGENTIFY_UPDATE_SCREENSHOT") == "1"
+DOCS_SCREENSHOT = os.environ.get("AGENTIFY_UPDATE_SCREENSHOT") == "1"  # as test_browser.py: docs/ only when asked
 
 # How many pixels of a glyph drawn in grey come out coloured: a colour emoji font gives hundreds, the
 # empty box a text font draws for a missing glyph gives none.
@@ -182,8 +182,6 @@ async def test_a_backend_restarts_from_its_button_and_the_header_counts_each_sta
         await expect(page.locator("#pins")).to_have_text("Pinning is not enabled on this gateway.")
         await expect(page.locator("#audit")).to_have_text("The audit log is not enabled on this gateway.")
         await page.screenshot(path=artifact("console-restart.png"))
-        if DOCS_SCREENSHOT:
-            await page.screenshot(path=str(REPO / "docs" / "console.png"))
         assert not problems, problems
 
 
