@@ -53,8 +53,15 @@ async def test_the_console_serves_from_the_start_before_any_client_speaks(tmp_pa
     assert stderr.read_text().count(console.token) == 1
 
 
-async def test_a_backend_restarts_when_the_console_asks(tmp_path: Path) -> None:
-    backends = [fake_backend(), fake_backend("later", start="lazy"), fake_backend("off", enabled=False)]
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called_from_there(
+    tmp_path: Path, era: str
+) -> None:
+    backends = [
+        fake_backend(protocol=era),
+        fake_backend("later", start="lazy", protocol=era),
+        fake_backend("off", enabled=False),
+    ]
     config = write_config(tmp_path, backends)
     async with silent_gateway(config, gateway_env(None), tmp_path / "stderr.log") as console:
         before = await console.wait_for_state("fake", "ready")
@@ -67,6 +74,10 @@ async def test_a_backend_restarts_when_the_console_asks(tmp_path: Path) -> None:
             without_token = await client.post("/api/backends/fake/restart")
         after = await console.wait_for_state("fake", "ready")
         woken = await console.wait_for_state("later", "ready")
+        async with console.http() as client:
+            echo = {"name": "fake__echo", "arguments": {"text": "after the restart"}}
+            echoed = (await client.post("/api/tools/call", json=echo, headers=console.auth)).json()
+    assert echoed["content"] == [{"type": "text", "text": "echo: after the restart"}], echoed
     assert asked.status_code == 202 and asked.json()["state"] in ("restarting", "ready")
     assert after["pid"] != before["pid"] and after["restarts"] == 1 and after["lastError"] is None
     assert started.status_code == 202 and woken["pid"] is not None  # an idle backend is started
