@@ -25,6 +25,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
+from agentify._common.background import background
 from agentify._common.proc import iter_lines, open_group_process, stop_group, wait_for_exit
 from agentify.backends.stdio_framing import Oversized, frames
 from agentify.config.itself import PARENT_VARIABLE
@@ -111,7 +112,7 @@ async def spawn_backend(
         async for line in iter_lines(process.stderr, limit=STDERR_LINE_LIMIT):
             on_stderr_line(line.decode("utf-8", errors="replace").rstrip("\r"))
 
-    async with anyio.create_task_group() as tg:
+    async with background() as tg:
         tg.start_soon(read_stdout)
         tg.start_soon(write_stdin)
         tg.start_soon(read_stderr)
@@ -120,7 +121,6 @@ async def spawn_backend(
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(process)
-            tg.cancel_scope.cancel()
 
 
 async def _stop(process: Process) -> None:

@@ -111,7 +111,7 @@ def _command(args: Any, command: str, boot: Boot) -> int:
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
         from agentify.errors import ConfigError
-        from agentify.security.http_auth import BadToken, choose_token
+        from agentify.team.http_auth import BadToken, choose_token
 
         token = None
         try:

@@ -45,22 +45,35 @@ def _already_open(services: Services) -> OpenServices:
     return open_services
 
 
+class _KeptOpen(ExitWatchdog):
+    """What `serve_stdio` tells when the gateway opened before the client spoke: nothing. Its backends close
+    when the gateway's own context leaves, and only then is the real watchdog told."""
+
+    def serving(self) -> None:
+        pass
+
+    def closed(self) -> None:
+        pass
+
+
 def serve_stdio_command(boot: Boot) -> int:
     exit_after = ExitWatchdog(SHUTDOWN_SECONDS)
     close_stdout("the MCP protocol")
 
     async def main() -> int:
         if boot.config.debug_port is None:
-            await serve_stdio(_services(boot), boot.config, on_closed=exit_after.closed)
+            await serve_stdio(_services(boot), boot.config, exit_after)
             return EXIT_OK
+        exit_after.serving()  # the gateway opens now: from here a signal waits for its backends to close
         try:
             async with _inspected_gateway(boot) as services:
-                await serve_stdio(_already_open(services), boot.config, on_closed=lambda: None)
+                await serve_stdio(_already_open(services), boot.config, _KeptOpen(SHUTDOWN_SECONDS))
         finally:
             exit_after.closed()  # every backend is closed now: the gateway's context has left
         return EXIT_OK
 
-    return run_async(main, on_signal=exit_after.signal)
+    run_async(main, on_signal=exit_after.signal)
+    return EXIT_OK  # stopped by stdin's end or by a signal: both are a clean stop
 
 
 def serve_http_command(boot: Boot, host: str, port: int, token: str | None) -> int:

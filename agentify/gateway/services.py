@@ -23,6 +23,7 @@ from typing import Protocol
 import anyio
 import mcp_types as types
 
+from agentify._common.background import background
 from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.logs import LogListener
@@ -30,7 +31,6 @@ from agentify.backends.manifest import cache_dir
 from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
-from agentify.gateway.limits import Limiter
 from agentify.gateway.offers import Offerings
 from agentify.gateway.reload import watch_config
 from agentify.gateway.settings import LiveConfig, PlannerSlot
@@ -38,6 +38,7 @@ from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.team.limits import Limiter
 from agentify.telemetry.setup import Telemetry
 
 SHUTDOWN_SECONDS = 10.0
@@ -172,7 +173,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         started=time.time(),
     )
     with services.reading_traces() if config.trace_file else nullcontext():
-        async with anyio.create_task_group() as tg:
+        async with background() as tg:  # what the gateway's body raises leaves unwrapped
             await tg.start(backends.run)
             watching = anyio.CancelScope()
             if reload and settings.file_path is not None:
@@ -189,7 +190,6 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
                     await limiter.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
-                tg.cancel_scope.cancel()
 
 
 async def _watch(scope: anyio.CancelScope, settings: LiveConfig, path: Path) -> None:

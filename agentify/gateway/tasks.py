@@ -29,7 +29,6 @@ from agentify.backends.logs import LogSink
 from agentify.backends.questions import Answerer
 from agentify.errors import AgentifyError, Declined, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
-from agentify.gateway.limits import Limiter
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
@@ -41,6 +40,7 @@ from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
 from agentify.security.redact import Redactor
+from agentify.team.limits import Limiter
 from agentify.telemetry.names import (
     BACKEND,
     CONFIRM_ANSWER,

@@ -38,6 +38,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from agentify._common.background import background
 from agentify.backends.logs import LEVELS, severity
 from agentify.security.redact import Redactor
 
@@ -154,14 +155,13 @@ class LogRelay:
                 )
 
         logs = CallLogs(level, send, self._redactor)
-        async with anyio.create_task_group() as tg:
+        async with background() as tg:  # the call's errors and round-trip signals leave unwrapped
             tg.start_soon(logs.deliver)
             try:
                 yield logs
             finally:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS):
                     await logs.settled()
-                tg.cancel_scope.cancel()
 
     def heard(self, backend: str, params: Params) -> None:
         """A message no call owns (a `LogListener`): queued for the connections that want it, or dropped."""

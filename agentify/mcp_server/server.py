@@ -17,7 +17,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import anyio
 import mcp_types as types
 from loguru import logger
 from mcp.server import Server
@@ -26,6 +25,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
 from agentify import __version__
+from agentify._common.background import background
 from agentify._common.schemas import tool_schema
 from agentify.backends.logs import LogListener
 from agentify.backends.offers import Change, ChangeListener
@@ -33,22 +33,22 @@ from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.backend_questions import BackendQuestionRelay
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
-from agentify.gateway.limits import Limiter
 from agentify.gateway.offers import Offerings
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
-from agentify.mcp_server.bearer import principal_of
 from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
 from agentify.mcp_server.logs import LogRelay
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
-from agentify.mcp_server.replica import Replica
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
 from agentify.security.display import escaped
 from agentify.security.redact import Redactor
-from agentify.telemetry.principal import ANONYMOUS, LOCAL, acting_for, current_principal
+from agentify.team.bearer import principal_of
+from agentify.team.drain import BackendReadiness, Replica
+from agentify.team.limits import Limiter
+from agentify.team.principal import ANONYMOUS, LOCAL, acting_for, current_principal
 
 _TASK_SCHEMA = tool_schema(TaskInput)
 
@@ -176,9 +176,12 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
-            async with open_services() as services, anyio.create_task_group() as tg:
+            async with open_services() as services, background() as tg:
                 if clients.replica is not None:
-                    clients.replica.statuses = lambda: services.status().backends
+                    clients.replica.statuses = lambda: [
+                        BackendReadiness(s.id, s.state.value, s.enabled and s.start == "eager")
+                        for s in services.status().backends
+                    ]
                 relay = ChangeRelay(services.offerings)
                 logs = LogRelay(services.redactor, services.set_log_level)
                 stop_hearing = services.on_change(heard(relay))

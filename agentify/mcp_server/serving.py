@@ -1,11 +1,11 @@
 """`agentify serve`: the gateway over stdio (what IDEs start) or over MCP streamable HTTP.
 
 stdio: on pipes the event loop's own (`stdio_pipes`), elsewhere the SDK's transport, with unreadable
-lines answered (`stdio_guard`); `on_closed` is told when every backend is closed (the caller's exit
-watchdog: the SDK's stdin reader thread only returns at EOF).
+lines answered (`stdio_guard`); the caller's exit watchdog is told when the client has spoken and when
+every backend is closed (the SDK's stdin reader thread only returns at EOF).
 HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
 gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
-(`team_auth.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
+(`team.authentication.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
 of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`),
 all behind the connection gate against idle sockets; then the endpoint (`http_app`: a request whose
 result comes alone is answered with one JSON body). `initializationOptions` change nothing.
@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -27,31 +26,34 @@ from loguru import logger
 
 from agentify import __version__
 from agentify._common.errors import StartFailed
+from agentify._common.exit import ExitWatchdog
 from agentify._common.signals import stop_signals
 from agentify.config import Config
 from agentify.gateway.services import Boot
 from agentify.mcp_server.stdio_guard import answering_parse_errors
 from agentify.mcp_server.stdio_pipes import pipe_stdio
-from agentify.security.http_auth import NoWebSockets, is_loopback
+from agentify.team.http_auth import NoWebSockets, is_loopback
 
 if TYPE_CHECKING:
     from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.client_requests import Questions
-    from agentify.mcp_server.replica import Replica
     from agentify.mcp_server.server import OpenServices
+    from agentify.team.drain import Replica
 
 HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
 HTTP_BODY_BYTES = 16 * 1024 * 1024  # one MCP message: a tool call may carry a file's content
 CLOSE_SECONDS = 2  # after the drain: for the last replies to leave, and open event streams to be cut
 
 
-async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Callable[[], None]) -> None:
+async def serve_stdio(open_services: OpenServices, config: Config, exits: ExitWatchdog) -> None:
+    """`exits` is told when the client has spoken (from then on a signal waits for the backends to close)
+    and when every backend is closed."""
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
     from agentify.mcp_server.server import build_server
 
-    server = build_server(open_services, on_closed=on_closed, questions=_questions(config))
+    server = build_server(open_services, on_closed=exits.closed, questions=_questions(config))
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
 
     async with pipe_stdio() as pipes, AsyncExitStack() as stack:
@@ -61,8 +63,9 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
         read = await stack.enter_async_context(answering_parse_errors(read_stream, write_stream))
         if not await read.wait_first():
             logger.info("stdin ended before the client sent anything: no backend started")
-            on_closed()
+            exits.closed()
             return
+        exits.serving()
         # tools.listChanged: with expose "tools" the gateway's tools follow the backends' (mcp_server/direct.py).
         options = server.create_initialization_options(NotificationOptions(tools_changed=True))
         await server.run(read, write_stream, options)
@@ -73,15 +76,17 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     import uvicorn  # here, as everything HTTP serving needs: stdio starts without it
 
     from agentify._common.listen import EmbeddedServer
+    from agentify.mcp_server.client_requests import Questions
     from agentify.mcp_server.http_app import MCP_PATH, mcp_app
-    from agentify.mcp_server.replica import Replica, ReplicaRoutes
     from agentify.mcp_server.server import Clients, build_server
-    from agentify.mcp_server.shared_state import shared_questions
-    from agentify.mcp_server.team_auth import host_check, protect
     from agentify.security.bodies import BodyLimit
     from agentify.security.connections import ConnectionGate
+    from agentify.team.authentication import host_check, protect
+    from agentify.team.drain import Replica, ReplicaRoutes
+    from agentify.team.shared_state import shared_state
 
-    questions = shared_questions(boot.config, os.environ)
+    shared = shared_state(boot.config, os.environ)
+    questions = Questions(seconds=boot.config.confirm_timeout_seconds, ledger=shared.ledger, keys=shared.keys)
     boot.redactor.add(questions.keys)
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     replica = Replica()
@@ -96,7 +101,14 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     mcp = mcp_app(server, host_check(host, boot.config.server), held=replica)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
-    protected = protect(BodyLimit(mcp, limit=HTTP_BODY_BYTES), boot, endpoint=url, shared_token=token)
+    protected = protect(
+        BodyLimit(mcp, limit=HTTP_BODY_BYTES),
+        boot.config.server,
+        boot.redactor,
+        lambda line: boot.logs.reveal("agentify", line),
+        endpoint=url,
+        shared_token=token,
+    )
     app = NoWebSockets(ReplicaRoutes(protected.app, replica, protected.public))
     if not is_loopback(host):
         logger.warning("serving MCP on {}: reachable from other machines; only clients with a token get in", host)

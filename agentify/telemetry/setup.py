@@ -38,9 +38,9 @@ from opentelemetry.util.types import Attributes
 from agentify import __version__
 from agentify._common.logging import route_stdlib
 from agentify.security.redact import Redactor
+from agentify.team.principal import current_principal
 from agentify.telemetry.export import Sanitized
 from agentify.telemetry.names import ENDUSER, SCOPE, TRANSPORT
-from agentify.telemetry.principal import current_principal
 from agentify.telemetry.unread import ReadingProvider
 
 if TYPE_CHECKING:  # the metrics SDK costs more to import than the tracing one: loaded when exported

@@ -7,7 +7,7 @@ the checked token where the SDK looks for it (`scope["user"]`, which binds a 202
 its creator, and `get_access_token()`), and answers everyone else as RFC 6750 and RFC 9728 say:
 401 with `WWW-Authenticate: Bearer error=... resource_metadata=...` and a description that says
 what to do, 403 `insufficient_scope` for a token without a required scope, and 429 while the
-address backs off after repeated 401s (`security.http_auth.Backoff`). No token is ever logged.
+address backs off after repeated 401s (`http_auth.Backoff`). No token is ever logged.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 
-from agentify.security.http_auth import Backoff, refuse
-from agentify.security.team_tokens import Person, TokensFileError, digest, people_by_digest, read_entries
-from agentify.telemetry.principal import SHARED
+from agentify.team.http_auth import Backoff, refuse
+from agentify.team.principal import SHARED
+from agentify.team.tokens_file import Person, TokensFileError, digest, people_by_digest, read_entries
 
 
 @dataclass(frozen=True)
