@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+import anyio.abc
 
 from agentify._common.exit import ExitWatchdog
 from agentify.cli.errors import EXIT_OK
@@ -45,6 +46,19 @@ def _already_open(services: Services) -> OpenServices:
     return open_services
 
 
+async def _gateway_until(
+    boot: Boot, done: anyio.Event, exits: ExitWatchdog, *, task_status: anyio.abc.TaskStatus[Services]
+) -> None:
+    """The gateway, open from the start until `done` or a signal; then `exits` is told every backend is closed.
+    Its own task, so a signal closes it even while the SDK's stdin thread still holds `serve_stdio`."""
+    try:
+        async with _inspected_gateway(boot) as services:
+            task_status.started(services)
+            await done.wait()
+    finally:
+        exits.closed()
+
+
 class _KeptOpen(ExitWatchdog):
     """What `serve_stdio` tells when the gateway opened before the client spoke: nothing. Its backends close
     when the gateway's own context leaves, and only then is the real watchdog told."""
@@ -65,11 +79,13 @@ def serve_stdio_command(boot: Boot) -> int:
             await serve_stdio(_services(boot), boot.config, exit_after)
             return EXIT_OK
         exit_after.serving()  # the gateway opens now: from here a signal waits for its backends to close
-        try:
-            async with _inspected_gateway(boot) as services:
+        stdin_done = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            services: Services = await tg.start(_gateway_until, boot, stdin_done, exit_after)
+            try:
                 await serve_stdio(_already_open(services), boot.config, _KeptOpen(SHUTDOWN_SECONDS))
-        finally:
-            exit_after.closed()  # every backend is closed now: the gateway's context has left
+            finally:
+                stdin_done.set()
         return EXIT_OK
 
     run_async(main, on_signal=exit_after.signal)

@@ -8,12 +8,13 @@ import shutil
 import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 import pytest
 from mcp.client.session import ClientSession
@@ -89,6 +90,7 @@ class Console:
     token: str
     stderr: Path
     workspace: Path | None = None  # set by fixtures whose tasks refer to one
+    process: anyio.abc.Process | None = None  # the gateway, when the test started it itself
 
     @property
     def auth(self) -> dict[str, str]:
@@ -160,25 +162,24 @@ async def console_gateway(
 
 @asynccontextmanager
 async def silent_gateway(
-    config: Path, env: dict[str, str], stderr: Path, *, port: int | None = None
+    config: Path, env: dict[str, str], stderr: Path, *, port: int | None = None, stdout: int = subprocess.PIPE
 ) -> AsyncIterator[Console]:
     """`agentify serve --debug-port N` as a terminal user starts it: stdin open, no MCP client ever speaks.
     Yields once the console has announced its URL; leaving ends stdin (the gateway then stops by itself)."""
     env = {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache")} | env
     command = [str(AGENTIFY), "serve", "--config", str(config), "--debug-port", str(port or free_port())]
     with stderr.open("a") as errlog:
-        process = await anyio.open_process(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, env=env
-        )
+        process = await anyio.open_process(command, stdin=subprocess.PIPE, stdout=stdout, stderr=errlog, env=env)
         try:
             await wait_until(lambda: console_url(stderr) is not None or process.returncode is not None)
             found = console_url(stderr)
             assert found is not None, f"agentify serve stopped with code {process.returncode}; see {stderr}"
             url, token = found
-            yield Console(None, url, int(url.rsplit(":", 1)[1]), token, stderr)
+            yield Console(None, url, int(url.rsplit(":", 1)[1]), token, stderr, process=process)
         finally:
             assert process.stdin is not None
-            await process.stdin.aclose()
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdin.aclose()
             with anyio.move_on_after(15):
                 await process.wait()
             if process.returncode is None:

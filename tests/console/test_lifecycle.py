@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
-from tests.conftest import fake_backend, fs_backend, gateway, gateway_env, text_of, wait_until, write_config
+from tests.conftest import (
+    fake_backend,
+    fs_backend,
+    gateway,
+    gateway_env,
+    pid_alive,
+    text_of,
+    wait_until,
+    write_config,
+)
 from tests.console.conftest import (
     TOKEN,
     Console,
@@ -40,17 +52,23 @@ async def test_a_random_token_is_made_per_start_and_only_its_start_line_shows_it
     assert "plan: fake.echo" in json.dumps(logs)
 
 
-async def test_the_console_serves_from_the_start_before_any_client_speaks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stdout", [subprocess.PIPE, subprocess.DEVNULL], ids=["stdout-pipe", "stdout-devnull"])
+async def test_the_console_serves_from_the_start_before_any_client_speaks(tmp_path: Path, stdout: int) -> None:
     config = write_config(tmp_path, [fake_backend()])
     stderr = tmp_path / "stderr.log"
-    async with silent_gateway(config, gateway_env(None), stderr) as console:
+    async with silent_gateway(config, gateway_env(None), stderr, stdout=stdout) as console:
         status = await console.get("/api/status")
         async with console.http() as client:
             refused = await client.get("/api/status")
-        await console.wait_for_state("fake", "ready")  # the inspector starts the backends too: nobody else will
+        backend = await console.wait_for_state("fake", "ready")  # the inspector starts the backends: nobody else will
+        assert console.process is not None
+        console.process.send_signal(signal.SIGTERM)  # a person's Ctrl-C or an IDE's stop, before the client spoke
+        with anyio.fail_after(15):
+            code = await console.process.wait()
     assert status["console"]["url"] == f"{console.url}/" and status["tasks"]["total"] == 0
     assert refused.status_code == 401
     assert stderr.read_text().count(console.token) == 1
+    assert code == 0 and not pid_alive(backend["pid"])  # a clean stop, and its backend stopped with it
 
 
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
