@@ -245,7 +245,7 @@ function renderBackends() {
           el("button", {
             type: "button",
             class: "small secondary restart",
-            text: backend.state === "idle" || backend.state === "stopped" || backend.state === "failed" ? "Start" : "Restart",
+            text: backend.state === "idle" || backend.state === "stopped" ? "Start" : "Restart",
             title: backend.enabled === false ? "disabled in the config" : `restart ${backend.id} now`,
             disabled: backend.enabled === false || busy,
             onclick: () => restartBackend(backend.id),

@@ -3,6 +3,13 @@
 // Loaded after console.js (its helpers: $, el, api, json, failure).
 "use strict";
 
+// Marks the panel of `name` as enabled or not; when not, says so in it and returns true.
+function notEnabled(name, data, text) {
+  $(`${name}-panel`).dataset.enabled = String(!!data.enabled);
+  if (!data.enabled) $(name).replaceChildren(el("p", { class: "muted", text }));
+  return !data.enabled;
+}
+
 async function loadPins() {
   const box = $("pins");
   try {
@@ -16,11 +23,7 @@ async function loadPins() {
 
 function renderPins(data) {
   const box = $("pins");
-  $("pins-panel").dataset.enabled = String(!!data.enabled);
-  if (!data.enabled) {
-    box.replaceChildren(el("p", { class: "muted", text: "Pinning is not enabled on this gateway." }));
-    return;
-  }
+  if (notEnabled("pins", data, "Pinning is not enabled on this gateway.")) return;
   if (!data.tools.length) {
     box.replaceChildren(el("p", { class: "muted", text: "Every tool is as it was first seen." }));
     return;
@@ -75,11 +78,7 @@ const auditTime = (value) => (typeof value === "number" ? clock(value) : String(
 
 function renderAudit(data) {
   const box = $("audit");
-  $("audit-panel").dataset.enabled = String(!!data.enabled);
-  if (!data.enabled) {
-    box.replaceChildren(el("p", { class: "muted", text: "The audit log is not enabled on this gateway." }));
-    return;
-  }
+  if (notEnabled("audit", data, "The audit log is not enabled on this gateway.")) return;
   if (!data.records.length) {
     box.replaceChildren(el("p", { class: "muted", text: "No audit records yet." }));
     return;
