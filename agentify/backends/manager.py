@@ -140,6 +140,19 @@ class BackendManager:
         if self.on_log is not None:
             self.on_log(backend, params)
 
+    def restart(self, backend_id: str) -> BackendStatus:
+        """Restarts one backend now (`Supervisor.restart`); returns its status as it is asked.
+
+        Raises:
+            KeyError: no backend has this id.
+            ValueError: it cannot restart now (disabled, closing, or already starting), with why.
+        """
+        supervisor = self._supervisors[backend_id]
+        if not supervisor.restart():
+            why = "it is disabled in the config" if not supervisor.spec.enabled else f"it is {supervisor.state.value}"
+            raise ValueError(f"backend {backend_id!r} cannot restart now: {why}")
+        return supervisor.status()
+
     def statuses(self) -> list[BackendStatus]:
         return [s.status() for s in self._supervisors.values()]
 
