@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what agentify needs, idempotently: the Python venv with the package and the pinned Node
 # backends. With --tests it also installs what only the test suite uses: Debian's redis-server and
-# haproxy (the shared store and the balancer the team tests start) and chromium (the browser tests
-# and the example's browser backend). --browser installs chromium alone.
+# haproxy (the shared store and the balancer the team tests start) and chromium with a colour emoji
+# font (the browser tests and the example's browser backend). --browser installs those two alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,9 +31,9 @@ if [ ! -f "$lock_stamp" ]; then
   rm -f node_modules/.installed-* && touch "$lock_stamp"
 fi
 
-# Installs Debian's package $1 unless the program $2 is found; $3 says who needs it.
+# Installs Debian's package $1 unless the program (or file) $2 is found; $3 says who needs it.
 debian() {
-  if command -v "$2" >/dev/null 2>&1 || [ -x "/usr/sbin/$2" ]; then
+  if command -v "$2" >/dev/null 2>&1 || [ -x "/usr/sbin/$2" ] || [ -f "$2" ]; then
     return
   fi
   if command -v apt-get >/dev/null 2>&1; then
@@ -49,9 +49,11 @@ case "${1:-}" in
     debian redis-server redis-server "the team tests"
     debian haproxy haproxy "the team tests"
     debian chromium chromium "the browser tests"
+    debian fonts-noto-color-emoji /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf "the console's emoji in the browser tests"
     ;;
   --browser)
     debian chromium chromium "the browser tests"
+    debian fonts-noto-color-emoji /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf "the console's emoji in the browser tests"
     ;;
   "") ;;
   *)

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from agentify._common.uris import forms
 from agentify.config.base import Model
 from agentify.config.server import ServerConfig
 from agentify.security.credentials import argument_secrets, header_credential, is_credential, mask_url, url_secrets
@@ -90,9 +91,24 @@ class ItemFilter(Model):
             return False
         return self.allow is None or any(_matches(k, self.allow) for k in named)
 
+    def permits_resource(self, uri: str, name: str | None) -> bool:
+        """`permits` for a resource (or template), its URI compared in every form a backend may read it in
+        (`_common/uris.py`): denied when any form matches a deny, allowed when every form matches an allow
+        (or the name does)."""
+        uri_forms = forms(uri)
+        if any(_matches_uri(f, self.deny) for f in uri_forms) or (name and _matches(name, self.deny)):
+            return False
+        if self.allow is None:
+            return True
+        return all(_matches_uri(f, self.allow) for f in uri_forms) or bool(name and _matches(name, self.allow))
+
 
 def _matches(key: str, patterns: list[str]) -> bool:
     return any(fnmatchcase(key, pattern) for pattern in patterns)
+
+
+def _matches_uri(uri_form: str, patterns: list[str]) -> bool:
+    return any(fnmatchcase(uri_form, form) for pattern in patterns for form in forms(pattern))
 
 
 class BearerSettings(Model):
@@ -313,6 +329,12 @@ class Config(Model):
         min_length=1,
         description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends), "
         "search (search_tools, call_tool) and tools (every backend tool, listed directly).",
+    )
+    pinning: Literal["off", "warn", "enforce"] = Field(
+        default="warn",
+        description="Pinned tool definitions: a backend tool that changes, is added after the backend's first "
+        "listing, or whose description speaks to the model as an instruction or names another backend's tool is "
+        "withheld until approved (enforce), flagged and logged (warn), or trusted (off). See `agentify pins`.",
     )
     prefix: bool = Field(
         default=True,

@@ -53,7 +53,10 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "AGENTIFY_LOG_LEVEL": ("logLevel",),
     "AGENTIFY_DEBUG_PORT": ("debugPort",),
     "AGENTIFY_REDIS_URL": ("server", "redis"),
+    "AGENTIFY_TRUSTED_PROXIES": ("server", "trustedProxies"),
 }
+ENV_LISTS = frozenset({"AGENTIFY_TRUSTED_PROXIES"})
+"""The variables that hold a list, comma-separated ("127.0.0.254, 10.0.0.0/8")."""
 
 
 @dataclass
@@ -84,6 +87,8 @@ class ConfigSources:
             backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
         if isinstance(config.server.auth, TokensAuth):
             config.server.auth.file = str((base / Path(config.server.auth.file).expanduser()).resolve())
+        if config.server.audit is not None:
+            config.server.audit.file = str((base / Path(config.server.audit.file).expanduser()).resolve())
         if config.trace_file:
             config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
         for backend in config.backends:
@@ -281,7 +286,10 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     layer: dict[str, Any] = {}
     for variable, key in ENV_KEYS.items():
         if environ.get(variable):
-            _deep_merge(layer, _nested(key, environ[variable]))
+            value: Any = environ[variable]
+            if variable in ENV_LISTS:
+                value = [item.strip() for item in value.split(",") if item.strip()]
+            _deep_merge(layer, _nested(key, value))
     return layer
 
 
