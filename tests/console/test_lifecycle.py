@@ -98,7 +98,7 @@ async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called
     assert echoed["content"] == [{"type": "text", "text": "echo: after the restart"}], echoed
     assert asked.status_code == 202 and asked.json()["state"] in ("restarting", "ready")
     assert after["pid"] != before["pid"] and after["restarts"] == 1 and after["lastError"] is None
-    assert started.status_code == 202 and woken["pid"] is not None  # an idle backend is started
+    assert started.status_code == 202 and woken["pid"] is not None and woken["restarts"] == 0  # idle: just started
     assert disabled.status_code == 409 and "disabled in the config" in disabled.json()["detail"]
     assert unknown.status_code == 404 and "no backend 'nope'" in unknown.json()["detail"]
     assert without_token.status_code == 401
