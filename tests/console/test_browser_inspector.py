@@ -4,6 +4,7 @@ Each gateway here is started as a person starts it in a terminal: no MCP client 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,9 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from tests.conftest import REPO, fake_backend, fs_backend, gateway_env, write_config
-from tests.console.conftest import Console, artifact, make_workspace, open_page, silent_gateway
+from tests.conftest import REPO, fake_backend, fs_backend, gateway_env, text_of, write_config
+from tests.console.conftest import TOKEN, Console, artifact, free_port, make_workspace, open_page, silent_gateway
+from tests.integration.team import add_token, http_client, http_gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -223,3 +225,28 @@ async def test_every_panel_fits_and_can_be_reached_from_700_px_wide(
         await expect(page.locator("#tool-call")).to_be_in_viewport()
         await page.screenshot(path=artifact(f"console-{width}-tool.png"))
         assert not problems, problems
+
+
+async def test_on_a_team_gateway_every_trace_shows_the_person_who_asked(tmp_path: Path, browser: Browser) -> None:
+    tokens = tmp_path / "tokens.json"
+    people = {"alice": await add_token(tokens, "alice"), "bob": await add_token(tokens, "bob")}
+    server = {"auth": {"type": "tokens", "file": str(tokens)}}
+    config = write_config(tmp_path, [fake_backend()], expose=["search"], server=server)
+    port = free_port()
+    env = {"AGENTIFY_DEBUG_PORT": str(port), "AGENTIFY_DEBUG_TOKEN": TOKEN}
+    problems: list[str] = []
+    async with http_gateway(config, tmp_path / "stderr.log", env) as gateway:
+        console = Console(None, f"http://127.0.0.1:{port}", port, TOKEN, gateway.stderr)
+        for (name, token), mode in zip(people.items(), ("legacy", "auto"), strict=True):  # both eras
+            async with http_client(gateway.url, token, mode) as client:
+                said = await client.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": name}})
+            assert text_of(said) == f"echo: {name}"
+        traces = await console.get("/api/traces")
+        page = await open_console(browser, console, problems)
+        await expect(page.locator("#trace-list li .principal")).to_have_text(["bob", "alice"])  # newest first
+        await page.locator("#trace-list li", has=page.locator(".principal", has_text="alice")).click()
+        await expect(page.locator("#trace-detail .trace-title")).to_contain_text("by alice")
+        await page.screenshot(path=artifact("console-team.png"))
+        assert not problems, problems
+    assert [trace["principal"] for trace in traces] == ["bob", "alice"]
+    assert all(token not in json.dumps(traces) for token in people.values())
