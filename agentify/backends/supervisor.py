@@ -62,6 +62,7 @@ from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig
+from agentify.pinning import PinBook
 
 StateListener = Callable[[BackendStatus], None]
 _R = TypeVar("_R", bound=types.Result)
@@ -83,6 +84,7 @@ class Supervisor:
         routes: ResourceRoutes | None = None,
         on_change: ChangeListener | None = None,
         on_log: LogListener | None = None,
+        pins: PinBook | None = None,
     ) -> None:
         self.spec = spec
         self.connection = connection
@@ -90,7 +92,7 @@ class Supervisor:
         self.restarts = 0
         self.last_error: str | None = None
         self.server: str | None = None
-        self.tools = ToolSet(spec, manifests, self)
+        self.tools = ToolSet(spec, manifests, self, pins)
         self.offers = BackendOffers(spec, manifests, routes or ResourceRoutes())
         self._on_change = on_change
         self._on_log = on_log
@@ -150,7 +152,15 @@ class Supervisor:
             url=self.spec.where() if self.spec.remote else None,
             start=self.spec.start,
             server=self.server,
+            **self._pin_notes(),
         )
+
+    def _pin_notes(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        held = self.tools.held()
+        if not held:
+            return {}
+        notes = tuple((self.tools.shown_name(h.tool), h.reason) for h in held.values())
+        return {"withheld": notes} if self.tools.withheld() else {"flagged": notes}
 
     def handles(self) -> tuple[ToolHandle, ...]:
         return self.tools.handles()
