@@ -1,4 +1,4 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `connect`, `audit`, `arbigent`.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `pins`, `connect`, `audit`, `arbigent`.
 Wiring only.
 
 Exit codes (errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
@@ -16,7 +16,9 @@ from loguru import logger
 
 from agentify._common.logging import LogSetup
 from agentify.cli.audit import ACTIONS as AUDIT_ACTIONS
+from agentify.cli.config_file import find_config
 from agentify.cli.errors import report
+from agentify.cli.output import note
 from agentify.cli.parser import COMMANDS, TOKEN_ACTIONS, build_parser, log_level
 from agentify.security.redact import Redactor
 
@@ -77,6 +79,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         from agentify.cli.tokens import token_command
 
         return token_command(args)
+    if command == "pins":  # no gateway, no logging: it reads and writes the pin store
+        from agentify.cli.pins import pins_command
+
+        return pins_command(args)
     if command != "auth":
         _refuse_inside_a_gateway()
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
@@ -90,7 +96,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         flags["planner"] = {k: v for k, v in planner.items() if v is not None} or None
     logs = LogSetup(redactor)
     logs.configure(args.log_level or env_level or "INFO")
-    sources = load_sources(args.config, flags)
+    found = find_config(args.config)
+    if found.message:
+        note(f"{prog}: {found.message}")
+    sources = load_sources(found.path, flags)
     config = sources.resolve()
     redactor.add(config.secrets())
     # run and eval print their own output: their log is quiet unless asked for. doctor's table
@@ -99,6 +108,7 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     logs.set_level(config.log_level if command == "serve" else quiet)
     if command == "run" and not (args.log_level or env_level):
         logger.disable("agentify.gateway.tasks")  # its only warning, "task failed", is what run prints on stdout
+        logger.disable("agentify.backends.endings")  # a backend that did not start: run says so in one line
     serving = {"stdio": "pipe", "http": "tcp"}.get(args.transport) if command == "serve" else None
     audited = serving is not None and config.server.audit is not None
     telemetry = open_telemetry(redactor, capture_content=config.otel.capture_content, transport=serving, audit=audited)

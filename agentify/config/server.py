@@ -100,6 +100,16 @@ class ServerConfig(Model):
     drain_seconds: float = Field(
         default=DRAIN_SECONDS, gt=0, le=300, description="How long SIGTERM waits for calls in flight."
     )
+    max_sessions_per_principal: int = Field(
+        default=100,
+        ge=1,
+        le=10_000,
+        description="The most open MCP sessions one principal may hold on a replica; past it, its new session "
+        "gets 429.",
+    )
+    session_opens_per_minute: int = Field(
+        default=60, ge=1, description="The most MCP sessions one principal may open on a replica in a minute."
+    )
     trusted_proxies: list[str] = Field(
         default_factory=list,
         description="Addresses or CIDRs of the proxies in front (e.g. HAProxy's): only from these peers is "

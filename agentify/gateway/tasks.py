@@ -34,6 +34,7 @@ from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
 from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.task_spans import as_json, call_attributes, failed, plan_attributes, step, trace_id_of
+from agentify.pinning import refusal
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.retrieval import Ranked
@@ -162,6 +163,7 @@ class TaskRunner:
 
         async def decide() -> Plan:
             with self._step("validate") as span:
+                self.refuse_withheld(raw_input.get("name") if isinstance(raw_input, dict) else None)
                 plan = given_call(raw_input, await self.catalog())
                 if span.is_recording():
                     span.set_attributes(
@@ -170,6 +172,11 @@ class TaskRunner:
             return plan
 
         return await self._run("call", raw_input, decide, True, progress, confirmer, answerer, logs)
+
+    def refuse_withheld(self, name: Any) -> None:
+        """Raises ToolChanged when `name` is a tool `pinning: enforce` withholds (a call would not find it)."""
+        if isinstance(name, str) and (held := self.manager.withheld(name)) is not None:
+            raise refusal(held, name)
 
     async def search(self, raw_input: Any) -> tuple[SearchInput, list[Ranked]]:
         """`search_tools`: the best-ranked tools for a query, by the index the planners use; traced."""
@@ -321,6 +328,7 @@ class TaskRunner:
                 span.set_attribute(PLANNER, f"{given.planner} (planned in an earlier round)")
                 plan = given
             if plan.handle is None:  # planned in an earlier round: resolved against today's catalog
+                self.refuse_withheld(f"{plan.backend}__{plan.tool}")
                 plan = _resolved(plan, catalog)
             if span.is_recording():
                 span.set_attributes(plan_attributes(plan))

@@ -38,7 +38,7 @@ from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
 from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
-from agentify.mcp_server.logs import LogRelay
+from agentify.mcp_server.logs import LogRelay, protocol_level
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
 from agentify.mcp_server.operations import recording
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
@@ -187,7 +187,8 @@ def build_server(
                         for s in services.status().backends
                     ]
                 relay = ChangeRelay(services.offerings)
-                logs = LogRelay(services.redactor, services.set_log_level)
+                own_level = None if clients.one else protocol_level(services.settings.current.log_level)
+                logs = LogRelay(services.redactor, services.set_log_level, own_level)
                 stop_hearing = services.on_change(heard(relay))
                 stop_logs = services.on_log(logs.heard)
                 services.settings.reloaded.append(_telling(relay))
@@ -306,6 +307,10 @@ async def _call_tool(
     if name not in exposed and (tool := (await direct_tools(services, exposed)).find(name)) is not None:
         arguments, name = {"name": tool.name, "arguments": arguments}, "call_tool"  # `call_tool`'s path
     elif name not in exposed:
+        try:
+            services.runner.refuse_withheld(name)
+        except AgentifyError as withheld:
+            return error_result(withheld, services.redactor)
         offered = exposed + (["the backend tools that tools/list shows"] if "tools" in settings.expose else [])
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(offered)}")
         return error_result(unknown, services.redactor)
@@ -417,6 +422,8 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
         if status.server:
             line += f" [server: {status.server}]"
         lines.append(line)
+        lines.extend(f"  withheld {tool} (pinning: enforce): {why}" for tool, why in status.withheld)
+        lines.extend(f"  flagged {tool} (pinning: warn, waits for approval): {why}" for tool, why in status.flagged)
     if not statuses:
         lines.append("no backends are configured: add some to the config file (see backends.example.json)")
     structured = {
@@ -433,6 +440,7 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
                 "tools": list(s.tools),
                 "server": s.server,
             }
+            | s.pins_dict()
             for s in statuses
         ],
     }

@@ -86,8 +86,10 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     from agentify.security.bodies import BodyLimit
     from agentify.security.connections import ConnectionGate
     from agentify.team.authentication import host_check, protect
+    from agentify.team.bearer import RequireBearer
     from agentify.team.drain import Replica, ReplicaRoutes
     from agentify.team.metrics import METRICS_PATH, TOKEN_VARIABLE, Metrics, metrics_token
+    from agentify.team.sessions import SessionCaps
     from agentify.team.shared_state import shared_state
 
     shared = shared_state(boot.config, os.environ)
@@ -108,7 +110,8 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         clients=Clients(one=False, replica=replica),
         operations=[metrics.operation, *([audit.operation] if audit is not None else [])],
     )
-    mcp = mcp_app(server, host_check(host, boot.config.server), held=replica)
+    caps = SessionCaps(boot.config.server.max_sessions_per_principal, boot.config.server.session_opens_per_minute)
+    mcp = mcp_app(server, host_check(host, boot.config.server), held=replica, caps=caps)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
     protected = protect(
@@ -119,6 +122,8 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         endpoint=url,
         shared_token=token,
     )
+    if isinstance(protected.app, RequireBearer):  # a removed token ends its person's sessions
+        protected.app.on_removed(mcp.state.sessions.end_principals)
     public = protected.public | {METRICS_PATH: metrics.route}
     app = NoWebSockets(ReplicaRoutes(metrics.counting(protected.app), replica, public))
     if not is_loopback(host):
