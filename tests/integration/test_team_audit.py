@@ -23,7 +23,7 @@ from tests.integration.cluster import team
 from tests.integration.ide_client import MODES, answering
 from tests.integration.team import add_token, http_client, http_gateway, request
 from tests.otlp_receiver import OtlpReceiver
-from tests.servers import EVERYTHING
+from tests.servers import EVERYTHING, free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -199,21 +199,29 @@ async def test_a_second_gateway_on_the_same_audit_file_is_refused_at_start(tmp_p
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_confirmed_and_a_declined_call_are_one_line_each(tmp_path: Path, mode: str) -> None:
-    """In 2026-07-28 the confirmation is a round trip: the round that asks is no line, the one that ends is."""
+    """In 2026-07-28 the confirmation is a round trip: the round that asks is no line, the one that ends is. The
+    debug console's audit panel shows the same records, newest first."""
     confirming = fake_backend("fake", tools={"confirm": ["echo"]})
+    console_port = free_port()
     config = write_config(
         tmp_path,
         [confirming],
         planner={"provider": "offline"},
+        debugPort=console_port,
         server={"auth": {"type": "tokens", "file": "tokens.json"}, "audit": {"file": "audit.jsonl"}},
     )
     alice = await add_token(tmp_path / "tokens.json", "alice")
     bob = await add_token(tmp_path / "tokens.json", "bob")
-    async with http_gateway(config, tmp_path / "e.log") as gateway:
+    console_token = "console-token-0123456789abcdef"
+    async with http_gateway(config, tmp_path / "e.log", {"AGENTIFY_DEBUG_TOKEN": console_token}) as gateway:
         async with http_client(gateway.url, alice, mode, elicitation_callback=answering("accept")) as client:
             confirmed = await client.call_tool("call_tool", echo(ALICE_SECRET))
         async with http_client(gateway.url, bob, mode, elicitation_callback=answering("decline")) as client:
             declined = await client.call_tool("call_tool", echo(BOB_SECRET))
+        await wait_until(lambda: len((tmp_path / "audit.jsonl").read_bytes().splitlines()) == 2)
+        panel = await anyio.to_thread.run_sync(
+            request, "GET", f"http://127.0.0.1:{console_port}/api/audit", console_token
+        )
     assert text_of(confirmed) == f"echo: {ALICE_SECRET}" and declined.is_error
     records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_bytes().splitlines()]
     assert [(r["principal"], r["target"], r["decision"], r["outcome"]) for r in records] == [
@@ -221,6 +229,7 @@ async def test_a_confirmed_and_a_declined_call_are_one_line_each(tmp_path: Path,
         ("bob", "fake__echo", "declined", "denied"),
     ]
     assert (await verify(tmp_path / "audit.jsonl")).returncode == 0
+    assert panel.status == 200 and panel.body == {"enabled": True, "records": records[::-1]}
 
 
 async def test_each_replica_of_a_team_writes_its_own_chain(tmp_path: Path) -> None:
