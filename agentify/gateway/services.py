@@ -39,6 +39,8 @@ from agentify.gateway.traces import TraceStore
 from agentify.pinning import PinBook, open_store
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.team.audit import AuditLog
+from agentify.team.audit import current as current_audit
 from agentify.team.limits import Limiter
 from agentify.telemetry.setup import Telemetry
 
@@ -97,6 +99,11 @@ class Services:
     """The pinned tool definitions (config `pinning`): what the console reviews and approves."""
     telemetry: Telemetry
     started: float
+
+    @property
+    def audit(self) -> AuditLog | None:
+        """The audit chain this process writes (`server.audit`, while it serves over HTTP), or None."""
+        return current_audit()
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
         """`sampling_available`: whether the client asking offers MCP sampling (it may change the planner)."""

@@ -30,6 +30,7 @@ from agentify.pinning.digest import changed_parts, definition, difference, diges
 from agentify.pinning.patterns import MAX_SCANNED, distinctive, instruction_like, named_tools
 from agentify.pinning.records import BackendPins, PinStoreError, Record
 from agentify.pinning.store import PinStore
+from agentify.team.audit import trust_changed
 
 Mode = Literal["off", "warn", "enforce"]
 POLL_SECONDS = 0.5
@@ -304,6 +305,7 @@ class PinBook:
             if self._failure is not None:
                 logger.info("the pins can be read again ({})", self.store.where)
             self._failure = None
+            _audit_approvals(self._snapshot, loaded)
             self._snapshot = loaded
             for backend, listed in list(self._listed.items()):
                 self._record(backend, listed)
@@ -374,3 +376,13 @@ def refusal(held: Held, name: str) -> ToolChanged:
         f"gateway's trust reads the difference and accepts it with `agentify pins approve {held.backend} "
         f"{held.tool}`; the gateway picks the approval up without a restart."
     )
+
+
+def _audit_approvals(before: Mapping[str, BackendPins], after: Mapping[str, BackendPins]) -> None:
+    """Each definition a person approved since `before` (here, in the console, or with `agentify pins approve`
+    in another process) is a change of trust in the audit (`server.audit`), with its digest."""
+    for backend, pins in after.items():
+        known = before.get(backend)
+        for tool, record in pins.approved.items():
+            if record.how == "approved" and (known is None or known.approved.get(tool) != record):
+                trust_changed("pins_approved", f"{backend}__{tool}", {"digest": record.digest})
