@@ -178,3 +178,12 @@ async def test_two_gateways_sharing_redis_see_one_approval(tmp_path: Path, redis
             results = [await c.call_tool("demo__echo", {"text": "x"}) for c in (first, second)]
     assert [text_of(r) for r in results] == ["echo ran with x", "echo ran with x"]
     assert not (tmp_path / "first").exists() and not (tmp_path / "second").exists()
+
+
+async def test_doctor_names_a_withheld_tool_and_how_to_approve_it(tmp_path: Path) -> None:
+    _, config, env = setup(tmp_path, [ECHO, POISON], "enforce")
+    done = await anyio.run_process([str(AGENTIFY), "doctor", "--config", str(config)], env=env, check=False)
+    out = done.stdout.decode()
+    assert done.returncode == 1, out
+    assert "withheld add: its description speaks to the model as an instruction" in out
+    assert "(agentify pins approve demo add)" in out
