@@ -17,7 +17,7 @@ running gateway within `POLL_SECONDS`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -136,9 +136,22 @@ class PinBook:
             if self.mode != "off":
                 await self._flush()
                 await self._poll()
-            with anyio.move_on_after(POLL_SECONDS):
-                await self._wake.wait()
+            await self._pause()
             self._wake = anyio.Event()
+
+    async def _pause(self) -> None:
+        """Until a write is queued here, or the store says another process wrote, at most POLL_SECONDS."""
+        async with anyio.create_task_group() as tg:
+
+            async def first(waiting: Callable[[], Awaitable[None]]) -> None:
+                await waiting()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(first, self._wake.wait)
+            if self.mode != "off":
+                tg.start_soon(first, lambda: self.store.wait_changed(POLL_SECONDS))
+            else:
+                tg.start_soon(first, lambda: anyio.sleep(POLL_SECONDS))
 
     async def sync(self) -> None:
         """One round of `run` (tests, and a gateway that wants the store current now)."""
@@ -150,7 +163,7 @@ class PinBook:
         if self.mode != "off":
             with anyio.move_on_after(CLOSE_SECONDS):
                 await self._flush()
-        await anyio.to_thread.run_sync(self.store.close)
+        await self.store.aclose()
 
     def changed_tools(self) -> list[dict[str, Any]]:
         """Each tool of this run's listings that waits for approval (what the console shows): `backend`, `tool`,

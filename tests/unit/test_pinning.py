@@ -300,3 +300,24 @@ async def test_switching_pinning_on_at_a_reload_judges_what_was_listed_meanwhile
     assert "changed since it was pinned" in book.judge("demo", [rug])["echo"].reason
     await book.sync()
     assert "echo" in FileStore(tmp_path).load()["demo"].pending
+
+
+async def test_a_redis_store_hears_another_process_write_at_once(redis: Any) -> None:
+    import anyio
+
+    listening, writer = RedisStore(redis.url), RedisStore(redis.url)
+    woke = anyio.Event()
+
+    async def wait() -> None:
+        await listening.wait_changed(3600)  # without the channel this would wait an hour
+        woke.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        with anyio.fail_after(20):
+            while not woke.is_set():  # the first write may come before the subscription: write until heard
+                writer.update("demo", first_use={"echo": _record(ECHO)}, pending={}, settled=())
+                with anyio.move_on_after(0.2):
+                    await woke.wait()
+    await listening.aclose()
+    writer.close()
