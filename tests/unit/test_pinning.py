@@ -321,3 +321,16 @@ async def test_a_redis_store_hears_another_process_write_at_once(redis: Any) -> 
                     await woke.wait()
     await listening.aclose()
     writer.close()
+
+
+async def test_a_manager_with_pins_closes_once_its_backends_stopped(tmp_path: Path) -> None:
+    import anyio
+
+    from agentify.backends import BackendManager
+
+    manager = BackendManager([], cache_dir=tmp_path / "cache", pins=await _book(FileStore(tmp_path)))
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        manager.close()
+        with anyio.fail_after(10):  # the pins' follower never ends by itself: the manager must end it
+            await manager.closed.wait()
