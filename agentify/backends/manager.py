@@ -13,6 +13,7 @@ from agentify.backends.connection import Connection
 from agentify.backends.handles import ToolCatalog
 from agentify.backends.logs import LogListener
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.misconfigured import Misconfigured
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
 from agentify.backends.remote import RemoteConnection
@@ -141,6 +142,19 @@ class BackendManager:
         if self.on_log is not None:
             self.on_log(backend, params)
 
+    def restart(self, backend_id: str) -> BackendStatus:
+        """Restarts one backend now (`Supervisor.restart`); returns its status as it is asked.
+
+        Raises:
+            KeyError: no backend has this id.
+            ValueError: it cannot restart now (disabled, closing, or already starting), with why.
+        """
+        supervisor = self._supervisors[backend_id]
+        if not supervisor.restart():
+            why = "it is disabled in the config" if not supervisor.spec.enabled else f"it is {supervisor.state.value}"
+            raise ValueError(f"backend {backend_id!r} cannot restart now: {why}")
+        return supervisor.status()
+
     def statuses(self) -> list[BackendStatus]:
         return [s.status() for s in self._supervisors.values()]
 
@@ -192,7 +206,11 @@ class BackendManager:
 
     def _supervise(self, spec: BackendConfig) -> Supervisor:
         stderr = StderrLog(spec.id)
-        connection: Connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
+        connection: Connection
+        if spec.problem is not None:
+            connection = Misconfigured(spec, spec.problem)
+        else:
+            connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
         return Supervisor(
             spec,
             connection,

@@ -27,12 +27,14 @@ TRANSITIONS: dict[BackendState, set[BackendState]] = {
     BackendState.STARTING: _RUNNING,
     BackendState.RESTARTING: _RUNNING,
     # READY -> STARTING: the server refused a token mid-session, and the session starts again with a fresh one.
+    # READY -> RESTARTING: a person asked for a restart (the console's button).
     BackendState.READY: {
         BackendState.FAILED,
         BackendState.NEEDS_AUTH,
         BackendState.IDLE,
         BackendState.STOPPED,
         BackendState.STARTING,
+        BackendState.RESTARTING,
     },
     BackendState.FAILED: {BackendState.RESTARTING, BackendState.STOPPED},
     BackendState.NEEDS_AUTH: {BackendState.RESTARTING, BackendState.STOPPED},

@@ -26,6 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 
 from agentify.backends.auth_recovery import AuthRecovery
+from agentify.backends.backoff import Backoff
 from agentify.backends.call_path import CallPath
 from agentify.backends.calls import unavailable
 from agentify.backends.connection import Connection, Link
@@ -57,7 +58,7 @@ from agentify.backends.session import (
     start,
 )
 from agentify.backends.starts import Starts
-from agentify.backends.state import ENDED_BADLY, SETTLED, BackendState, BackendStatus, Lifecycle
+from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig
@@ -107,6 +108,7 @@ class Supervisor:
         self._era = Era(spec)
         self._questions = InFlight(spec.id)
         self._reopen = anyio.Event()  # set when the era fell back: the live session ends and a new one starts
+        self._restart = anyio.Event()  # set by `restart`: the live session ends and a new one starts at once
         self._session: ClientSession | None = None
         self._link: Link | None = None
         self._calls = CallPath(
@@ -183,6 +185,18 @@ class Supervisor:
         elif self.state is BackendState.NEEDS_AUTH and self._auth.has_new_credentials():
             self._lifecycle.enter(BackendState.RESTARTING)  # so a catalog waits for the attempt
             self._starts.ask()
+
+    def restart(self) -> bool:
+        """Ends the live session and starts a new one at once (a person asked: the console's button); a backend
+        that is not running is started. Counted as a restart, without backoff. False when it cannot restart:
+        disabled, stopping, or already starting."""
+        if not self.spec.enabled or self._starts.stopping.is_set() or self.state in STARTING:
+            return False
+        self._restart.set()
+        self._idle.touch()  # a person wants it up: it stays until its idle time, like after a call
+        self._starts.backoff = Backoff()  # asked by a person: at once, whatever failed before
+        self._starts.ask()
+        return True
 
     async def call(
         self,
@@ -273,8 +287,9 @@ class Supervisor:
 
     async def _attempt(self) -> None:
         """One start attempt: sessions until one ends for good (ready and then ended, or failed)."""
-        # A start after a failure is a restart; RESTARTING already is one, entered by `kick`.
-        if self.state in ENDED_BADLY or self.state is BackendState.RESTARTING:
+        # A start after a failure is a restart; RESTARTING already is one, entered by `kick` or `restart`.
+        asked, self._restart = self._restart.is_set(), anyio.Event()
+        if self.state in ENDED_BADLY or self.state is BackendState.RESTARTING or asked:
             self.restarts += 1
             self._lifecycle.enter(BackendState.RESTARTING)
         else:
@@ -347,10 +362,16 @@ class Supervisor:
             AuthRequired: the link ended because the server refused the credentials (HTTP 401).
         """
         while not self._starts.stopping.is_set():
-            events = (link.gone, self.tools.stale, self.offers.stale, self._starts.stopping, self._reopen)
+            stopping, restart = self._starts.stopping, self._restart
+            events = (link.gone, self.tools.stale, self.offers.stale, stopping, self._reopen, restart)
             idle = await self._idle.expired_or(events)
             if link.gone.is_set():
                 raise await link_lost(link, self.stderr.hint)
+            if self._restart.is_set():
+                self._log.info("restarting: asked for")  # said before the (bounded) stop of the session
+                self._session = None
+                self._lifecycle.enter(BackendState.RESTARTING)
+                return
             if self._reopen.is_set():
                 self._reopen = anyio.Event()
                 raise WrongEra("reopening the session in the 2025-11-25 protocol")

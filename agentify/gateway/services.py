@@ -174,7 +174,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         backends=backends,
         planners=planners,
         runner=runner,
-        offerings=Offerings(backends, prefix=lambda: settings.current.prefix),
+        offerings=Offerings(backends, prefix=lambda: settings.current.prefix, charge=limiter.charge_backend),
         limiter=limiter,
         pins=pins,
         telemetry=boot.telemetry,

@@ -27,7 +27,7 @@ from opentelemetry.util.types import AttributeValue
 from agentify.backends import BackendManager, ToolHandle
 from agentify.backends.logs import LogSink
 from agentify.backends.questions import Answerer
-from agentify.errors import AgentifyError, Declined, InternalError, InvalidInput, InvalidPlan
+from agentify.errors import AgentifyError, Declined, Denied, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
@@ -41,6 +41,7 @@ from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
 from agentify.security.redact import Redactor
+from agentify.team import operations
 from agentify.team.limits import Limiter
 from agentify.telemetry.names import (
     BACKEND,
@@ -200,6 +201,8 @@ class TaskRunner:
         with self._task(kind, raw_input) as trace_id:
             log = logger.bind(trace=trace_id)
             plan = await decide()
+            if execute:  # the audit's target
+                operations.reached(plan.backend, plan.tool, f"{plan.backend}__{plan.tool}")
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
             # Formatted only when debug lines are written; the sink masks, then cuts.
             log.opt(lazy=True).debug("plan arguments: {}", lambda: json.dumps(plan.arguments))
@@ -306,7 +309,12 @@ class TaskRunner:
         if reason is None:
             return
         with self._step("confirm", attributes=lambda: {CONFIRM_REASON: reason}) as span:
-            await enforce(plan, _handle(plan).spec, reason, confirmer)
+            try:
+                await enforce(plan, _handle(plan).spec, reason, confirmer)
+            except Denied:
+                operations.decided("declined")
+                raise
+            operations.decided("confirmed")
             span.set_attribute(CONFIRM_ANSWER, "accept")
 
     async def _plan(self, task: TaskInput, sampler: Sampler | None, given: Plan | None = None) -> Plan:
@@ -345,6 +353,7 @@ class TaskRunner:
             try:
                 # The backend is asked for progress only when someone hears it.
                 result = await handle.call(plan.arguments, relay if report else None, answerer, logs)
+                operations.answered()
             except AskingClient as asking:  # 2026-07-28: a backend's question, answered in the client's next round
                 asking.plan = plan
                 raise

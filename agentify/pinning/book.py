@@ -30,6 +30,7 @@ from agentify.pinning.digest import changed_parts, definition, difference, diges
 from agentify.pinning.patterns import MAX_SCANNED, distinctive, instruction_like, named_tools
 from agentify.pinning.records import BackendPins, PinStoreError, Record
 from agentify.pinning.store import PinStore
+from agentify.team.audit import trust_changed
 
 Mode = Literal["off", "warn", "enforce"]
 POLL_SECONDS = 0.5
@@ -317,6 +318,7 @@ class PinBook:
             if self._failure is not None:
                 logger.info("the pins can be read again ({})", self.store.where)
             self._failure = None
+            _audit_approvals(self._snapshot, loaded)
             self._snapshot = loaded
             for backend, listed in list(self._listed.items()):
                 self._record(backend, listed)
@@ -343,6 +345,19 @@ class PinBook:
         self.generation += 1
         if self.on_change is not None:
             self.on_change()
+
+
+def _audit_approvals(before: Mapping[str, BackendPins], after: Mapping[str, BackendPins]) -> None:
+    """Each definition a person approved since `before` (here, in another gateway, or by the CLI) is a change
+    of trust for this process's audit (`server.audit`): every replica records what it now trusts."""
+    for backend, pins in after.items():
+        old = before.get(backend)
+        for name, record in pins.approved.items():
+            previous = old.approved.get(name) if old is not None else None
+            if record.how == "approved" and (
+                previous is None or previous.digest != record.digest or previous.how != "approved"
+            ):
+                trust_changed("pins_approved", f"{backend}__{name}", {"sha256": record.digest})
 
 
 def _applied(pins: BackendPins | None, write: _Write) -> BackendPins:

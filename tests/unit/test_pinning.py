@@ -334,3 +334,27 @@ async def test_a_manager_with_pins_closes_once_its_backends_stopped(tmp_path: Pa
         manager.close()
         with anyio.fail_after(10):  # the pins' follower never ends by itself: the manager must end it
             await manager.closed.wait()
+
+
+async def test_an_approval_seen_by_a_gateway_is_a_change_of_trust_in_its_audit(tmp_path: Path) -> None:
+    import json
+
+    from agentify.config.server import AuditConfig
+    from agentify.team.audit import AuditLog, installed
+
+    audit = AuditLog(AuditConfig(file=str(tmp_path / "audit.jsonl")), "r1")
+    audit.open()
+    with installed(audit):
+        book = await _book(FileStore(tmp_path / "pins"))
+        book.observe("demo", [ECHO])
+        rug = tool("echo", "changed")
+        book.observe("demo", [rug])
+        await book.sync()
+        FileStore(tmp_path / "pins").approve("demo", None)  # by the CLI, another process
+        await book.sync()
+        await book.sync()  # nothing new: no second line
+    audit.close()
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(line["operation"], line["target"], line["decision"]) for line in lines] == [
+        ("pins_approved", "demo__echo", "allowed")
+    ]
