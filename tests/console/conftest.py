@@ -150,6 +150,7 @@ async def console_gateway(
     """`agentify serve --debug-port N` as a subprocess, driven like tests/conftest.py's `gateway()`;
     yields once the console has announced its URL."""
     flags = ["--debug-port", str(port or free_port()), *args]
+    env = {"AGENTIFY_STATE_DIR": str(stderr.parent / "state")} | env  # never the user's pins
     params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config), *flags], env=env)
     with stderr.open("a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -166,7 +167,7 @@ async def silent_gateway(
 ) -> AsyncIterator[Console]:
     """`agentify serve --debug-port N` as a terminal user starts it: stdin open, no MCP client ever speaks.
     Yields once the console has announced its URL; leaving ends stdin (the gateway then stops by itself)."""
-    env = {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache")} | env
+    env = {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache"), "AGENTIFY_STATE_DIR": str(stderr.parent / "state")} | env
     command = [str(AGENTIFY), "serve", "--config", str(config), "--debug-port", str(port or free_port())]
     with stderr.open("a") as errlog:
         process = await anyio.open_process(command, stdin=subprocess.PIPE, stdout=stdout, stderr=errlog, env=env)

@@ -187,3 +187,24 @@ async def test_doctor_names_a_withheld_tool_and_how_to_approve_it(tmp_path: Path
     assert done.returncode == 1, out
     assert "withheld add: its description speaks to the model as an instruction" in out
     assert "(agentify pins approve demo add)" in out
+
+
+async def test_the_console_shows_a_withheld_tool_with_its_difference_and_approves_it(tmp_path: Path) -> None:
+    from tests.console.conftest import TOKEN, console_gateway
+
+    _, config, env = setup(tmp_path, [ECHO, POISON], "enforce")
+    async with console_gateway(config, env | {"AGENTIFY_DEBUG_TOKEN": TOKEN}, tmp_path / "e.log") as console:
+        assert console.session is not None
+        before = {t.name for t in (await console.session.list_tools()).tools}
+        shown = await console.get("/api/pins")
+        async with console.http() as http:
+            approved = await http.post("/api/pins/demo/approve", json={"tool": "add"}, headers=console.auth)
+            again = await http.post("/api/pins/demo/approve", json={"tool": "add"}, headers=console.auth)
+        after = {t.name for t in (await console.session.list_tools()).tools}
+        called = await console.session.call_tool("demo__add", {"text": "1"})
+    [entry] = shown["tools"]
+    assert shown["enabled"] and entry["backend"] == "demo" and entry["tool"] == "add" and entry["withheld"]
+    assert "+  Adds two numbers. <IMPORTANT>" in entry["difference"] and "instruction" in entry["reason"]
+    assert approved.status_code == 200 and approved.json()["approved"] == 1
+    assert again.status_code == 404  # nothing of it waits any more
+    assert "demo__add" not in before and "demo__add" in after and text_of(called) == "add ran with 1"
