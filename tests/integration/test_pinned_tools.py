@@ -208,3 +208,28 @@ async def test_the_console_shows_a_withheld_tool_with_its_difference_and_approve
     assert approved.status_code == 200 and approved.json()["approved"] == 1
     assert again.status_code == 404  # nothing of it waits any more
     assert "demo__add" not in before and "demo__add" in after and text_of(called) == "add ran with 1"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_team_gateway_audits_a_withheld_call_and_the_approval(tmp_path: Path, mode: str) -> None:
+    from tests.integration.team import http_client, http_gateway
+
+    audit = tmp_path / "audit.jsonl"
+    _, config, env = setup(tmp_path, [ECHO, POISON], "enforce", server={"audit": {"file": str(audit)}})
+    token = "a-team-token-0123456789abcdef"
+    async with http_gateway(config, tmp_path / "e.log", env | {"AGENTIFY_HTTP_TOKEN": token}) as served:
+        async with http_client(served.url, token, mode) as client:
+            refused = await client.call_tool("demo__add", {"text": "1"})
+            await pins(config, env, "approve", "demo", "add")
+
+            async def usable() -> bool:
+                return "demo__add" in await names(client)
+
+            await until(usable)
+            called = await client.call_tool("demo__add", {"text": "1"})
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    seen = [(line["operation"], line["target"], line["decision"], line["outcome"]) for line in lines]
+    assert error_code(refused) == "tool_changed" and text_of(called) == "add ran with 1"
+    assert ("demo__add", "demo__add", "withheld", "tool_changed") in seen  # the refused call
+    assert ("pins_approved", "demo__add", "allowed", "ok") in seen  # the approval, a change of trust
+    assert ("demo__add", "demo__add", "allowed", "ok") in seen
