@@ -95,8 +95,8 @@ class Services:
     offerings: Offerings
     """The backends' resources, prompts and completions, as one server."""
     limiter: Limiter
-    pins: PinBook
-    """The pinned tool definitions (config `pinning`): what the console reviews and approves."""
+    pin_book: PinBook
+    """The pinned tool definitions (config `pinning`), also while it is off (a reload may switch it on)."""
     telemetry: Telemetry
     started: float
 
@@ -108,6 +108,11 @@ class Services:
     def status(self, sampling_available: bool = False) -> GatewayStatus:
         """`sampling_available`: whether the client asking offers MCP sampling (it may change the planner)."""
         return GatewayStatus(self.planners.current.describe(sampling_available), self.backends.statuses())
+
+    @property
+    def pins(self) -> PinBook | None:
+        """What the console reviews and approves (`console/governance.py`); None while `pinning` is off."""
+        return self.pin_book if self.pin_book.mode != "off" else None
 
     def reading_traces(self) -> AbstractContextManager[None]:
         """While inside, every task is recorded in `traces` (the console, while it serves). Unread,
@@ -183,7 +188,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         runner=runner,
         offerings=Offerings(backends, prefix=lambda: settings.current.prefix, charge=limiter.charge_backend),
         limiter=limiter,
-        pins=pins,
+        pin_book=pins,
         telemetry=boot.telemetry,
         started=time.time(),
     )

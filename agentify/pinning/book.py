@@ -17,7 +17,7 @@ running gateway within `POLL_SECONDS`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -137,9 +137,22 @@ class PinBook:
             if self.mode != "off":
                 await self._flush()
                 await self._poll()
-            with anyio.move_on_after(POLL_SECONDS):
-                await self._wake.wait()
+            await self._pause()
             self._wake = anyio.Event()
+
+    async def _pause(self) -> None:
+        """Until a write is queued here, or the store says another process wrote, at most POLL_SECONDS."""
+        async with anyio.create_task_group() as tg:
+
+            async def first(waiting: Callable[[], Awaitable[None]]) -> None:
+                await waiting()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(first, self._wake.wait)
+            if self.mode != "off":
+                tg.start_soon(first, lambda: self.store.wait_changed(POLL_SECONDS))
+            else:
+                tg.start_soon(first, lambda: anyio.sleep(POLL_SECONDS))
 
     async def sync(self) -> None:
         """One round of `run` (tests, and a gateway that wants the store current now)."""
@@ -151,7 +164,7 @@ class PinBook:
         if self.mode != "off":
             with anyio.move_on_after(CLOSE_SECONDS):
                 await self._flush()
-        await anyio.to_thread.run_sync(self.store.close)
+        await self.store.aclose()
 
     def changed_tools(self) -> list[dict[str, Any]]:
         """Each tool of this run's listings that waits for approval (what the console shows): `backend`, `tool`,
@@ -332,6 +345,19 @@ class PinBook:
         self.generation += 1
         if self.on_change is not None:
             self.on_change()
+
+
+def _audit_approvals(before: Mapping[str, BackendPins], after: Mapping[str, BackendPins]) -> None:
+    """Each definition a person approved since `before` (here, in another gateway, or by the CLI) is a change
+    of trust for this process's audit (`server.audit`): every replica records what it now trusts."""
+    for backend, pins in after.items():
+        old = before.get(backend)
+        for name, record in pins.approved.items():
+            previous = old.approved.get(name) if old is not None else None
+            if record.how == "approved" and (
+                previous is None or previous.digest != record.digest or previous.how != "approved"
+            ):
+                trust_changed("pins_approved", f"{backend}__{name}", {"sha256": record.digest})
 
 
 def _applied(pins: BackendPins | None, write: _Write) -> BackendPins:
