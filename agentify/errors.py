@@ -13,6 +13,7 @@
     ├── Denied                         denied
     │   └── Declined                   denied (the user said no: logged at INFO, not as a failure)
     ├── RateLimited                    rate_limited (with retry_after_seconds)
+    ├── Forbidden                      forbidden (server.access refuses the principal this item)
     └── InternalError                  internal_error (a bug in agentify itself: see its log by trace id)
 
     ConfigError                        (start-up only: exit code 2, never reaches a client; defined in
@@ -36,6 +37,7 @@ __all__ = [
     "ConfigError",
     "Declined",
     "Denied",
+    "Forbidden",
     "InternalError",
     "InvalidInput",
     "InvalidPlan",
@@ -113,6 +115,12 @@ class RateLimited(AgentifyError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class Forbidden(AgentifyError):
+    """`server.access` does not let the principal use the item: refused before anything ran."""
+
+    code = "forbidden"
+
+
 class InternalError(AgentifyError):
     code = "internal_error"
 
@@ -131,6 +139,7 @@ ERROR_CODES: tuple[str, ...] = tuple(
         TaskCancelled,
         Denied,
         RateLimited,
+        Forbidden,
         InternalError,
     )
 )

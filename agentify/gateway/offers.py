@@ -8,6 +8,8 @@ reads and completions go to the owner that `ResourceRoutes` learnt. Prompts are 
 keep their own name with config `prefix: false` where no other backend lists a prompt of that name (the
 names are compared in what each backend's offers know, so a listing does not depend on paging).
 The `resources` and `prompts` filters of a backend hide what they deny from lists and from reads.
+What `server.access` does not let the request's principal use is left out of its lists, and using it
+is refused (`Forbidden`, before the backend is asked).
 
 Errors: `MCPError` with the JSON-RPC code the IDE should see (a backend's own refusal is passed on);
 `AgentifyError` when a backend cannot answer at all (the adapter turns it into an internal error).
@@ -31,6 +33,8 @@ from agentify.backends.state import ENDED_BADLY, BackendState
 from agentify.config import BackendConfig
 from agentify.errors import AgentifyError
 from agentify.gateway import cursors
+from agentify.team.access import Access
+from agentify.team.policy import Target
 
 NAME_SEP = "__"  # `<backend>__<prompt>`, and a resource name two backends list
 _STARTING = (BackendState.STARTING, BackendState.RESTARTING, BackendState.STOPPED)
@@ -80,11 +84,18 @@ def not_found(uri: str) -> MCPError:
 
 
 class Offerings:
-    def __init__(self, backends: Backends, prefix: Callable[[], bool] = lambda: True) -> None:
+    def __init__(
+        self,
+        backends: Backends,
+        prefix: Callable[[], bool] = lambda: True,
+        access: Callable[[], Access] = lambda: Access(None),
+    ) -> None:
         """`prefix`: whether prompts are named `<backend>__<prompt>` even where no two backends share a name
-        (config `prefix`, read at each request so that a reloaded config applies)."""
+        (config `prefix`, read at each request so that a reloaded config applies). `access`: the
+        `server.access` decisions in force."""
         self._backends = backends
         self._prefix = prefix
+        self._access = access
 
     # ----- resources -------------------------------------------------------------------------
 
@@ -99,6 +110,7 @@ class Offerings:
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         """The owner's answer, unchanged. Raises MCPError (`not_found`, or the backend's), AgentifyError."""
         owner = await self.resource_owner(uri)
+        self._access().check(Target("read", "Resource", uri, owner.spec.id, uri), {"uri": uri})
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         return await owner.request(request, types.ReadResourceResult)
 
@@ -116,6 +128,8 @@ class Offerings:
     async def subscribe(self, uri: str, *, subscribe: bool = True) -> bool:
         """(Un)subscribes at the owner where it supports it; False where it does not (nothing to relay)."""
         owner = await self.resource_owner(uri)
+        if subscribe:
+            self._access().check(Target("read", "Resource", uri, owner.spec.id, uri), {"uri": uri})
         if not owner.offers.offers.has("subscribe"):
             return False
         request: types.ClientRequest
@@ -137,10 +151,12 @@ class Offerings:
             result = await backend.request(types.ListResourcesRequest(params=params), types.ListResourcesResult)
             resources, next_cursor = result.resources, result.next_cursor
         routes.listed(spec.id, resources)
+        access = self._access()
         shown = [
             r.model_copy(update={"name": f"{spec.id}{NAME_SEP}{r.name}"}) if routes.shared(str(r.uri)) else r
             for r in resources
             if spec.resources.permits(str(r.uri), r.name)
+            and access.shows(Target("read", "Resource", str(r.uri), spec.id, str(r.uri)))
         ]
         return Page(shown, next_cursor)
 
@@ -155,7 +171,16 @@ class Offerings:
             )
             templates, next_cursor = result.resource_templates, result.next_cursor
         self._backends.routes.templates(spec.id, templates)
-        return Page([t for t in templates if spec.resources.permits(t.uri_template, t.name)], next_cursor)
+        access = self._access()
+        return Page(
+            [
+                t
+                for t in templates
+                if spec.resources.permits(t.uri_template, t.name)
+                and access.shows(Target("read", "Resource", t.uri_template, spec.id, t.uri_template))
+            ],
+            next_cursor,
+        )
 
     # ----- prompts and completions -------------------------------------------------------------
 
@@ -167,17 +192,21 @@ class Offerings:
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         backend, prompt = await self._prompt_owner(name)
+        self._access().check(_prompt_target("prompt", backend, prompt), {"arguments": arguments or {}})
         params = types.GetPromptRequestParams(name=prompt, arguments=arguments)
         return await backend.request(types.GetPromptRequest(params=params), types.GetPromptResult)
 
     async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Routes a prompt argument's completion by the prompt's name, a template's by its URI."""
         ref = params.ref
+        argument = {"argument": {"name": params.argument.name, "value": params.argument.value}}
         if isinstance(ref, types.PromptReference):
             backend, prompt = await self._prompt_owner(ref.name)
+            self._access().check(_prompt_target("complete", backend, prompt), argument)
             params = params.model_copy(update={"ref": ref.model_copy(update={"name": prompt})})
         else:
             backend = await self.resource_owner(ref.uri)
+            self._access().check(Target("complete", "Resource", ref.uri, backend.spec.id, ref.uri), argument)
         if not backend.offers.offers.has("completions") and backend.offers.offers.known:
             return types.CompleteResult(completion=types.Completion(values=[]))
         return await backend.request(types.CompleteRequest(params=params), types.CompleteResult)
@@ -221,10 +250,11 @@ class Offerings:
             result = await backend.request(types.ListPromptsRequest(params=params), types.ListPromptsResult)
             prompts, next_cursor = result.prompts, result.next_cursor
         bare = self._bare_prompts()
+        access = self._access()
         shown = [
             p if bare.get(p.name) == spec.id else p.model_copy(update={"name": f"{spec.id}{NAME_SEP}{p.name}"})
             for p in prompts
-            if spec.prompts.permits(p.name)
+            if spec.prompts.permits(p.name) and access.shows(_prompt_target("prompt", backend, p.name))
         ]
         return Page(shown, next_cursor)
 
@@ -301,6 +331,11 @@ class Offerings:
                 return Page(page.items, cursors.encode(listing, cursors.Position(ids[at], page.next_cursor)))
             index, inner = at + 1, None
         return Page(page.items, None)
+
+
+def _prompt_target(action: str, backend: OfferingBackend, prompt: str) -> Target:
+    """A prompt as `server.access` knows it: `<backend>__<prompt>`, whatever name the list shows."""
+    return Target(action, "Prompt", f"{backend.spec.id}{NAME_SEP}{prompt}", backend.spec.id, prompt)
 
 
 def _next_offering(backends: Sequence[OfferingBackend], start: int, what: str) -> int | None:

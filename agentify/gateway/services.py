@@ -38,6 +38,7 @@ from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.team.access import AccessGate
 from agentify.team.limits import Limiter
 from agentify.telemetry.setup import Telemetry
 
@@ -92,6 +93,8 @@ class Services:
     offerings: Offerings
     """The backends' resources, prompts and completions, as one server."""
     limiter: Limiter
+    access: AccessGate
+    """What each principal may use (`server.access`), as the config and the policy file say now."""
     telemetry: Telemetry
     started: float
 
@@ -145,6 +148,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     limiter = Limiter(config.server.limits, config.server.redis)
+    access = AccessGate(config.server.access)
     runner = TaskRunner(
         backends,
         planners,
@@ -155,9 +159,11 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         config.max_context_chars,
         limiter=limiter,
         reading=boot.telemetry.reading,
+        access=lambda: access.current,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     settings.listeners.append(lambda changed: limiter.configure(changed.server.limits))
+    settings.listeners.append(lambda changed: access.configure(changed.server.access))
     services = Services(
         settings=settings,
         redactor=redactor,
@@ -167,8 +173,9 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         backends=backends,
         planners=planners,
         runner=runner,
-        offerings=Offerings(backends, prefix=lambda: settings.current.prefix),
+        offerings=Offerings(backends, prefix=lambda: settings.current.prefix, access=lambda: access.current),
         limiter=limiter,
+        access=access,
         telemetry=boot.telemetry,
         started=time.time(),
     )

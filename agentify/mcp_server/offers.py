@@ -31,7 +31,7 @@ from mcp.shared.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentify.backends.offers import Change
-from agentify.errors import AgentifyError
+from agentify.errors import AgentifyError, Forbidden
 from agentify.gateway.offers import Offerings
 from agentify.security.redact import Redactor
 
@@ -177,6 +177,9 @@ async def answered(redactor: Redactor, work: Awaitable[_R]) -> _R:
         raise MCPError(
             exc.error.code, redactor.bounded(exc.error.message, MAX_ERROR_CHARS), _data(redactor, exc.error.data)
         ) from None
+    except Forbidden as exc:  # the client's request, not the gateway, is what failed
+        data = {"agentify/error": {"code": exc.code}}
+        raise MCPError(types.INVALID_REQUEST, redactor.bounded(exc.message, MAX_ERROR_CHARS), data) from None
     except AgentifyError as exc:
         raise MCPError(
             types.INTERNAL_ERROR, redactor.bounded(f"agentify {exc.code}: {exc.message}", MAX_ERROR_CHARS)
