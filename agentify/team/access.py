@@ -160,9 +160,9 @@ class AccessGate:
         try:
             access = Access(config, _policy(config))
         except PolicyError as exc:
-            if str(exc) != self._problem:
+            if f"{because}: {exc}" != self._problem:
                 logger.error("{}, but the access rules in force stay: {}", because, exc)
-            self._problem = str(exc)
+            self._problem = f"{because}: {exc}"
             if self._access.policy is not None:  # not read again until it changes once more
                 self._access.policy.stamp = stamp_of(self._access.policy.path) or (0, 0, 0)
             return

@@ -138,7 +138,7 @@ def test_arguments_cedar_has_no_value_for_are_carried_as_they_can_be(tmp_path: P
 @pytest.mark.parametrize(
     ("source", "where", "what"),
     [
-        ('permit(principal, action, resource);\n\nforbid(principal, action, resource)\nwhen {\n x ==\n};', 6, "token"),
+        ("permit(principal, action, resource);\n\nforbid(principal, action, resource)\nwhen {\n x ==\n};", 6, "token"),
         ('permit(principal, action == Action::"write", resource);', 1, "there is no action 'write'"),
         ('\n\npermit(principal == User::"a", action, resource);', 3, "there is no entity type 'User'"),
         ("permit(principal, action, resource)", 1, "unexpected end of input"),
