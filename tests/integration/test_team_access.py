@@ -311,7 +311,8 @@ async def test_over_stdio_the_one_principal_is_local(tmp_path: Path, workspace: 
         )
     names = [t["name"] for t in (found.structured_content or {})["tools"]]
     assert names and all(n.startswith("fs__read_") for n in names), names
-    assert error_code(echo) == "forbidden" and text_of(echo) == "agentify forbidden: 'local' may not use fake__echo (server.access)"
+    assert error_code(echo) == "forbidden"
+    assert text_of(echo) == "agentify forbidden: 'local' may not use fake__echo (server.access)"
     assert text_of(read) == "remember the milk\n"
 
 
