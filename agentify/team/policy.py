@@ -38,6 +38,7 @@ ACTIONS = ("call", "read", "prompt", "complete")
 ENTITY_TYPES = ("Principal", "Group", "Backend", "Tool", "Resource", "Prompt", "Action")
 MAX_FILE_BYTES = 1024 * 1024
 MAX_DEPTH = 32
+MAX_CACHED = 50_000
 _I64 = 2**63
 _ERRORED = re.compile(r"error while evaluating policy `([^`]+)`")
 
@@ -82,6 +83,9 @@ class Policy:
         self._full = cedarpy.PolicySet.from_json_str(_policy_set_json(estimates))
         shown = {pid: est for pid, est in ((p, _unknown_context(e)) for p, e in estimates.items()) if est is not None}
         self._shown = cedarpy.PolicySet.from_json_str(_policy_set_json(shown))
+        scopes = {pid: est | {"conditions": []} for pid, est in estimates.items()}
+        self._scopes = cedarpy.PolicySet.from_json_str(_policy_set_json(scopes))
+        self._relevant: dict[tuple[Who, Target], bool] = {}
         self._forbids = {pid for pid, est in estimates.items() if est["effect"] == "forbid"}
         self.count = len(estimates)
 
@@ -121,12 +125,25 @@ class Policy:
 
     def decide(self, who: Who, target: Target, context: Mapping[str, Any] | None) -> Verdict:
         """`context` None: whether `who` may be shown `target` (see the module docstring)."""
-        request = {
-            "principal": {"type": "Principal", "id": who.name},
-            "action": {"type": "Action", "id": target.action},
-            "resource": {"type": target.kind, "id": target.id},
-            "context": _cedar_value(dict(context), 0) if context is not None else {},
-        }
+        if not self._applies(who, target):
+            return Verdict(False)
+        return self._decide(who, target, context)
+
+    def _applies(self, who: Who, target: Target) -> bool:
+        """Whether the scope (principal, action, resource) of any policy takes in this request: Cedar is asked
+        about the arguments of a call only then (a call to a tool no policy names costs no evaluation)."""
+        key = (who, target)
+        applies = self._relevant.get(key)
+        if applies is None:
+            if len(self._relevant) >= MAX_CACHED:
+                self._relevant.clear()
+            request = _request(who, target, {})
+            result = cedarpy.is_authorized(request, self._scopes, _entities(who, target))
+            applies = self._relevant[key] = bool(result.diagnostics.reasons)
+        return applies
+
+    def _decide(self, who: Who, target: Target, context: Mapping[str, Any] | None) -> Verdict:
+        request = _request(who, target, _cedar_value(dict(context), 0) if context is not None else {})
         policies = self._full if context is not None else self._shown
         result = cedarpy.is_authorized(request, policies, _entities(who, target))
         errored = [m.group(1) for m in map(_ERRORED.search, result.diagnostics.errors) if m]
@@ -134,6 +151,15 @@ class Policy:
         if forbids:
             return Verdict(False, forbids[0])
         return Verdict(result.allowed)
+
+
+def _request(who: Who, target: Target, context: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "principal": {"type": "Principal", "id": who.name},
+        "action": {"type": "Action", "id": target.action},
+        "resource": {"type": target.kind, "id": target.id},
+        "context": context,
+    }
 
 
 def stamp_of(path: Path) -> tuple[int, int, int] | None:
