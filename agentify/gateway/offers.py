@@ -35,6 +35,7 @@ from agentify.errors import AgentifyError
 from agentify.gateway import cursors
 from agentify.team.access import Access
 from agentify.team.policy import Target
+from agentify.team.principal import current_principal
 
 NAME_SEP = "__"  # `<backend>__<prompt>`, and a resource name two backends list
 _STARTING = (BackendState.STARTING, BackendState.RESTARTING, BackendState.STOPPED)
@@ -83,18 +84,29 @@ def not_found(uri: str) -> MCPError:
     return MCPError(types.INVALID_PARAMS, f"Resource not found: {shown}", {"uri": shown})
 
 
+Charge = Callable[[str], Awaitable[None]]
+"""Counts one operation against a backend's rate limit (`Limiter.charge_backend`); raises RateLimited."""
+
+
+async def _uncounted(backend: str) -> None:
+    return None
+
+
 class Offerings:
     def __init__(
         self,
         backends: Backends,
         prefix: Callable[[], bool] = lambda: True,
+        charge: Charge = _uncounted,
         access: Callable[[], Access] = lambda: Access(None),
     ) -> None:
         """`prefix`: whether prompts are named `<backend>__<prompt>` even where no two backends share a name
-        (config `prefix`, read at each request so that a reloaded config applies). `access`: the
-        `server.access` decisions in force."""
+        (config `prefix`, read at each request so that a reloaded config applies). `charge`: every read,
+        subscription, prompt and completion that reaches a backend counts against its `perBackend` limit, as
+        its tool calls do. `access`: the `server.access` decisions in force."""
         self._backends = backends
         self._prefix = prefix
+        self._charge = charge
         self._access = access
 
     # ----- resources -------------------------------------------------------------------------
@@ -111,6 +123,7 @@ class Offerings:
         """The owner's answer, unchanged. Raises MCPError (`not_found`, or the backend's), AgentifyError."""
         owner = await self.resource_owner(uri)
         self._access().check(Target("read", "Resource", uri, owner.spec.id, uri), {"uri": uri})
+        await self._charge(owner.spec.id)
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         return await owner.request(request, types.ReadResourceResult)
 
@@ -119,9 +132,9 @@ class Offerings:
         await self.settle()
         candidates = self._offering("resources")
         by_id = {b.spec.id: b for b in candidates}
-        owner_id = self._backends.routes.owner(uri, list(by_id))
+        owner_id = self._backends.routes.owner(uri, list(by_id), current_principal())
         owner = by_id.get(owner_id) if owner_id is not None else None
-        if owner is None or not owner.spec.resources.permits(uri, self._backends.routes.name(uri)):
+        if owner is None or not owner.spec.resources.permits_resource(uri, self._backends.routes.name(uri)):
             raise not_found(uri)
         return owner
 
@@ -132,6 +145,8 @@ class Offerings:
             self._access().check(Target("read", "Resource", uri, owner.spec.id, uri), {"uri": uri})
         if not owner.offers.offers.has("subscribe"):
             return False
+        if subscribe:
+            await self._charge(owner.spec.id)
         request: types.ClientRequest
         if subscribe:
             request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
@@ -155,7 +170,7 @@ class Offerings:
         shown = [
             r.model_copy(update={"name": f"{spec.id}{NAME_SEP}{r.name}"}) if routes.shared(str(r.uri)) else r
             for r in resources
-            if spec.resources.permits(str(r.uri), r.name)
+            if spec.resources.permits_resource(str(r.uri), r.name)
             and access.shows(Target("read", "Resource", str(r.uri), spec.id, str(r.uri)))
         ]
         return Page(shown, next_cursor)
@@ -176,7 +191,7 @@ class Offerings:
             [
                 t
                 for t in templates
-                if spec.resources.permits(t.uri_template, t.name)
+                if spec.resources.permits_resource(t.uri_template, t.name)
                 and access.shows(Target("read", "Resource", t.uri_template, spec.id, t.uri_template))
             ],
             next_cursor,
@@ -193,6 +208,7 @@ class Offerings:
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         backend, prompt = await self._prompt_owner(name)
         self._access().check(_prompt_target("prompt", backend, prompt), {"arguments": arguments or {}})
+        await self._charge(backend.spec.id)
         params = types.GetPromptRequestParams(name=prompt, arguments=arguments)
         return await backend.request(types.GetPromptRequest(params=params), types.GetPromptResult)
 
@@ -209,6 +225,7 @@ class Offerings:
             self._access().check(Target("complete", "Resource", ref.uri, backend.spec.id, ref.uri), argument)
         if not backend.offers.offers.has("completions") and backend.offers.offers.known:
             return types.CompleteResult(completion=types.Completion(values=[]))
+        await self._charge(backend.spec.id)
         return await backend.request(types.CompleteRequest(params=params), types.CompleteResult)
 
     async def _prompt_owner(self, name: str) -> tuple[OfferingBackend, str]:

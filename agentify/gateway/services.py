@@ -36,6 +36,7 @@ from agentify.gateway.reload import watch_config
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
+from agentify.pinning import PinBook, open_store
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
 from agentify.team.access import AccessGate
@@ -95,6 +96,8 @@ class Services:
     limiter: Limiter
     access: AccessGate
     """What each principal may use (`server.access`), as the config and the policy file say now."""
+    pins: PinBook
+    """The pinned tool definitions (config `pinning`): what the console reviews and approves."""
     telemetry: Telemetry
     started: float
 
@@ -140,11 +143,14 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
     bus = EventBus()
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, redactor, file=config.trace_file)
+    pins = PinBook(config.pinning, open_store(config))
+    await anyio.to_thread.run_sync(pins.open)
     backends = BackendManager(
         config.backends,
         on_state=lambda status: bus.publish("backend", status.as_dict()),
         cache_dir=cache_dir(),
         secrets=redactor.add,
+        pins=pins,
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     limiter = Limiter(config.server.limits, config.server.redis)
@@ -164,6 +170,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     settings.listeners.append(lambda changed: limiter.configure(changed.server.limits))
     settings.listeners.append(lambda changed: access.configure(changed.server.access))
+    settings.listeners.append(lambda changed: pins.set_mode(changed.pinning))
     services = Services(
         settings=settings,
         redactor=redactor,
@@ -173,8 +180,14 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         backends=backends,
         planners=planners,
         runner=runner,
-        offerings=Offerings(backends, prefix=lambda: settings.current.prefix, access=lambda: access.current),
+        offerings=Offerings(
+            backends,
+            prefix=lambda: settings.current.prefix,
+            charge=limiter.charge_backend,
+            access=lambda: access.current,
+        ),
         limiter=limiter,
+        pins=pins,
         access=access,
         telemetry=boot.telemetry,
         started=time.time(),
@@ -196,6 +209,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
                     await planners.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
                     await limiter.aclose()
+                    await pins.close()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
 
 
