@@ -347,19 +347,6 @@ class PinBook:
             self.on_change()
 
 
-def _audit_approvals(before: Mapping[str, BackendPins], after: Mapping[str, BackendPins]) -> None:
-    """Each definition a person approved since `before` (here, in another gateway, or by the CLI) is a change
-    of trust for this process's audit (`server.audit`): every replica records what it now trusts."""
-    for backend, pins in after.items():
-        old = before.get(backend)
-        for name, record in pins.approved.items():
-            previous = old.approved.get(name) if old is not None else None
-            if record.how == "approved" and (
-                previous is None or previous.digest != record.digest or previous.how != "approved"
-            ):
-                trust_changed("pins_approved", f"{backend}__{name}", {"sha256": record.digest})
-
-
 def _applied(pins: BackendPins | None, write: _Write) -> BackendPins:
     pins = pins or BackendPins()
     approved = dict(pins.approved)
