@@ -27,19 +27,23 @@ from opentelemetry.util.types import AttributeValue
 from agentify.backends import BackendManager, ToolHandle
 from agentify.backends.logs import LogSink
 from agentify.backends.questions import Answerer
-from agentify.errors import AgentifyError, Declined, InternalError, InvalidInput, InvalidPlan
+from agentify.errors import AgentifyError, Declined, Denied, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
 from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.task_spans import as_json, call_attributes, failed, plan_attributes, step, trace_id_of
+from agentify.gateway.visible import CatalogViews, check_plan, hidden_tool
+from agentify.pinning import refusal
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
 from agentify.security.redact import Redactor
+from agentify.team import operations
+from agentify.team.access import Access
 from agentify.team.limits import Limiter
 from agentify.telemetry.names import (
     BACKEND,
@@ -94,9 +98,11 @@ class TaskRunner:
         max_context_chars: int = 20_000,
         limiter: Limiter | None = None,
         reading: Callable[[], bool] = lambda: True,
+        access: Callable[[], Access] = lambda: Access(None),
     ) -> None:
         """`reading`: whether anything records spans now (`Telemetry.reading`); when nothing does, a task
-        keeps its root span (its trace id) and skips the steps' spans and attributes."""
+        keeps its root span (its trace id) and skips the steps' spans and attributes. `access`: the
+        `server.access` decisions in force (`AccessGate.current`)."""
         self.manager = manager
         self._reading = reading
         self.limiter = limiter
@@ -107,10 +113,17 @@ class TaskRunner:
         self.max_context_chars = max_context_chars
         self.max_result_chars = max_result_chars
         self._catalog: tuple[Any, Catalog] | None = None
+        self.access = access
+        self._views = CatalogViews()
 
-    async def catalog(self) -> Catalog:
+    async def catalog(self, *, everyone: bool = False) -> Catalog:
         """The tools of every usable backend (`BackendManager.catalog` waits, bounded, for starting ones),
-        and the backends that offer none, so a planner can say so when a task is clearly for one."""
+        and the backends that offer none, so a planner can say so when a task is clearly for one.
+        Only those the request's principal may see (`server.access`), unless `everyone`."""
+        full = await self._full_catalog()
+        return full if everyone else self._views.of(full, self.access())
+
+    async def _full_catalog(self) -> Catalog:
         tools = await self.manager.catalog()
         if self._catalog is None or self._catalog[0] != (tools.key, tools.missing):
             # Rebuilt only when a backend's tools changed, so compiled argument validators are kept.
@@ -161,7 +174,17 @@ class TaskRunner:
 
         async def decide() -> Plan:
             with self._step("validate") as span:
-                plan = given_call(raw_input, await self.catalog())
+                self.refuse_withheld(raw_input.get("name") if isinstance(raw_input, dict) else None)
+                visible = await self.catalog()
+                try:
+                    plan = given_call(raw_input, visible)
+                except InvalidInput:
+                    name = raw_input.get("name") if isinstance(raw_input, dict) else None
+                    everyone = await self.catalog(everyone=True)
+                    hidden = hidden_tool(self.access(), name, everyone) if isinstance(name, str) else None
+                    if hidden is not None:
+                        self.access().check(hidden, {"arguments": raw_input.get("arguments")})
+                    raise
                 if span.is_recording():
                     span.set_attributes(
                         {BACKEND: plan.backend, TOOL_NAME: plan.tool, TOOL_ARGUMENTS: as_json(plan.arguments)}
@@ -169,6 +192,11 @@ class TaskRunner:
             return plan
 
         return await self._run("call", raw_input, decide, True, progress, confirmer, answerer, logs)
+
+    def refuse_withheld(self, name: Any) -> None:
+        """Raises ToolChanged when `name` is a tool `pinning: enforce` withholds (a call would not find it)."""
+        if isinstance(name, str) and (held := self.manager.withheld(name)) is not None:
+            raise refusal(held, name)
 
     async def search(self, raw_input: Any) -> tuple[SearchInput, list[Ranked]]:
         """`search_tools`: the best-ranked tools for a query, by the index the planners use; traced."""
@@ -193,6 +221,9 @@ class TaskRunner:
         with self._task(kind, raw_input) as trace_id:
             log = logger.bind(trace=trace_id)
             plan = await decide()
+            if execute:  # the audit's target (also of a call server.access refuses)
+                operations.reached(plan.backend, plan.tool, f"{plan.backend}__{plan.tool}")
+            check_plan(self.access(), plan, await self.catalog(everyone=True))
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
             # Formatted only when debug lines are written; the sink masks, then cuts.
             log.opt(lazy=True).debug("plan arguments: {}", lambda: json.dumps(plan.arguments))
@@ -299,7 +330,12 @@ class TaskRunner:
         if reason is None:
             return
         with self._step("confirm", attributes=lambda: {CONFIRM_REASON: reason}) as span:
-            await enforce(plan, _handle(plan).spec, reason, confirmer)
+            try:
+                await enforce(plan, _handle(plan).spec, reason, confirmer)
+            except Denied:
+                operations.decided("declined")
+                raise
+            operations.decided("confirmed")
             span.set_attribute(CONFIRM_ANSWER, "accept")
 
     async def _plan(self, task: TaskInput, sampler: Sampler | None, given: Plan | None = None) -> Plan:
@@ -313,6 +349,7 @@ class TaskRunner:
                 span.set_attribute(PLANNER, f"{given.planner} (planned in an earlier round)")
                 plan = given
             if plan.handle is None:  # planned in an earlier round: resolved against today's catalog
+                self.refuse_withheld(f"{plan.backend}__{plan.tool}")
                 plan = _resolved(plan, catalog)
             if span.is_recording():
                 span.set_attributes(plan_attributes(plan))
@@ -337,6 +374,7 @@ class TaskRunner:
             try:
                 # The backend is asked for progress only when someone hears it.
                 result = await handle.call(plan.arguments, relay if report else None, answerer, logs)
+                operations.answered()
             except AskingClient as asking:  # 2026-07-28: a backend's question, answered in the client's next round
                 asking.plan = plan
                 raise

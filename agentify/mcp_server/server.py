@@ -12,9 +12,9 @@ its principal's rate limit first.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -36,18 +36,21 @@ from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_in
 from agentify.gateway.offers import Offerings
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
+from agentify.gateway.visible import visible_backends
 from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
 from agentify.mcp_server.logs import LogRelay, protocol_level
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
+from agentify.mcp_server.operations import recording
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
 from agentify.security.display import escaped
 from agentify.security.redact import Redactor
-from agentify.team.bearer import principal_of
+from agentify.team.bearer import who_of
 from agentify.team.drain import BackendReadiness, Replica
 from agentify.team.limits import Limiter
+from agentify.team.operations import OperationSink
 from agentify.team.principal import ANONYMOUS, LOCAL, acting_for, current_principal
 
 _TASK_SCHEMA = tool_schema(TaskInput)
@@ -165,11 +168,13 @@ def build_server(
     trust_init_options: bool = True,
     questions: Questions | None = None,
     clients: Clients | None = None,
+    operations: Sequence[OperationSink] = (),
 ) -> Server[McpContext]:
     """`trust_init_options`: over stdio the client started agentify, so its `initializationOptions` are
     its own config; over HTTP any client can connect, and they change nothing.
     `questions`: how long the client's answers are awaited, and which were used (`Questions`).
-    `clients`: one (stdio, the default) or many (HTTP)."""
+    `clients`: one (stdio, the default) or many (HTTP). `operations` hear every operation a principal asked
+    for as it ends (the audit, the metrics: `mcp_server/operations.py`)."""
     questions = questions or Questions()
     clients = clients or Clients()
 
@@ -217,6 +222,8 @@ def build_server(
     server.middleware.append(capabilities_writer(lambda ctx: ctx.lifespan_context.offerings))
     server.middleware.append(connection_keeper(lambda ctx: ctx.lifespan_context.relay))
     server.middleware.append(questions.boundary(server.name))
+    if operations:
+        server.middleware.append(recording(operations, {tool.name for tool in TOOLS}))
     return server
 
 
@@ -252,7 +259,9 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
 
 def _per_request(replica: Replica | None) -> Callable[..., Any]:
     async def run_as_principal(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        with acting_for(principal_of(ctx.request, ANONYMOUS)):
+        access = ctx.lifespan_context.services.settings.current.server.access
+        who = who_of(ctx.request, ANONYMOUS, access.groups_claim if access is not None else "groups")
+        with acting_for(who.name, groups=who.groups, scopes=who.scopes):
             if replica is None or ctx.request_id is None:  # a notification is no work to drain
                 return await call_next(ctx)
             async with replica.handling():
@@ -298,9 +307,13 @@ async def _call_tool(
     settings = services.settings.current
     exposed = [t.name for t in exposed_tools(settings)]
     name = params.name
-    if name not in exposed and (tool := (await direct_tools(services, exposed)).find(name)) is not None:
+    if name not in exposed and (tool := (await direct_tools(services, exposed, everyone=True)).find(name)) is not None:
         arguments, name = {"name": tool.name, "arguments": arguments}, "call_tool"  # `call_tool`'s path
     elif name not in exposed:
+        try:
+            services.runner.refuse_withheld(name)
+        except AgentifyError as withheld:
+            return error_result(withheld, services.redactor)
         offered = exposed + (["the backend tools that tools/list shows"] if "tools" in settings.expose else [])
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(offered)}")
         return error_result(unknown, services.redactor)
@@ -322,9 +335,11 @@ async def _call_tool(
         await services.limiter.charge_principal(current_principal() or LOCAL)
         if name == "list_backends":
             validate_input(NoInput, arguments, "{}")
-            return _backends_result(
-                services.status(sampling_available=exchange.sampler() is not None), services.redactor
-            )
+            status = services.status(sampling_available=exchange.sampler() is not None)
+            everyone = await services.runner.catalog(everyone=True) if services.runner.access().active else None
+            if everyone is not None:
+                status = replace(status, backends=visible_backends(services.runner.access(), status.backends, everyone))
+            return _backends_result(status, services.redactor)
         if name == "search_tools":
             request, found = await services.runner.search(arguments)
             return search_result(request.query, found, services.redactor)
@@ -412,6 +427,8 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
         if status.server:
             line += f" [server: {status.server}]"
         lines.append(line)
+        lines.extend(f"  withheld {tool} (pinning: enforce): {why}" for tool, why in status.withheld)
+        lines.extend(f"  flagged {tool} (pinning: warn, waits for approval): {why}" for tool, why in status.flagged)
     if not statuses:
         lines.append("no backends are configured: add some to the config file (see backends.example.json)")
     structured = {
@@ -428,6 +445,7 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
                 "tools": list(s.tools),
                 "server": s.server,
             }
+            | s.pins_dict()
             for s in statuses
         ],
     }

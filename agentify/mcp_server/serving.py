@@ -10,6 +10,8 @@ of X-Forwarded-For that is not one of them), a cap and a deadline on request bod
 drain gate (`team.drain.DrainGate`: behind the token check and the body's deadline), all behind the
 connection gate against idle sockets; then the endpoint (`http_app`: a request whose result comes alone is
 answered with one JSON body). `initializationOptions` change nothing.
+`GET /metrics` sits beside the health routes (`team.metrics`), and every operation is handed to the
+metrics and, with `server.audit`, to the audit chain (`team.audit`, open while the server serves).
 SIGTERM drains (`Replica.drain`) before the server stops.
 """
 
@@ -18,7 +20,8 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.client_requests import Questions
     from agentify.mcp_server.server import OpenServices
+    from agentify.team.audit import AuditLog
     from agentify.team.drain import Replica
 
 HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
@@ -85,6 +89,7 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     from agentify.team.authentication import host_check, protect
     from agentify.team.bearer import RequireBearer
     from agentify.team.drain import DrainGate, Replica, ReplicaRoutes
+    from agentify.team.metrics import METRICS_PATH, TOKEN_VARIABLE, Metrics, metrics_token
     from agentify.team.sessions import SessionCaps
     from agentify.team.shared_state import shared_state
 
@@ -93,6 +98,10 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     boot.redactor.add(questions.keys)
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     replica = Replica()
+    scrapers = metrics_token(os.environ.get(TOKEN_VARIABLE))
+    boot.redactor.add([scrapers] if scrapers else [])
+    metrics = Metrics(replica, scrapers)
+    audit = await _open_audit(boot)
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # (not the log level either, which is the gateway's, for every client).
     server = build_server(
@@ -100,6 +109,7 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         trust_init_options=False,
         questions=questions,
         clients=Clients(one=False, replica=replica),
+        operations=[metrics.operation, *([audit.operation] if audit is not None else [])],
     )
     caps = SessionCaps(boot.config.server.max_sessions_per_principal, boot.config.server.session_opens_per_minute)
     mcp = mcp_app(server, host_check(host, boot.config.server), held=replica, caps=caps)
@@ -115,7 +125,8 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     )
     if isinstance(protected.app, RequireBearer):  # a removed token ends its person's sessions
         protected.app.on_removed(mcp.state.sessions.end_principals)
-    app = NoWebSockets(ReplicaRoutes(protected.app, replica, protected.public, gate=False))
+    public = protected.public | {METRICS_PATH: metrics.route}
+    app = NoWebSockets(ReplicaRoutes(metrics.counting(protected.app), replica, public, gate=False))
     if not is_loopback(host):
         logger.warning("serving MCP on {}: reachable from other machines; only clients with a token get in", host)
     # Connections that never send a request time out and cannot crowd out clients with the token.
@@ -134,9 +145,42 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         forwarded_allow_ips=boot.config.server.trusted_proxies,
     )
     try:
-        await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
+        async with _auditing(audit):
+            await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
     finally:
         await questions.aclose()
+
+
+async def _open_audit(boot: Boot) -> AuditLog | None:
+    """The audit chain of `server.audit`, its file taken; None without it.
+
+    Raises:
+        StartFailed: the file cannot be written, or another process writes it."""
+    if boot.config.server.audit is None:
+        return None
+    from agentify.team.audit import AuditLog, replica_id
+    from agentify.telemetry.audit_logs import audit_export
+
+    export = audit_export(boot.telemetry.logs) if boot.telemetry.logs is not None else None
+    audit = AuditLog(boot.config.server.audit, replica_id(), boot.redactor.text, export)
+    await anyio.to_thread.run_sync(audit.open)
+    return audit
+
+
+@asynccontextmanager
+async def _auditing(audit: AuditLog | None) -> AsyncIterator[None]:
+    """While serving, `trust_changed` writes to `audit`; after, every line queued is written (bounded)."""
+    if audit is None:
+        yield
+        return
+    from agentify.team.audit import installed
+
+    try:
+        with installed(audit):
+            yield
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(audit.close)
 
 
 async def _serve_until_drained(
