@@ -170,7 +170,10 @@ class ServerConfig(Model):
         "gets 429.",
     )
     session_opens_per_minute: int = Field(
-        default=60, ge=1, description="The most MCP sessions one principal may open on a replica in a minute."
+        default=300,
+        ge=1,
+        description="The most MCP sessions one principal may open on a replica in a minute (with the shared "
+        "token, the whole team is one principal).",
     )
     trusted_proxies: list[str] = Field(
         default_factory=list,
