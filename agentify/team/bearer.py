@@ -207,16 +207,24 @@ class RequireBearer:
         user = AuthenticatedUser(checked)
         scope["user"], scope["auth"] = user, AuthCredentials(checked.scopes)
         reset = auth_context_var.set(user)
-        live = self._live.setdefault(checked.subject or checked.client_id, set())
+        principal = checked.subject or checked.client_id
+        live = self._live.setdefault(principal, set())
+        response = _Response(send)
         with anyio.CancelScope() as cancel:
             live.add(cancel)
             try:
-                await self._app(scope, receive, send)
+                await self._app(scope, receive, response.send)
             finally:
                 auth_context_var.reset(reset)
                 live.discard(cancel)
-                if not live and self._live.get(checked.subject or checked.client_id) is live:
-                    del self._live[checked.subject or checked.client_id]
+                if not live and self._live.get(principal) is live:
+                    del self._live[principal]
+        if cancel.cancelled_caught and not response.ended:  # its token was removed meanwhile
+            if response.started:  # a stream: it ends here, as a whole response
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            else:
+                why = f"the token of {principal!r} was removed from the tokens file. {self._hint}"
+                await refuse(send, 401, "invalid_token", why, challenge=self._challenge('error="invalid_token"'))
 
     def _challenge(self, *parameters: str) -> str:
         return "Bearer " + ", ".join(p for p in ('realm="agentify"', *parameters, self._metadata) if p)
@@ -242,6 +250,21 @@ def who_of(request: Any, default: str, groups_claim: str) -> Who:
         groups = groups.split()
     listed = frozenset(g for g in groups if isinstance(g, str) and g) if isinstance(groups, list) else frozenset()
     return Who(token.subject or token.client_id, listed, frozenset(token.scopes))
+
+
+class _Response:
+    """The ASGI `send` of one request, and how far its response went."""
+
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self.started = self.ended = False
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body"):
+            self.ended = True
+        await self._send(message)
 
 
 def principal_of(request: Any, default: str) -> str:
