@@ -295,6 +295,11 @@ class Config(Model):
         description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends), "
         "search (search_tools, call_tool) and tools (every backend tool, listed directly).",
     )
+    pinned: list[str] = Field(
+        default_factory=list,
+        description="Backend tools listed directly beside search_tools and call_tool, by their name "
+        "'<backend>__<tool>' as search_tools gives it: the few an agent needs all the time.",
+    )
     prefix: bool = Field(
         default=True,
         description="List each backend prompt, and with expose tools each backend tool, as <backend>__<name> "

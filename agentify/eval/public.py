@@ -50,9 +50,11 @@ class PublicSet:
         return Catalog.build(self.backends)
 
     def select(self, which: str, sample: int | None = None) -> list[Query]:
-        """The queries of one part (`heldout`, `tune` or `all`); with `sample`, the first n of it."""
+        """The queries of one part (`heldout`, `tune` or `all`); with `sample`, n of them spread evenly over it."""
         chosen = [q for q in self.queries if which == "all" or q.part == which]
-        return chosen[:sample] if sample is not None else chosen
+        if sample is None or sample >= len(chosen):
+            return chosen
+        return [chosen[i * len(chosen) // sample] for i in range(sample)]
 
 
 def part(text: str) -> str:
@@ -218,7 +220,8 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
     key = {(t.backend, t.tool.name): t.name for t in catalog.tools.values()}
     ours, theirs = [], []
     verdicts = {"right": 0, "wrong": 0, "refused": 0, "total": 0}
-    held, sizes = 0, 0
+    held = {"single": [0, 0], "multi": [0, 0]}
+    sizes = 0
     queries = public.select(which, sample)
     for query in queries:
         needed = [key[t] for t in query.tools if t in key]
@@ -226,7 +229,9 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
         theirs.append(Ranking.of([t.name for t in baseline.rank(query.text)[:DEPTH]], needed))
         task = TaskInput(query=query.text)
         offered = {t.name for t in shortlist(index, task, k)}
-        held += all(n in offered for n in needed)
+        kind = held["single" if len(needed) == 1 else "multi"]
+        kind[0] += all(n in offered for n in needed)
+        kind[1] += 1
         sizes += len(offered)
         if len(needed) == 1:
             verdicts["total"] += 1
@@ -248,7 +253,12 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
         agentify=summary(ours),
         bm25=summary(theirs),
         planner=verdicts,
-        shortlist={"holdsAll": held / n, "meanSize": sizes / n, "baseK": k},
+        shortlist={
+            "holdsRight": held["single"][0] / (held["single"][1] or 1),
+            "holdsAllOfMulti": held["multi"][0] / (held["multi"][1] or 1),
+            "meanSize": sizes / n,
+            "baseK": k,
+        },
     )
 
 
@@ -275,9 +285,22 @@ def report_lines(reports: list[SetReport]) -> list[str]:
             f"wrong {p['wrong'] / total:.1%}, refused {p['refused'] / total:.1%}"
         )
         s = r.shortlist
+        multi = f", every needed tool of {s['holdsAllOfMulti']:.1%} of multi-tool ones" if r.agentify["multiTool"] else ""
         out.append(
-            f"  model planner's shortlist (base k = {s['baseK']}, mean {s['meanSize']:.1f} tools) holds every needed "
-            f"tool: {s['holdsAll']:.1%}"
+            f"  model planner's shortlist (base k = {s['baseK']}, mean {s['meanSize']:.1f} tools) holds the right tool "
+            f"of {s['holdsRight']:.1%} of single-tool queries{multi}"
         )
         out.append("")
     return out
+
+
+def load_many(names: str) -> list[PublicSet]:
+    """`all`, or set names and paths separated by commas. Raises EvalFileError."""
+    chosen = available() if names.strip() == "all" else [n.strip() for n in names.split(",") if n.strip()]
+    if not chosen:
+        raise EvalFileError(f"name a public set ({', '.join(available())}), a converted file, or all")
+    return [load_public(name) for name in chosen]
+
+
+async def evaluate_sets(sets: list[PublicSet], which: str, k: int, sample: int | None) -> list[SetReport]:
+    return [await evaluate_public(public, which, k, sample) for public in sets]

@@ -1,4 +1,4 @@
-"""Backend tools in the gateway's own `tools/list` (config `expose` with "tools"), and
+"""Backend tools in the gateway's own `tools/list` (config `expose` with "tools", or `pinned`), and
 `notifications/tools/list_changed` when what that list shows changes.
 
 The names come from `gateway.exposed.DirectTools`; a call goes through `TaskRunner.call`, the path
@@ -26,7 +26,12 @@ async def direct_tools(services: TaskServices, reserved: list[str]) -> DirectToo
     """The backend tools as listed; waits (bounded) for backends still starting, as every catalog does."""
     config = services.settings.current
     if "tools" not in config.expose:
-        return DirectTools({})
+        if not config.pinned:
+            return DirectTools({})
+        pinned = DirectTools.pinned(await services.runner.catalog(), config.pinned)
+        if unknown := [name for name in config.pinned if name not in pinned.listed]:
+            logger.warning("pinned tools not offered by any backend (yet): {}", ", ".join(unknown))
+        return pinned
     direct = DirectTools.of(await services.runner.catalog(), prefix=config.prefix, reserved=reserved)
     if direct.clashes:
         logger.warning(
@@ -41,7 +46,8 @@ def listed(direct: DirectTools) -> list[types.Tool]:
 
 
 async def follow_tools(services: DirectServices, relay: ChangeRelay) -> None:
-    """Tells the clients whenever a backend's tools change while "tools" is exposed; runs until cancelled.
+    """Tells the clients whenever a backend's tools change while "tools" is exposed or tools are pinned; runs
+    until cancelled.
 
     Compared by the backends' tool names once the gateway has listed them again, so a backend that restarts
     with the same tools says nothing, and a client that lists at once sees the new tools. (A backend's own
@@ -50,7 +56,8 @@ async def follow_tools(services: DirectServices, relay: ChangeRelay) -> None:
     while True:
         await services.backends_changed()
         now = _shown_tools(services)
-        if now != shown and "tools" in services.settings.current.expose:
+        config = services.settings.current
+        if now != shown and ("tools" in config.expose or config.pinned):
             logger.info("the backends' tools changed: telling the clients (notifications/tools/list_changed)")
             relay.changed(Change("*", "tools"))
         shown = now

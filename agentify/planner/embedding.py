@@ -14,6 +14,7 @@ the package is not installed, its files are missing or unreadable, or `AGENTIFY_
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.util
 import json
@@ -75,8 +76,9 @@ def remember(vectors: dict[str, bytes]) -> None:
 
 
 def known(texts: list[str]) -> dict[str, bytes]:
-    """The vectors of `texts` that are known, by digest (what a manifest keeps); embeds the others."""
-    model = embedder()
+    """The vectors of `texts` by digest (what a manifest keeps), embedding the unknown ones; empty when the
+    model is not loaded (it is never loaded for this)."""
+    model = loaded()
     if model is None:
         return {}
     vectors(model, texts)
@@ -102,6 +104,28 @@ def vectors(model: Embedder, texts: list[str]) -> Vectors:
 
 _lock = threading.Lock()
 _loaded: tuple[Embedder | None, str] | None = None
+
+
+def loaded() -> Embedder | None:
+    """The model if it was loaded already; never loads it (for paths that must stay fast, like saving a manifest)."""
+    return _loaded[0] if _loaded is not None else None
+
+
+def encode(vectors: dict[str, bytes]) -> dict[str, str]:
+    """Vectors as a manifest keeps them: base64 of their float16 bytes, by digest."""
+    return {key: base64.b64encode(raw).decode() for key, raw in vectors.items()}
+
+
+def decode(data: Any) -> dict[str, bytes]:
+    """`encode`'s inverse; whatever does not decode is left out."""
+    out: dict[str, bytes] = {}
+    if isinstance(data, dict):
+        for key, text in data.items():
+            try:
+                out[str(key)] = base64.b64decode(str(text), validate=True)
+            except ValueError:
+                continue
+    return out
 
 
 def embedder() -> Embedder | None:

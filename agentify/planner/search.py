@@ -30,7 +30,7 @@ def parts(query: str) -> list[str]:
 def ranked(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
     """The whole query's best `limit` tools; the ranking every search and planner starts from."""
     mentions = analyse(TaskInput(query=query))
-    return [r for r in index.search(mentions.user_text, mentions.terms(), limit) if r.score > 0]
+    return [r for r in index.search(mentions.query, mentions.terms(), limit) if r.score > 0]
 
 
 def search_tools(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
