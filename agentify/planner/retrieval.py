@@ -58,12 +58,14 @@ class Weights:
 # Fitted by scripts/fit_retrieval.py: a grid search maximising the mean over the public sets of
 # (recall@1 + recall@5) / 2 on their tuning parts only (agentify/eval/public.py), never on the
 # project's own sets. Rerun it after changing the index or the sets.
-FITTED = Weights(name=0.5, lexical=0.3, semantic=1.0, coverage=0.1)
+FITTED = Weights(name=0.5, lexical=0.3, semantic=1.0, coverage=0.1, whole_name=0.1)
 LEXICAL_ONLY = Weights(
     name=FITTED.name, lexical=1.0, semantic=0.0, coverage=FITTED.coverage, whole_name=FITTED.whole_name
 )
 
-# Field weights: the name's is `Weights.name`.
+# Field weights. A name's word weighs `Weights.name` in the hybrid ranking (fitted), and RULES_NAME_WEIGHT in
+# `rank`, the lexical ranking the offline planner's rules and margins were built on (examples/eval).
+RULES_NAME_WEIGHT = 3.0
 DESCRIPTION_WEIGHT = 1.0
 PARAMETER_NAME_WEIGHT = 1.0
 PARAMETER_DESCRIPTION_WEIGHT = 0.3
@@ -195,19 +197,14 @@ class ToolIndex:
         self.weights = weights
         self._tools = list(catalog.tools.values())
         self._vectors: Vectors | None = None
-        docs = [_document(tool, weights.name) for tool in self._tools]
+        docs = [_document(tool, RULES_NAME_WEIGHT) for tool in self._tools]
         self._docs = {tool.name: doc for tool, doc in zip(self._tools, docs, strict=True)}
-        count = len(docs) or 1
-        lengths = [sum(doc.values()) for doc in docs]
-        mean_length = sum(lengths) / count or 1.0
-        postings: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)
-        for i, doc in enumerate(docs):
-            norm = K1 * (1 - B + B * lengths[i] / mean_length)
-            for term, tf in doc.items():
-                postings[term].append((i, tf * (K1 + 1) / (tf + norm)))
-        self._postings = {
-            term: [(i, _idf(count, len(found)) * weight) for i, weight in found] for term, found in postings.items()
-        }
+        self._postings = _postings(docs)
+        self._hybrid = (
+            self._postings
+            if weights.name == RULES_NAME_WEIGHT
+            else _postings([_document(tool, weights.name) for tool in self._tools])
+        )
         self.name_words: dict[str, frozenset[str]] = {
             tool.name: frozenset(words(tool.tool.name)) - frozenset(words(tool.backend)) for tool in self._tools
         }
@@ -233,15 +230,22 @@ class ToolIndex:
         """Whether `search` ranks by meaning too (the model is installed and weighted)."""
         return self.weights.semantic > 0 and embedding.embedder() is not None
 
-    def search(self, text: str, terms: Mapping[str, float] | None = None, limit: int | None = None) -> list[Ranked]:
+    def search(
+        self,
+        text: str,
+        terms: Mapping[str, float] | None = None,
+        limit: int | None = None,
+        said: frozenset[str] = frozenset(),
+    ) -> list[Ranked]:
         """The best `limit` tools (all by default) for `text`, best first, by the hybrid score (see the module's
-        docstring); ties keep the catalog's order, and tools that score nothing come last with 0."""
+        docstring); ties keep the catalog's order, and tools that score nothing come last with 0. `said`: words
+        that count as said for the name bonuses though not in `terms` (a question says "list" and "read")."""
         terms = query_terms(text) if terms is None else terms
         w = self.weights
-        sparse = self._lexical(terms)
+        sparse = self._lexical(terms, self._hybrid)
         best = max(sparse.values(), default=0.0) or 1.0
         if w.coverage or w.whole_name:
-            said = set(terms)
+            said = said | set(terms)
             for i in sparse:
                 name = self.name_words[self._tools[i].name]
                 share = len(name & said) / len(name) if name else 0.0
@@ -264,10 +268,10 @@ class ToolIndex:
         order = np.argsort(-scores, kind="stable")[:count]
         return [Ranked(self._tools[i], float(scores[i])) for i in order.tolist()]
 
-    def _lexical(self, terms: Mapping[str, float]) -> dict[int, float]:
+    def _lexical(self, terms: Mapping[str, float], postings: Postings | None = None) -> dict[int, float]:
         scores: dict[int, float] = {}
         for term, weight in terms.items():
-            for i, score in self._postings.get(term, ()):
+            for i, score in (self._postings if postings is None else postings).get(term, ()):
                 scores[i] = scores.get(i, 0.0) + weight * score
         return scores
 
@@ -291,6 +295,22 @@ class ToolIndex:
         """Backends whose id `text` names as words ("run the arbigent tests" names `arbigent`)."""
         present = set(words(text))
         return {b for b, ws in self._backend_words.items() if ws and ws <= present}
+
+
+Postings = dict[str, list[tuple[int, float]]]
+
+
+def _postings(docs: list[dict[str, float]]) -> Postings:
+    """For each word, the tools (by position) that hold it and its BM25 weight there."""
+    count = len(docs) or 1
+    lengths = [sum(doc.values()) for doc in docs]
+    mean_length = sum(lengths) / count or 1.0
+    found: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)
+    for i, doc in enumerate(docs):
+        norm = K1 * (1 - B + B * lengths[i] / mean_length)
+        for term, tf in doc.items():
+            found[term].append((i, tf * (K1 + 1) / (tf + norm)))
+    return {term: [(i, _idf(count, len(hits)) * weight) for i, weight in hits] for term, hits in found.items()}
 
 
 def _idf(count: int, found: int) -> float:

@@ -13,7 +13,7 @@ import re
 from itertools import zip_longest
 
 from agentify.planner import TaskInput
-from agentify.planner.offline.extract import analyse
+from agentify.planner.offline.extract import ASKED, analyse
 from agentify.planner.retrieval import Ranked, ToolIndex, words
 
 # "and then", "then", "and", "also", ";" and ", and": where one request ends and the next begins.
@@ -28,9 +28,14 @@ def parts(query: str) -> list[str]:
 
 
 def ranked(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
-    """The whole query's best `limit` tools; the ranking every search and planner starts from."""
+    """The query's best `limit` tools. As for the offline planner, a question says "list" and "read", and is
+    answered by a tool that declares itself destructive only after every other."""
     mentions = analyse(TaskInput(query=query))
-    return [r for r in index.search(mentions.query, mentions.terms(), limit) if r.score > 0]
+    said = frozenset(ASKED) if mentions.asks else frozenset()
+    found = [r for r in index.search(mentions.query, mentions.terms(), limit, said) if r.score > 0]
+    if mentions.asks:
+        found.sort(key=lambda r: r.tool.name in index.destructive)
+    return found
 
 
 def search_tools(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
