@@ -285,8 +285,9 @@ async def _list_tools(
     ctx: ServerRequestContext[McpContext], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     services = ctx.lifespan_context.services
-    own = exposed_tools(services.settings.current, services.status().backends)
-    direct = await direct_tools(services, [t.name for t in own])
+    config = services.settings.current
+    direct = await direct_tools(services, [t.name for t in exposed_tools(config)])
+    own = exposed_tools(config, services.status().backends)  # after direct_tools, which may wait for the backends
     return types.ListToolsResult(tools=own + listed(direct))
 
 

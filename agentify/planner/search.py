@@ -14,6 +14,7 @@ from itertools import zip_longest
 
 from agentify.planner import TaskInput
 from agentify.planner.offline.extract import ASKED, analyse
+from agentify.planner.offline.planner import DEPRECATED_FACTOR
 from agentify.planner.retrieval import Ranked, ToolIndex, words
 
 # "and then", "then", "and", "also", ";" and ", and": where one request ends and the next begins.
@@ -28,14 +29,18 @@ def parts(query: str) -> list[str]:
 
 
 def ranked(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
-    """The query's best `limit` tools. As for the offline planner, a question says "list" and "read", and is
-    answered by a tool that declares itself destructive only after every other."""
+    """The query's best `limit` tools. As for the offline planner, a tool that says it is deprecated counts
+    half, and a question says "list" and "read", and is answered by a tool that declares itself destructive
+    only after every other."""
     mentions = analyse(TaskInput(query=query))
     said = frozenset(ASKED) if mentions.asks else frozenset()
-    found = [r for r in index.search(mentions.query, mentions.terms(), limit, said) if r.score > 0]
-    if mentions.asks:
-        found.sort(key=lambda r: r.tool.name in index.destructive)
-    return found
+    found = [
+        Ranked(r.tool, r.score * DEPRECATED_FACTOR) if r.tool.name in index.deprecated else r
+        for r in index.search(mentions.query, mentions.terms(), limit + len(index.deprecated), said)
+        if r.score > 0
+    ]
+    found.sort(key=lambda r: (mentions.asks and r.tool.name in index.destructive, -r.score))
+    return found[:limit]
 
 
 def search_tools(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
