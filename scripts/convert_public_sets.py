@@ -78,7 +78,11 @@ def metatool(repo: Path) -> dict[str, Any]:
     rows = list(csv.DictReader(io.StringIO(git_show(repo, "dataset/data/all_clean_data.csv"))))
     multi = json.loads(git_show(repo, "dataset/data/multi_tool_query_golden.json"))
     backends = [
-        {"id": slug(name), "description": "", "tools": [{"name": name, "description": clip(text), "inputSchema": schema({}, [])}]}
+        {
+            "id": slug(name),
+            "description": "",
+            "tools": [{"name": name, "description": clip(text), "inputSchema": schema({}, [])}],
+        }
         for name, text in sorted(described.items())
     ]
     by_tool: dict[str, list[str]] = {}
@@ -96,7 +100,11 @@ def metatool(repo: Path) -> dict[str, Any]:
             "commit": head(repo),
             "licence": "MIT (Copyright (c) 2023 Yue Huang)",
             "paper": "Huang et al., MetaTool Benchmark for Large Language Models, ICLR 2024 (arXiv:2310.03128)",
-            "files": ["dataset/plugin_des.json", "dataset/data/all_clean_data.csv", "dataset/data/multi_tool_query_golden.json"],
+            "files": [
+                "dataset/plugin_des.json",
+                "dataset/data/all_clean_data.csv",
+                "dataset/data/multi_tool_query_golden.json",
+            ],
             "sampling": f"single-tool queries: the first {METATOOL_PER_TOOL} of each tool by sha256 of the text",
         },
         "backends": backends,
@@ -240,7 +248,10 @@ def main() -> None:
         path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
         tools = sum(len(b["tools"]) for b in data["backends"])
         multi = sum(len(q["tools"]) > 1 for q in data["queries"])
-        print(f"{path}: {tools} tools on {len(data['backends'])} backends, {len(data['queries'])} queries ({multi} multi-tool)")
+        print(
+            f"{path}: {tools} tools on {len(data['backends'])} backends, "
+            f"{len(data['queries'])} queries ({multi} multi-tool)"
+        )
 
 
 if __name__ == "__main__":

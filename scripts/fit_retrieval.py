@@ -30,7 +30,7 @@ COVERAGE = (0.0, 0.1, 0.2)
 WHOLE_NAME = (0.0, 0.1, 0.2, 0.4)
 DEPTH = 10
 MAX_WRONG = 0.06  # below the target of 10 %, to leave room for sets the fit has not seen
-LEADS = tuple(i / 100 for i in range(0, 101))
+LEADS = tuple(i / 100 for i in range(101))
 
 
 async def calibrate(sets: list[PublicSet]) -> None:

@@ -10,7 +10,7 @@ unreadable or stale file is ignored (and logged); writing is atomic and never fo
 Beside the tools it keeps what else the backend offers (`offers`: capabilities, resources, templates,
 prompts; `offers.py`), under a key older readers ignore; a file without it is still a valid manifest.
 It also keeps the tools' vectors for semantic search (`vectors`, by digest of the text they embed;
-`planner.embedding`) when the model is loaded, so a lazy backend's tools rank by meaning before it
+`_common.vectors`, made by the planner) when the model is loaded, so a lazy backend's tools rank by meaning before it
 starts without being embedded again; a vector whose text changed is simply not used.
 """
 
@@ -25,12 +25,11 @@ import mcp_types as types
 from loguru import logger
 from pydantic import ValidationError
 
+from agentify._common import vectors
 from agentify._common.dirs import user_dir
 from agentify._common.private_files import private_dir, read_private, write_private
 from agentify.backends.offers import Offers
 from agentify.config import BackendConfig
-from agentify.planner import embedding
-from agentify.planner.retrieval import text_to_embed
 
 FORMAT = 1
 
@@ -77,7 +76,7 @@ class ManifestStore:
             if data.get("format") != FORMAT:
                 return None
             tools = [types.Tool.model_validate(tool) for tool in data["tools"]]
-            embedding.remember(embedding.decode(data.get("vectors")))
+            vectors.restore(data.get("vectors"))
             return tools
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
@@ -99,8 +98,8 @@ class ManifestStore:
         """The tools, keeping the offers already in the file."""
         previous = self._read(spec) or {}
         dumped = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
-        vectors = embedding.known([text_to_embed(tool, spec.description or "") for tool in tools])
-        self._write(spec, dumped, previous.get("offers"), embedding.encode(vectors) or previous.get("vectors"))
+        kept = vectors.keep(spec.description or "", tools)
+        self._write(spec, dumped, previous.get("offers"), kept or previous.get("vectors"))
 
     def save_offers(self, spec: BackendConfig, offers: Offers) -> None:
         """The offers, beside the tools already in the file; nothing before the tools were saved (a manifest
@@ -119,16 +118,14 @@ class ManifestStore:
             return None
         return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
-    def _write(
-        self, spec: BackendConfig, tools: list[Any], offers: dict[str, Any] | None, vectors: Any = None
-    ) -> None:
+    def _write(self, spec: BackendConfig, tools: list[Any], offers: dict[str, Any] | None, kept: Any = None) -> None:
         if self._cache is None or self.directory is None:
             return
         data = {"format": FORMAT, "backend": spec.id, "tools": tools}
         if offers is not None:
             data["offers"] = offers
-        if vectors:
-            data["vectors"] = vectors
+        if kept:
+            data["vectors"] = kept
         try:
             private_dir(self._cache)
             write_private(self.directory, _name(spec), json.dumps(data).encode())

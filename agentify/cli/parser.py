@@ -95,7 +95,9 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
         help="plan: the planner's top-1 accuracy (default); search: recall at k of search_tools; public: FILE names "
         "public tool-retrieval sets (metatool, toolalpaca, restbench, all, or converted files), measured beside BM25",
     )
-    evaluate.add_argument("--part", choices=["heldout", "tune", "all"], default="heldout", help="--mode public: which part")
+    evaluate.add_argument(
+        "--part", choices=["heldout", "tune", "all"], default="heldout", help="--mode public: which part"
+    )
     evaluate.add_argument("--sample", type=int, help="--mode public: only the first N queries of each part")
     evaluate.add_argument("--limit", type=int, default=5, help="--mode search: k, how many tools an answer holds")
 

@@ -118,7 +118,7 @@ class BM25Baseline:
     """Okapi BM25 (rank_bm25, k1 1.5, b 0.75) over `tool_text`, tokenised by `plain_tokens`."""
 
     def __init__(self, catalog: Catalog) -> None:
-        from rank_bm25 import BM25Okapi
+        from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
         self._tools = list(catalog.tools.values())
         self._bm25 = BM25Okapi([plain_tokens(tool_text(t)) or ["_"] for t in self._tools])
@@ -269,7 +269,8 @@ def report_lines(reports: list[SetReport]) -> list[str]:
         out.append(
             f"{r.name} ({r.part} part, {r.agentify['queries']} queries, {r.agentify['multiTool']} multi-tool; "
             f"{r.catalog_size} tools; {'semantic + lexical' if r.semantic else 'lexical only'}) "
-            f"from {r.source.get('repo', '?')} @ {str(r.source.get('commit', '?'))[:12]}, {r.source.get('licence', '?')}"
+            f"from {r.source.get('repo', '?')} @ {str(r.source.get('commit', '?'))[:12]}, "
+            f"{r.source.get('licence', '?')}"
         )
         out.append(f"  {'':<22}{'search_tools':>14}{'BM25':>10}")
         for metric in ("recall@1", "recall@5", "recall@10", "ndcg@5", "allInTop5"):
@@ -285,7 +286,9 @@ def report_lines(reports: list[SetReport]) -> list[str]:
             f"wrong {p['wrong'] / total:.1%}, refused {p['refused'] / total:.1%}"
         )
         s = r.shortlist
-        multi = f", every needed tool of {s['holdsAllOfMulti']:.1%} of multi-tool ones" if r.agentify["multiTool"] else ""
+        multi = (
+            f", every needed tool of {s['holdsAllOfMulti']:.1%} of multi-tool ones" if r.agentify["multiTool"] else ""
+        )
         out.append(
             f"  model planner's shortlist (base k = {s['baseK']}, mean {s['meanSize']:.1f} tools) holds the right tool "
             f"of {s['holdsRight']:.1%} of single-tool queries{multi}"

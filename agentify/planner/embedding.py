@@ -56,7 +56,8 @@ class Embedder:
             if ids:
                 out[i] = np.asarray(self._table[ids], dtype=np.float32).mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-9)
+        unit: Vectors = out / np.maximum(norms, 1e-9)
+        return unit
 
 
 _known: dict[str, bytes] = {}
@@ -165,7 +166,7 @@ def _open() -> tuple[Embedder | None, str]:
 
         tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
         table = _table(folder / WEIGHTS, np)
-    except (ImportError, OSError, ValueError, KeyError, struct.error, Exception) as exc:  # noqa: BLE001 - any failure falls back
+    except (ImportError, OSError, ValueError, KeyError, struct.error, Exception) as exc:
         return None, f"lexical only: the {PACKAGE} model cannot be read ({type(exc).__name__}: {str(exc)[:120]})"
     tokenizer.no_padding()
     tokenizer.no_truncation()

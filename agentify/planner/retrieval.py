@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
+from agentify._common import vectors
 from agentify.planner import embedding
 from agentify.planner.catalog import Catalog, CatalogTool, enum_values
 
@@ -265,8 +266,8 @@ class ToolIndex:
         scores = np.maximum(similarity, 0.0) * w.semantic
         for i, value in sparse.items():
             scores[i] += value
-        order = np.argsort(-scores, kind="stable")[:count]
-        return [Ranked(self._tools[i], float(scores[i])) for i in order.tolist()]
+        top: list[int] = np.argsort(-scores, kind="stable")[:count].tolist()
+        return [Ranked(self._tools[i], float(scores[i])) for i in top]
 
     def _lexical(self, terms: Mapping[str, float], postings: Postings | None = None) -> dict[int, float]:
         scores: dict[int, float] = {}
@@ -386,3 +387,14 @@ class IndexCache:
         else:
             self._indexes.move_to_end(key)
         return index
+
+
+def _keep(backend_description: str, tools: list[types.Tool]) -> dict[str, str]:
+    return embedding.encode(embedding.known([text_to_embed(tool, backend_description) for tool in tools]))
+
+
+def _restore(data: Any) -> None:
+    embedding.remember(embedding.decode(data))
+
+
+vectors.register(_keep, _restore)  # a manifest keeps its tools' vectors (see `_common.vectors`)

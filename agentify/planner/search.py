@@ -18,7 +18,9 @@ from agentify.planner.offline.planner import DEPRECATED_FACTOR
 from agentify.planner.retrieval import Ranked, ToolIndex, words
 
 # "and then", "then", "and", "also", ";" and ", and": where one request ends and the next begins.
-_SPLIT = re.compile(r"\s*(?:[;\n]|,?\s+and\s+then\s+|,?\s+then\s+|,?\s+and\s+also\s+|,?\s+also\s+|,?\s+and\s+)\s*", re.I)
+_SPLIT = re.compile(
+    r"\s*(?:[;\n]|,?\s+and\s+then\s+|,?\s+then\s+|,?\s+and\s+also\s+|,?\s+also\s+|,?\s+and\s+)\s*", re.I
+)
 MIN_PART_WORDS = 2  # a part with fewer words is a list's item ("salt and pepper"), not a request
 
 

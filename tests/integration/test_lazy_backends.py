@@ -138,7 +138,9 @@ async def test_a_lazy_backends_tools_are_found_by_meaning_from_its_manifest_befo
     tmp_path: Path, workspace: Path
 ) -> None:
     marker = tmp_path / "lazy.log"
-    config = write_config(tmp_path, [fake_backend("lazy", "--marker", str(marker), start="lazy"), fs_backend(workspace)])
+    config = write_config(
+        tmp_path, [fake_backend("lazy", "--marker", str(marker), start="lazy"), fs_backend(workspace)]
+    )
     env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"))
     async with gateway(config, env, tmp_path / "stderr.log"):
         await wait_until(lambda: any((tmp_path / "cache" / "manifests").glob("*.json")))  # learnt once
