@@ -266,8 +266,13 @@ class ToolIndex:
         scores = np.maximum(similarity, 0.0) * w.semantic
         for i, value in sparse.items():
             scores[i] += value
-        top: list[int] = np.argsort(-scores, kind="stable")[:count].tolist()
-        return [Ranked(self._tools[i], float(scores[i])) for i in top]
+        if count < len(scores):
+            picked: list[int] = np.argpartition(-scores, count - 1)[:count].tolist() if count else []
+        else:
+            picked = list(range(len(scores)))
+        values = {i: float(scores[i]) for i in picked}
+        picked.sort(key=lambda i: (-values[i], i))  # ties keep the catalog's order
+        return [Ranked(self._tools[i], values[i]) for i in picked]
 
     def _lexical(self, terms: Mapping[str, float], postings: Postings | None = None) -> dict[int, float]:
         scores: dict[int, float] = {}
@@ -283,7 +288,11 @@ class ToolIndex:
             return None
         if self._vectors is None:
             self._vectors = embedding.vectors(model, [embedding_text(t) for t in self._tools])
-        return self._vectors @ model.embed([text])[0]
+        import numpy as np
+
+        # einsum, not `@`: a matrix-vector product through BLAS spreads over threads, which costs tens of
+        # milliseconds on a busy machine for what one core does in one.
+        return np.einsum("ij,j->i", self._vectors, model.embed([text])[0])
 
     def matched(self, tool: CatalogTool, text: str) -> tuple[list[str], list[str]]:
         """(the words of `text` that `tool`'s document holds, themselves or by a synonym; all its words)."""
