@@ -49,7 +49,7 @@ from bench_support import (
 )
 from mcp.client.stdio import StdioServerParameters
 
-from agentify.security.team_tokens import digest
+from agentify.team.tokens_file import digest
 from tests.fakes.jwks_issuer import JwksIssuer
 from tests.servers import free_port, wait_accepting
 

@@ -26,11 +26,20 @@ class ExitWatchdog:
     def __init__(self, shutdown_seconds: float) -> None:
         self.signalled = threading.Event()
         self._shutdown_seconds = shutdown_seconds
+        self._serving = False
+
+    def serving(self) -> None:
+        """The client spoke and the gateway opens its services: from now on a signal waits for their close."""
+        self._serving = True
 
     def signal(self) -> None:
-        """A signal arrived: leave as soon as the backends are closed, and in any case once their
-        close (bounded by `shutdown_seconds`) must be over, should a signal beat the gateway's start."""
+        """A signal arrived: before the client spoke nothing was started, so leave at once; else as soon as
+        the backends are closed, and in any case once their close (bounded by `shutdown_seconds`) must be
+        over. Called on the event loop, as `serving` is: a client's first message cannot slip between."""
         self.signalled.set()
+        if not self._serving:
+            logger.info("agentify stopped before its client spoke")
+            leave_now(0)
         _exit_after(self._shutdown_seconds + EXIT_WATCHDOG_SECONDS)
 
     def closed(self) -> None:

@@ -26,6 +26,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
+from agentify._common.background import background
 from agentify._common.errors import first, first_where
 from agentify.backends.bounded_http import AnswerBounds, AnswerRefused
 from agentify.backends.connection import Link
@@ -190,9 +191,6 @@ async def _relayed(read: Any, write: Any) -> AsyncIterator[_Relay]:
             link.lost_reason = link.lost_reason or "the server closed the connection"
             link.gone.set()
 
-    async with anyio.create_task_group() as tg:
+    async with background() as tg:
         tg.start_soon(relay)
-        try:
-            yield relayed
-        finally:
-            tg.cancel_scope.cancel()
+        yield relayed

@@ -16,6 +16,7 @@ from mcp.client.subscriptions import Subscription, SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
 
 from agentify import __version__
+from agentify._common.background import background
 from agentify.backends.connection import Connection, Link
 from agentify.backends.era import Era, is_modern
 from agentify.backends.failures import AuthRequired, StartRejected, StartTimeout, WrongTransport
@@ -147,7 +148,7 @@ async def listening(session: ClientSession) -> AsyncIterator[None]:
     prompts = bool(offered and offered.prompts and offered.prompts.list_changed)
     resources = bool(offered and offered.resources and offered.resources.list_changed)
     async with AsyncExitStack() as stack:
-        tg = await stack.enter_async_context(anyio.create_task_group())
+        tg = await stack.enter_async_context(background())
         if is_modern(session) and (tools or prompts or resources):
             try:
                 with anyio.fail_after(LISTEN_ACK_SECONDS):
@@ -165,7 +166,7 @@ async def listening(session: ClientSession) -> AsyncIterator[None]:
         try:
             yield
         finally:
-            tg.cancel_scope.cancel()
+            tg.cancel_scope.cancel()  # before the subscription closes: its drain must not read a closed stream
 
 
 async def _drain(subscription: Subscription) -> None:

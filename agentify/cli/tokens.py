@@ -1,4 +1,4 @@
-"""`agentify token add|remove|list`: the people of `server.auth` type `tokens` (security/team_tokens.py).
+"""`agentify token add|remove|list`: the people of `server.auth` type `tokens` (team/tokens_file.py).
 
 `add` prints the new token once, on stdout (so `T=$(agentify token add alice)` works), and stores
 only its sha256. The file is rewritten whole (a new file renamed over the old one, mode 0600) under
@@ -20,7 +20,7 @@ from agentify.cli.errors import EXIT_OK, UsageError
 from agentify.cli.output import note, say
 from agentify.config import load_sources
 from agentify.config.server import TokensAuth
-from agentify.security.team_tokens import TokensFileError, check_name, digest, encode, new_token, read_entries
+from agentify.team.tokens_file import TokensFileError, check_name, digest, encode, new_token, read_entries
 
 LOCK_SECONDS = 5.0
 

@@ -19,6 +19,7 @@ import anyio
 from anyio.abc import TaskGroup
 from loguru import logger
 
+from agentify._common.background import background
 from agentify.config import Config
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class ConsoleSupervisor:
 async def attached_console(services: ConsoleServices) -> AsyncIterator[None]:
     """Serves the console of the gateway's `services` while inside (when a debug port is set, now or by a
     later config change); leaving stops it, bounded, before the gateway closes its backends."""
-    async with anyio.create_task_group() as tg:
+    async with background() as tg:
         supervisor = ConsoleSupervisor(services, tg)
         services.settings.listeners.append(supervisor.apply)
         supervisor.apply(services.settings.current)
@@ -126,4 +127,3 @@ async def attached_console(services: ConsoleServices) -> AsyncIterator[None]:
         finally:
             with anyio.CancelScope(shield=True):
                 await supervisor.aclose()
-            tg.cancel_scope.cancel()

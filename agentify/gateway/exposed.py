@@ -1,8 +1,8 @@
-"""Backend tools shown directly (config `expose` with "tools", or the operator's `pinned` ones): the name
+"""Backend tools shown directly (config `expose` with "tools", or those the operator names in `listedTools`): the name
 each is listed under in the gateway's own `tools/list`, and which tool a `tools/call` by name means; and
 the description of `search_tools`, derived from what is behind it.
 
-Pinned tools are listed beside `search_tools` and `call_tool` under their catalog name, whatever
+Tools named in `listedTools` are listed beside `search_tools` and `call_tool` under their catalog name, whatever
 `prefix` says, since that is the name search_tools gives them.
 
 With `prefix` (the default) a tool is listed under its catalog name, `<backend>__<tool>`, which is
@@ -46,8 +46,8 @@ class DirectTools:
         return cls(listed, tuple(sorted(clashes)))
 
     @classmethod
-    def pinned(cls, catalog: Catalog, names: Collection[str]) -> DirectTools:
-        """The tools named in config `pinned` that the catalog has, in the config's order; unknown names are
+    def chosen(cls, catalog: Catalog, names: Collection[str]) -> DirectTools:
+        """The tools named in config `listedTools` that the catalog has, in the config's order; unknown names are
         left out (`missing` says which)."""
         return cls({name: tool for name in names if (tool := catalog.get(name)) is not None})
 

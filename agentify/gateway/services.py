@@ -23,6 +23,7 @@ from typing import Protocol
 import anyio
 import mcp_types as types
 
+from agentify._common.background import background
 from agentify._common.logging import LogSetup
 from agentify.backends import BackendManager, BackendStatus
 from agentify.backends.logs import LogListener
@@ -30,14 +31,15 @@ from agentify.backends.manifest import cache_dir
 from agentify.backends.offers import ChangeListener
 from agentify.config import Config, ConfigSources
 from agentify.gateway.events import EventBus
-from agentify.gateway.limits import Limiter
 from agentify.gateway.offers import Offerings
 from agentify.gateway.reload import watch_config
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
+from agentify.pinning import PinBook, open_store
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.team.limits import Limiter
 from agentify.telemetry.setup import Telemetry
 
 SHUTDOWN_SECONDS = 10.0
@@ -91,6 +93,8 @@ class Services:
     offerings: Offerings
     """The backends' resources, prompts and completions, as one server."""
     limiter: Limiter
+    pins: PinBook
+    """The pinned tool definitions (config `pinning`): what the console reviews and approves."""
     telemetry: Telemetry
     started: float
 
@@ -136,11 +140,14 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
     bus = EventBus()
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, redactor, file=config.trace_file)
+    pins = PinBook(config.pinning, open_store(config))
+    await anyio.to_thread.run_sync(pins.open)
     backends = BackendManager(
         config.backends,
         on_state=lambda status: bus.publish("backend", status.as_dict()),
         cache_dir=cache_dir(),
         secrets=redactor.add,
+        pins=pins,
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     limiter = Limiter(config.server.limits, config.server.redis)
@@ -157,6 +164,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     settings.listeners.append(lambda changed: limiter.configure(changed.server.limits))
+    settings.listeners.append(lambda changed: pins.set_mode(changed.pinning))
     services = Services(
         settings=settings,
         redactor=redactor,
@@ -166,13 +174,14 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         backends=backends,
         planners=planners,
         runner=runner,
-        offerings=Offerings(backends, prefix=lambda: settings.current.prefix),
+        offerings=Offerings(backends, prefix=lambda: settings.current.prefix, charge=limiter.charge_backend),
         limiter=limiter,
+        pins=pins,
         telemetry=boot.telemetry,
         started=time.time(),
     )
     with services.reading_traces() if config.trace_file else nullcontext():
-        async with anyio.create_task_group() as tg:
+        async with background() as tg:  # what the gateway's body raises leaves unwrapped
             await tg.start(backends.run)
             watching = anyio.CancelScope()
             if reload and settings.file_path is not None:
@@ -188,8 +197,8 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
                     await planners.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
                     await limiter.aclose()
+                    await pins.close()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
-                tg.cancel_scope.cancel()
 
 
 async def _watch(scope: anyio.CancelScope, settings: LiveConfig, path: Path) -> None:

@@ -39,10 +39,10 @@ from pydantic import BaseModel, ValidationError
 from agentify.errors import Denied, InvalidInput
 from agentify.gateway.confirm_prompt import confirmation_message
 from agentify.gateway.policy import Answer, AskingClient
-from agentify.mcp_server.answer_ledger import AnswerLedger, MemoryLedger
 from agentify.planner import Plan
 from agentify.planner.prompt import document_path
 from agentify.planner.sampling import MAX_TOKENS, SamplingResult
+from agentify.team.answer_ledger import AnswerLedger, MemoryLedger
 
 ROUND_TRIP_VERSION = "2026-07-28"
 CONFIRM_TIMEOUT_SECONDS = 600.0

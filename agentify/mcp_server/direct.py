@@ -1,4 +1,4 @@
-"""Backend tools in the gateway's own `tools/list` (config `expose` with "tools", or `pinned`), and
+"""Backend tools in the gateway's own `tools/list` (config `expose` with "tools", or `listedTools`), and
 `notifications/tools/list_changed` when what that list shows changes.
 
 The names come from `gateway.exposed.DirectTools`; a call goes through `TaskRunner.call`, the path
@@ -26,12 +26,12 @@ async def direct_tools(services: TaskServices, reserved: list[str]) -> DirectToo
     """The backend tools as listed; waits (bounded) for backends still starting, as every catalog does."""
     config = services.settings.current
     if "tools" not in config.expose:
-        if not config.pinned:
+        if not config.listed_tools:
             return DirectTools({})
-        pinned = DirectTools.pinned(await services.runner.catalog(), config.pinned)
-        if unknown := [name for name in config.pinned if name not in pinned.listed]:
-            logger.warning("pinned tools not offered by any backend (yet): {}", ", ".join(unknown))
-        return pinned
+        chosen = DirectTools.chosen(await services.runner.catalog(), config.listed_tools)
+        if unknown := [name for name in config.listed_tools if name not in chosen.listed]:
+            logger.warning("listedTools not offered by any backend (yet): {}", ", ".join(unknown))
+        return chosen
     direct = DirectTools.of(await services.runner.catalog(), prefix=config.prefix, reserved=reserved)
     if direct.clashes:
         logger.warning(
@@ -46,7 +46,7 @@ def listed(direct: DirectTools) -> list[types.Tool]:
 
 
 async def follow_tools(services: DirectServices, relay: ChangeRelay) -> None:
-    """Tells the clients whenever a backend's tools change while "tools" is exposed or tools are pinned; runs
+    """Tells the clients whenever a backend's tools change while "tools" is exposed or `listedTools` are; runs
     until cancelled.
 
     Compared by the backends' tool names once the gateway has listed them again, so a backend that restarts
@@ -57,7 +57,7 @@ async def follow_tools(services: DirectServices, relay: ChangeRelay) -> None:
         await services.backends_changed()
         now = _shown_tools(services)
         config = services.settings.current
-        if now != shown and ("tools" in config.expose or config.pinned):
+        if now != shown and ("tools" in config.expose or config.listed_tools):
             logger.info("the backends' tools changed: telling the clients (notifications/tools/list_changed)")
             relay.changed(Change("*", "tools"))
         shown = now

@@ -17,7 +17,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import anyio
 import mcp_types as types
 from loguru import logger
 from mcp.server import Server
@@ -26,6 +25,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
 from agentify import __version__
+from agentify._common.background import background
 from agentify._common.schemas import tool_schema
 from agentify.backends.logs import LogListener
 from agentify.backends.offers import Change, ChangeListener
@@ -35,22 +35,24 @@ from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.backend_questions import BackendQuestionRelay
 from agentify.gateway.exposed import search_description
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
-from agentify.gateway.limits import Limiter
 from agentify.gateway.offers import Offerings
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
-from agentify.mcp_server.bearer import principal_of
 from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
-from agentify.mcp_server.logs import LogRelay
+from agentify.mcp_server.logs import LogRelay, protocol_level
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
-from agentify.mcp_server.replica import Replica
+from agentify.mcp_server.operations import recording
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
 from agentify.security.display import escaped
 from agentify.security.redact import Redactor
-from agentify.telemetry.principal import ANONYMOUS, LOCAL, acting_for, current_principal
+from agentify.team.bearer import principal_of
+from agentify.team.drain import BackendReadiness, Replica
+from agentify.team.limits import Limiter
+from agentify.team.operations import OperationSink
+from agentify.team.principal import ANONYMOUS, LOCAL, acting_for, current_principal
 
 _TASK_SCHEMA = tool_schema(TaskInput)
 
@@ -172,22 +174,28 @@ def build_server(
     trust_init_options: bool = True,
     questions: Questions | None = None,
     clients: Clients | None = None,
+    operations: Sequence[OperationSink] = (),
 ) -> Server[McpContext]:
     """`trust_init_options`: over stdio the client started agentify, so its `initializationOptions` are
     its own config; over HTTP any client can connect, and they change nothing.
     `questions`: how long the client's answers are awaited, and which were used (`Questions`).
-    `clients`: one (stdio, the default) or many (HTTP)."""
+    `clients`: one (stdio, the default) or many (HTTP). `operations` hear every operation a principal asked
+    for as it ends (the audit, the metrics: `mcp_server/operations.py`)."""
     questions = questions or Questions()
     clients = clients or Clients()
 
     @asynccontextmanager
     async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
-            async with open_services() as services, anyio.create_task_group() as tg:
+            async with open_services() as services, background() as tg:
                 if clients.replica is not None:
-                    clients.replica.statuses = lambda: services.status().backends
+                    clients.replica.statuses = lambda: [
+                        BackendReadiness(s.id, s.state.value, s.enabled and s.start == "eager")
+                        for s in services.status().backends
+                    ]
                 relay = ChangeRelay(services.offerings)
-                logs = LogRelay(services.redactor, services.set_log_level)
+                own_level = None if clients.one else protocol_level(services.settings.current.log_level)
+                logs = LogRelay(services.redactor, services.set_log_level, own_level)
                 stop_hearing = services.on_change(heard(relay))
                 stop_logs = services.on_log(logs.heard)
                 services.settings.reloaded.append(_telling(relay))
@@ -220,6 +228,8 @@ def build_server(
     server.middleware.append(capabilities_writer(lambda ctx: ctx.lifespan_context.offerings))
     server.middleware.append(connection_keeper(lambda ctx: ctx.lifespan_context.relay))
     server.middleware.append(questions.boundary(server.name))
+    if operations:
+        server.middleware.append(recording(operations, {tool.name for tool in TOOLS}))
     return server
 
 
@@ -305,6 +315,10 @@ async def _call_tool(
     if name not in exposed and (tool := (await direct_tools(services, exposed)).find(name)) is not None:
         arguments, name = {"name": tool.name, "arguments": arguments}, "call_tool"  # `call_tool`'s path
     elif name not in exposed:
+        try:
+            services.runner.refuse_withheld(name)
+        except AgentifyError as withheld:
+            return error_result(withheld, services.redactor)
         offered = exposed + (["the backend tools that tools/list shows"] if "tools" in settings.expose else [])
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(offered)}")
         return error_result(unknown, services.redactor)
@@ -416,6 +430,8 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
         if status.server:
             line += f" [server: {status.server}]"
         lines.append(line)
+        lines.extend(f"  withheld {tool} (pinning: enforce): {why}" for tool, why in status.withheld)
+        lines.extend(f"  flagged {tool} (pinning: warn, waits for approval): {why}" for tool, why in status.flagged)
     if not statuses:
         lines.append("no backends are configured: add some to the config file (see backends.example.json)")
     structured = {
@@ -432,6 +448,7 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
                 "tools": list(s.tools),
                 "server": s.server,
             }
+            | s.pins_dict()
             for s in statuses
         ],
     }

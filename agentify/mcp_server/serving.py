@@ -1,14 +1,16 @@
 """`agentify serve`: the gateway over stdio (what IDEs start) or over MCP streamable HTTP.
 
 stdio: on pipes the event loop's own (`stdio_pipes`), elsewhere the SDK's transport, with unreadable
-lines answered (`stdio_guard`); `on_closed` is told when every backend is closed (the caller's exit
-watchdog: the SDK's stdin reader thread only returns at EOF).
+lines answered (`stdio_guard`); the caller's exit watchdog is told when the client has spoken and when
+every backend is closed (the SDK's stdin reader thread only returns at EOF).
 HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
 gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
-(`team_auth.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
+(`team.authentication.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
 of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`),
 all behind the connection gate against idle sockets; then the endpoint (`http_app`: a request whose
 result comes alone is answered with one JSON body). `initializationOptions` change nothing.
+`GET /metrics` sits beside the health routes (`team.metrics`), and every operation is handed to the
+metrics and, with `server.audit`, to the audit chain (`team.audit`, open while the server serves).
 SIGTERM drains (`Replica.drain`) before the server stops.
 """
 
@@ -17,8 +19,8 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -27,31 +29,35 @@ from loguru import logger
 
 from agentify import __version__
 from agentify._common.errors import StartFailed
+from agentify._common.exit import ExitWatchdog
 from agentify._common.signals import stop_signals
 from agentify.config import Config
 from agentify.gateway.services import Boot
 from agentify.mcp_server.stdio_guard import answering_parse_errors
 from agentify.mcp_server.stdio_pipes import pipe_stdio
-from agentify.security.http_auth import NoWebSockets, is_loopback
+from agentify.team.http_auth import NoWebSockets, is_loopback
 
 if TYPE_CHECKING:
     from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.client_requests import Questions
-    from agentify.mcp_server.replica import Replica
     from agentify.mcp_server.server import OpenServices
+    from agentify.team.audit import AuditLog
+    from agentify.team.drain import Replica
 
 HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
 HTTP_BODY_BYTES = 16 * 1024 * 1024  # one MCP message: a tool call may carry a file's content
 CLOSE_SECONDS = 2  # after the drain: for the last replies to leave, and open event streams to be cut
 
 
-async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Callable[[], None]) -> None:
+async def serve_stdio(open_services: OpenServices, config: Config, exits: ExitWatchdog) -> None:
+    """`exits` is told when the client has spoken (from then on a signal waits for the backends to close)
+    and when every backend is closed."""
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
     from agentify.mcp_server.server import build_server
 
-    server = build_server(open_services, on_closed=on_closed, questions=_questions(config))
+    server = build_server(open_services, on_closed=exits.closed, questions=_questions(config))
     logger.info("agentify {} serving MCP on stdio with {} backends", __version__, len(config.backends))
 
     async with pipe_stdio() as pipes, AsyncExitStack() as stack:
@@ -61,8 +67,9 @@ async def serve_stdio(open_services: OpenServices, config: Config, on_closed: Ca
         read = await stack.enter_async_context(answering_parse_errors(read_stream, write_stream))
         if not await read.wait_first():
             logger.info("stdin ended before the client sent anything: no backend started")
-            on_closed()
+            exits.closed()
             return
+        exits.serving()
         # tools.listChanged: with expose "tools" the gateway's tools follow the backends' (mcp_server/direct.py).
         options = server.create_initialization_options(NotificationOptions(tools_changed=True))
         await server.run(read, write_stream, options)
@@ -73,18 +80,27 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     import uvicorn  # here, as everything HTTP serving needs: stdio starts without it
 
     from agentify._common.listen import EmbeddedServer
+    from agentify.mcp_server.client_requests import Questions
     from agentify.mcp_server.http_app import MCP_PATH, mcp_app
-    from agentify.mcp_server.replica import Replica, ReplicaRoutes
     from agentify.mcp_server.server import Clients, build_server
-    from agentify.mcp_server.shared_state import shared_questions
-    from agentify.mcp_server.team_auth import host_check, protect
     from agentify.security.bodies import BodyLimit
     from agentify.security.connections import ConnectionGate
+    from agentify.team.authentication import host_check, protect
+    from agentify.team.bearer import RequireBearer
+    from agentify.team.drain import Replica, ReplicaRoutes
+    from agentify.team.metrics import METRICS_PATH, TOKEN_VARIABLE, Metrics, metrics_token
+    from agentify.team.sessions import SessionCaps
+    from agentify.team.shared_state import shared_state
 
-    questions = shared_questions(boot.config, os.environ)
+    shared = shared_state(boot.config, os.environ)
+    questions = Questions(seconds=boot.config.confirm_timeout_seconds, ledger=shared.ledger, keys=shared.keys)
     boot.redactor.add(questions.keys)
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     replica = Replica()
+    scrapers = metrics_token(os.environ.get(TOKEN_VARIABLE))
+    boot.redactor.add([scrapers] if scrapers else [])
+    metrics = Metrics(replica, scrapers)
+    audit = await _open_audit(boot)
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # (not the log level either, which is the gateway's, for every client).
     server = build_server(
@@ -92,12 +108,24 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         trust_init_options=False,
         questions=questions,
         clients=Clients(one=False, replica=replica),
+        operations=[metrics.operation, *([audit.operation] if audit is not None else [])],
     )
-    mcp = mcp_app(server, host_check(host, boot.config.server), held=replica)
+    caps = SessionCaps(boot.config.server.max_sessions_per_principal, boot.config.server.session_opens_per_minute)
+    mcp = mcp_app(server, host_check(host, boot.config.server), held=replica, caps=caps)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
-    protected = protect(BodyLimit(mcp, limit=HTTP_BODY_BYTES), boot, endpoint=url, shared_token=token)
-    app = NoWebSockets(ReplicaRoutes(protected.app, replica, protected.public))
+    protected = protect(
+        BodyLimit(mcp, limit=HTTP_BODY_BYTES),
+        boot.config.server,
+        boot.redactor,
+        lambda line: boot.logs.reveal("agentify", line),
+        endpoint=url,
+        shared_token=token,
+    )
+    if isinstance(protected.app, RequireBearer):  # a removed token ends its person's sessions
+        protected.app.on_removed(mcp.state.sessions.end_principals)
+    public = protected.public | {METRICS_PATH: metrics.route}
+    app = NoWebSockets(ReplicaRoutes(metrics.counting(protected.app), replica, public))
     if not is_loopback(host):
         logger.warning("serving MCP on {}: reachable from other machines; only clients with a token get in", host)
     # Connections that never send a request time out and cannot crowd out clients with the token.
@@ -116,9 +144,42 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
         forwarded_allow_ips=boot.config.server.trusted_proxies,
     )
     try:
-        await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
+        async with _auditing(audit):
+            await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
     finally:
         await questions.aclose()
+
+
+async def _open_audit(boot: Boot) -> AuditLog | None:
+    """The audit chain of `server.audit`, its file taken; None without it.
+
+    Raises:
+        StartFailed: the file cannot be written, or another process writes it."""
+    if boot.config.server.audit is None:
+        return None
+    from agentify.team.audit import AuditLog, replica_id
+    from agentify.telemetry.audit_logs import audit_export
+
+    export = audit_export(boot.telemetry.logs) if boot.telemetry.logs is not None else None
+    audit = AuditLog(boot.config.server.audit, replica_id(), boot.redactor.text, export)
+    await anyio.to_thread.run_sync(audit.open)
+    return audit
+
+
+@asynccontextmanager
+async def _auditing(audit: AuditLog | None) -> AsyncIterator[None]:
+    """While serving, `trust_changed` writes to `audit`; after, every line queued is written (bounded)."""
+    if audit is None:
+        yield
+        return
+    from agentify.team.audit import installed
+
+    try:
+        with installed(audit):
+            yield
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(audit.close)
 
 
 async def _serve_until_drained(

@@ -1,3 +1,2 @@
-"""Redaction of secrets (`redact`), which configured values are credentials (`credentials`), the
-HTTP bearer check (`http_auth`), and the connection gate in front of every HTTP listener
-(`connections`)."""
+"""Redaction of secrets (`redact`), which configured values are credentials (`credentials`), and the
+connection gate in front of every HTTP listener (`connections`)."""

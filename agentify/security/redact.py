@@ -34,7 +34,7 @@ _PATTERN_REACH = 1100  # the longest text one pattern can need to recognise its 
 _PATTERNS = (
     re.compile(r"(?i)\b(bearer[ \t]{1,16})[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"\b(sk-)[A-Za-z0-9_-]{8,}"),
-    re.compile(r"\b(agt_)[A-Za-z0-9_-]{16,}"),  # agentify's own per-person tokens (security/team_tokens.py)
+    re.compile(r"\b(agt_)[A-Za-z0-9_-]{16,}"),  # agentify's own per-person tokens (team/tokens_file.py)
     re.compile(r"\b(eyJ)[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),  # a JWT: header.claims.signature
     re.compile(r"(?i)\b((?:api[_-]?key|token|secret|password)[\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?)[^\s\"',}]{4,}"),
     # scheme://user:PASSWORD@host. The look-behind lets a scheme start only at the start of a word,

@@ -4,6 +4,6 @@
 exporters the standard `OTEL_*` variables ask for; `names` holds the attribute names (the MCP and GenAI
 semantic conventions, and agentify's own); `export` redacts every span before it is queued for an
 exporter and keeps arguments and results out unless `otel.captureContent` is set; `metrics` turns
-MCP spans into the operation-duration histograms the conventions name; `principal` says who made the
-request being served. Imports only `_common` and `security`.
+MCP spans into the operation-duration histograms the conventions name. Who made the request being
+served comes from `team.principal`. Imports only `_common`, `security` and `team`.
 """

@@ -20,9 +20,9 @@ from agentify.cli.parser import build_parser
 from agentify.config import Config
 from agentify.config.server import DRAIN_SECONDS
 from agentify.config.sources import ENV_KEYS
-from agentify.mcp_server.replica import HEALTH_PATHS
 from agentify.mcp_server.serving import CLOSE_SECONDS
-from agentify.mcp_server.shared_state import STATE_KEYS_ENV
+from agentify.team.drain import HEALTH_PATHS
+from agentify.team.shared_state import STATE_KEYS_ENV
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 REDIS_ENV = next(name for name, key in ENV_KEYS.items() if key == ("server", "redis"))

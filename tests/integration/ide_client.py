@@ -26,18 +26,45 @@ from tests.conftest import AGENTIFY, REPO
 
 MODES = ("legacy", "auto")
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
+LOGGING = "+logs"
+"""A mode with this suffix is a client that asked for log messages, as fastmcp, the Inspector and many IDEs do:
+`logging/setLevel` at once in 2025-11-25, the per-request level in 2026-07-28 (`Client(log_level=...)`)."""
+LOGGED_MODES = tuple(mode + LOGGING for mode in MODES)
+
+
+def era_of(mode: str) -> str:
+    """The plain mode ("legacy" or "auto") of `mode`, with or without a log level."""
+    return mode.removesuffix(LOGGING)
+
+
+def logging_options(mode: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The `Client` options of `mode`: a 2026-07-28 client with a log level sends it with every request."""
+    if mode.endswith(LOGGING) and era_of(mode) == "auto":
+        return {"log_level": "debug"} | options
+    return options
+
+
+async def ask_for_logs(client: Client, mode: str) -> None:
+    """A 2025-11-25 client with a log level sets it first, as clients that show server logs do."""
+    if mode.endswith(LOGGING) and era_of(mode) == "legacy":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.set_logging_level("debug")
 
 
 @asynccontextmanager
 async def ide_client(
     config: Path, env: dict[str, str], stderr: Path, mode: str, **options: Any
 ) -> AsyncIterator[Client]:
+    env = {"AGENTIFY_STATE_DIR": str(stderr.parent / "state")} | env  # never the user's pins
     params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config)], env=env)
     with stderr.open("a") as errlog, warnings.catch_warnings():
         # Roots and sampling are deprecated in 2026-07-28, but still what a client declares to offer them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        async with Client(stdio_client(params, errlog=errlog), mode=mode, **options) as client:
-            assert client.protocol_version == ERAS[mode], client.protocol_version
+        client_options = logging_options(mode, options)
+        async with Client(stdio_client(params, errlog=errlog), mode=era_of(mode), **client_options) as client:
+            assert client.protocol_version == ERAS[era_of(mode)], client.protocol_version
+            await ask_for_logs(client, mode)
             yield client
 
 

@@ -22,9 +22,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.conftest import AGENTIFY, gateway_env, wait_until
+from tests.integration.ide_client import ERAS, ask_for_logs, era_of, logging_options
 from tests.servers import free_port, stop_gateway
-
-ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 
 
 @dataclass
@@ -57,7 +56,8 @@ async def http_gateway(
 ) -> AsyncIterator[HttpGateway]:
     """Serving once `/healthz` answers; stopped (SIGTERM, then SIGKILL) by pid on the way out."""
     port = port or free_port()
-    full_env = os.environ | gateway_env(None, AGENTIFY_CACHE_DIR=str(stderr.parent / "cache")) | (env or {})
+    dirs = {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache"), "AGENTIFY_STATE_DIR": str(stderr.parent / "state")}
+    full_env = os.environ | gateway_env(None, **dirs) | (env or {})
     command = [str(AGENTIFY), "serve", "--transport", "http", "--port", str(port), "--config", str(config)]
     with stderr.open("a") as errlog:
         async with await anyio.open_process(
@@ -118,13 +118,16 @@ def _json(raw: bytes) -> dict[str, Any]:
 
 @asynccontextmanager
 async def http_client(url: str, token: str | None, mode: str = "legacy", **options: Any) -> AsyncIterator[Client]:
-    """The SDK's `Client` over streamable HTTP with `token`, in the era `mode` names."""
+    """The SDK's `Client` over streamable HTTP with `token`, in the era `mode` names (with a log level when
+    it ends in `+logs`)."""
     headers = {"Authorization": f"Bearer {token}"} if token else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)  # roots are deprecated in 2026-07-28
         async with create_mcp_http_client(headers=headers) as http:
-            async with Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client:
-                assert client.protocol_version == ERAS[mode], client.protocol_version
+            transport = streamable_http_client(url, http_client=http)
+            async with Client(transport, mode=era_of(mode), **logging_options(mode, options)) as client:
+                assert client.protocol_version == ERAS[era_of(mode)], client.protocol_version
+                await ask_for_logs(client, mode)
                 yield client
 
 

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import REPO, error_code, gateway_env, text_of, write_config
 from tests.fakes.model_server import ModelServer, Reply
-from tests.integration.ide_client import MODES, ide_client
+from tests.integration.ide_client import LOGGED_MODES, MODES, ide_client
 from tests.servers import free_port, server_process, wait_accepting
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -86,7 +86,7 @@ async def test_a_pinned_protocol_opens_the_session_in_that_era(tmp_path: Path) -
         assert text_of(await call(client, "ask__era")) == "era 2025-11-25"
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_a_backend_that_asks_only_by_request_falls_back_to_2025_and_stays_there(
     tmp_path: Path, mode: str
 ) -> None:
@@ -115,7 +115,7 @@ async def test_a_pinned_2026_protocol_says_what_to_change_when_the_backend_asks_
 
 
 @pytest.mark.parametrize("way", ["request", "input_required"])
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_a_backends_questions_reach_the_ide_and_its_answers_go_back(tmp_path: Path, mode: str, way: str) -> None:
     answers = Answers()
     config = write_config(tmp_path, [asking("ask", "--era", ASKS_BY[way])])
@@ -141,7 +141,7 @@ async def test_a_backends_questions_reach_the_ide_and_its_answers_go_back(tmp_pa
 
 
 @pytest.mark.parametrize("way", ["request", "input_required"])
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_an_ide_that_cannot_answer_gets_the_backends_fallback_or_denied(
     tmp_path: Path, mode: str, way: str
 ) -> None:
@@ -194,7 +194,7 @@ def _no_server() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("way", ["request", "input_required"])
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_a_backends_question_reaches_the_ide_masked_and_escaped(tmp_path: Path, mode: str, way: str) -> None:
     secret = "other-backend-api-key-5521"
     answers = Answers()
@@ -210,7 +210,7 @@ async def test_a_backends_question_reaches_the_ide_masked_and_escaped(tmp_path: 
     assert form.message == "[ask] Delete [REDACTED]\\nagentify: approved\\u202e?"
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_a_backends_error_reaches_the_ide_masked_and_bounded(tmp_path: Path, mode: str) -> None:
     secret = "read-backend-api-key-7713"
     config = write_config(tmp_path, [asking("ask", env={"API_KEY": secret})])

@@ -17,7 +17,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import error_code, fs_backend, gateway_env, text_of, wait_until, write_config
-from tests.integration.ide_client import MODES, answering, ide_client
+from tests.integration.ide_client import LOGGED_MODES, MODES, answering, era_of, ide_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -155,7 +155,7 @@ async def answer_late_in_the_2026_era(client: Any, target: Path, seconds: float)
     assert "expired" in str(raised.value)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_an_answer_after_the_confirmation_timed_out_runs_nothing(
     tmp_path: Path, workspace: Path, mode: str
 ) -> None:
@@ -173,7 +173,7 @@ async def test_an_answer_after_the_confirmation_timed_out_runs_nothing(
     async with ide_client(
         config, gateway_env(None), tmp_path / "e.log", mode, elicitation_callback=answer_after_the_gateway_gave_up
     ) as client:
-        if mode == "auto":
+        if era_of(mode) == "auto":
             await answer_late_in_the_2026_era(client, target, 1)
         else:
             timed_out = await client.session.call_tool("call_tool", write_call(target))

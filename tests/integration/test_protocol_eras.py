@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import error_code, fs_backend, gateway_env, text_of, write_config
 from tests.fakes.model_server import ModelServer, Reply
-from tests.integration.ide_client import MODES, answering, ide_client
+from tests.integration.ide_client import LOGGED_MODES, MODES, answering, era_of, ide_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -26,7 +26,7 @@ async def write_task(client: Any, model: ModelServer, target: Path) -> types.Cal
     return await client.call_tool("orchestrate_task", {"query": f"write 'new text' to {target.name}"})
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_destructive_call_runs_once_after_the_user_accepts_in_both_eras(
     tmp_path: Path, workspace: Path, model: ModelServer, mode: str
 ) -> None:
@@ -49,7 +49,7 @@ async def test_destructive_call_runs_once_after_the_user_accepts_in_both_eras(
     assert (result.meta or {})["agentify/plan"]["tool"] == "write_file"
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 @pytest.mark.parametrize(("action", "word"), [("decline", "declined"), ("cancel", "dismissed")])
 async def test_destructive_call_is_denied_when_the_user_declines_in_both_eras(
     tmp_path: Path, workspace: Path, model: ModelServer, mode: str, action: str, word: str
@@ -64,7 +64,7 @@ async def test_destructive_call_is_denied_when_the_user_declines_in_both_eras(
     assert not target.exists()
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_client_without_elicitation_is_denied_in_both_eras(
     tmp_path: Path, workspace: Path, model: ModelServer, mode: str
 ) -> None:
@@ -86,7 +86,7 @@ def ide_model(answers: list[types.ToolUseContent], seen: list[types.CreateMessag
     return sample
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_sampling_planner_with_a_repair_and_a_confirmation_in_both_eras(
     tmp_path: Path, workspace: Path, mode: str
 ) -> None:
@@ -116,7 +116,7 @@ async def test_sampling_planner_with_a_repair_and_a_confirmation_in_both_eras(
     assert len(sampled) == 2 and len(asked) == 1
     traces = [json.loads(line) for line in trace_file.read_text().splitlines()]
     # 2025-11-25: one task. 2026-07-28: a round per question (plan, repair, confirmation), then the run.
-    expected = ["ok"] if mode == "legacy" else ["waiting", "waiting", "waiting", "ok"]
+    expected = ["ok"] if era_of(mode) == "legacy" else ["waiting", "waiting", "waiting", "ok"]
     assert [t["status"] for t in traces] == expected
     assert traces[-1]["traceId"] == (result.meta or {})["agentify/plan"]["traceId"]
 

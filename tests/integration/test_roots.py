@@ -12,7 +12,7 @@ import pytest
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.conftest import fs_backend, gateway_env, text_of, write_config
-from tests.integration.ide_client import MODES, ide_client
+from tests.integration.ide_client import LOGGED_MODES, MODES, ide_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -32,7 +32,7 @@ class Roots:
         return types.ListRootsResult(roots=roots)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
 async def test_task_without_context_reads_from_the_clients_first_root(
     tmp_path: Path, workspace: Path, mode: str
 ) -> None:

@@ -145,11 +145,11 @@ async def test_a_client_that_asks_for_progress_hears_the_steps_and_the_backends_
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_pinned_tools_are_listed_beside_the_search_tools_and_run_by_name_in_either_era(
+async def test_listed_tools_are_listed_beside_the_search_tools_and_run_by_name_in_either_era(
     mode: str, tmp_path: Path, workspace: Path
 ) -> None:
-    pinned = ["fs__read_text_file", "fs__no_such_tool"]
-    config = write_config(tmp_path, [fs_backend(workspace)], expose=["search"], pinned=pinned)
+    named = ["fs__read_text_file", "fs__no_such_tool"]
+    config = write_config(tmp_path, [fs_backend(workspace)], expose=["search"], listedTools=named)
     async with ide_client(config, gateway_env(None), tmp_path / "e.log", mode) as client:
         tools = (await client.list_tools()).tools
         result = await client.call_tool("fs__read_text_file", {"path": str(workspace / "notes.txt")})
@@ -157,7 +157,7 @@ async def test_pinned_tools_are_listed_beside_the_search_tools_and_run_by_name_i
     assert [t.name for t in tools] == ["search_tools", "call_tool", "fs__read_text_file"]
     assert tools[2].input_schema["required"] == ["path"]
     assert not result.is_error and text_of(result) == "remember the milk\n"
-    assert error_code(unknown) == "invalid_input" and not (workspace / "x").exists()  # only pinned ones are listed
+    assert error_code(unknown) == "invalid_input" and not (workspace / "x").exists()  # only the named ones are listed
     description = tools[0].description or ""
     assert "- fs: workspace files (14 tools: " in description and "read_text_file" in description
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,10 @@ from tests.fakes.model_server import ModelServer, Reply
 pytestmark = pytest.mark.integration
 
 LIMIT = 20.0
+PROMPT = 3.0
+"""A stop asked for by a signal ends within this (the gateway itself takes well under a second; a hang
+waited for stdin forever, or 12 s for its watchdog)."""
+STDOUTS = ["pipe", "file", "devnull", "terminal"]
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -41,15 +46,27 @@ def wait_for(predicate: Callable[[], bool], what: str, seconds: float = LIMIT) -
 
 
 @contextmanager
-def spawn(args: list[str], env: dict[str, str], stderr: Path) -> Iterator[subprocess.Popen[str]]:
-    """agentify in its own process group, stdin kept open (an IDE closes it only at the very end)."""
+def spawn(args: list[str], env: dict[str, str], stderr: Path, stdout: str = "pipe") -> Iterator[subprocess.Popen[str]]:
+    """agentify in its own process group, stdin kept open (an IDE closes it only at the very end).
+
+    `stdout`: "pipe" (as IDEs start it), "file", "devnull" or "terminal" (a pseudo-terminal, as in a shell);
+    on all but a pipe the gateway serves through the SDK's threaded transport."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_"))}
-    with stderr.open("w") as errors:
+    with ExitStack() as stack:
+        errors = stack.enter_context(stderr.open("w"))
+        if stdout == "terminal":
+            terminal, target = pty.openpty()
+            stack.callback(os.close, terminal)
+            stack.callback(os.close, target)
+        elif stdout == "file":
+            target = stack.enter_context((stderr.parent / "stdout.out").open("w")).fileno()
+        else:
+            target = subprocess.PIPE if stdout == "pipe" else subprocess.DEVNULL
         process = subprocess.Popen(
             [str(AGENTIFY), *args],
             env=base | env,
             stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdout=target,
             stderr=errors,
             text=True,
             start_new_session=True,
@@ -154,3 +171,59 @@ def test_doctor_and_eval_interrupted_say_so_and_exit_130(tmp_path: Path, command
     assert "Traceback" not in log
     assert len(backends) == 1
     assert_nothing_left(process, backends, [])
+
+
+def send(gateway: subprocess.Popen[str], *messages: dict[str, object]) -> None:
+    assert gateway.stdin is not None
+    for message in messages:
+        gateway.stdin.write(json.dumps(message) + "\n")
+    gateway.stdin.flush()
+
+
+def stopped_promptly(gateway: subprocess.Popen[str], signum: int) -> int:
+    """Signals the gateway and returns its exit code, failing if it is still running `PROMPT` s later."""
+    gateway.send_signal(signum)
+    try:
+        return gateway.wait(timeout=PROMPT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running {PROMPT:g} s after {signal.Signals(signum).name}")
+
+
+@pytest.mark.parametrize("stdout", STDOUTS)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_serve_signalled_before_its_client_speaks_exits_at_once(tmp_path: Path, stdout: str, signum: int) -> None:
+    marker = tmp_path / "marker.log"
+    config = write_config(tmp_path, [fake_backend("fake", "--marker", str(marker))])
+    stderr = tmp_path / "stderr.log"
+    with spawn(["serve", "--config", str(config)], gateway_env(None), stderr, stdout) as gateway:
+        wait_for(lambda: "serving MCP on stdio" in stderr.read_text(), "the gateway to serve")
+        code = stopped_promptly(gateway, signum)
+    assert code == 0, stderr.read_text()[-2000:]
+    assert not marker.exists()  # nobody spoke: no backend was started
+    assert "Traceback" not in stderr.read_text()
+
+
+@pytest.mark.parametrize("stdout", ["pipe", "terminal"])
+@pytest.mark.parametrize("state", ["backends starting", "during a call"])
+def test_serve_signalled_while_serving_stops_at_once_and_leaves_no_process(
+    tmp_path: Path, stdout: str, state: str
+) -> None:
+    marker = tmp_path / "marker.log"
+    flags = ("--hang-initialize",) if state == "backends starting" else ()
+    config = write_config(tmp_path, [fake_backend("fake", "--marker", str(marker), *flags, startupTimeoutSeconds=600)])
+    stderr = tmp_path / "stderr.log"
+    call = {"name": "call_tool", "arguments": {"name": "fake__slow", "arguments": {"seconds": 600}}}
+    with spawn(["serve", "--config", str(config)], gateway_env(None), stderr, stdout) as gateway:
+        send(gateway, INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        if state == "during a call":
+            send(gateway, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+            wait_for(lambda: marker.exists() and "slow 600" in marker.read_text(), "the slow call to start")
+        else:
+            wait_for(lambda: "fake backend starting" in stderr.read_text(), "the backend to start")
+        backends = children(gateway.pid)
+        code = stopped_promptly(gateway, signal.SIGTERM)
+    assert code == 0, stderr.read_text()[-2000:]
+    assert len(backends) == 1
+    assert_nothing_left(gateway, backends, [])
+    if state == "during a call":
+        assert "cancelled slow" in marker.read_text()  # the backend's call was cancelled, not abandoned

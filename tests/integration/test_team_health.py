@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
-from agentify.mcp_server.replica import QUIET_SECONDS
-from agentify.security.team_tokens import digest
+from agentify.team.drain import QUIET_SECONDS
+from agentify.team.tokens_file import digest
 from tests.conftest import ENV_SECRET, fake_backend, text_of, wait_until, write_config
 from tests.integration.team import http_client, http_gateway, initialize, request
 

@@ -12,9 +12,9 @@ from redis.asyncio import Redis
 
 from agentify._common.errors import ConfigError
 from agentify.errors import Denied
-from agentify.mcp_server.answer_ledger import MemoryLedger, RedisLedger
 from agentify.mcp_server.client_requests import Questions
-from agentify.mcp_server.shared_state import STATE_KEYS_ENV, state_keys
+from agentify.team.answer_ledger import MemoryLedger, RedisLedger
+from agentify.team.shared_state import STATE_KEYS_ENV, state_keys
 
 pytestmark = pytest.mark.anyio
 

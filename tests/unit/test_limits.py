@@ -11,7 +11,7 @@ import pytest
 
 from agentify.config.server import LimitsConfig
 from agentify.errors import RateLimited
-from agentify.gateway.limits import Limiter
+from agentify.team.limits import Limiter
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentify.mcp_server.replica import Replica, ReplicaRoutes
+from agentify.team.drain import Replica, ReplicaRoutes
 
 pytestmark = pytest.mark.anyio
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).encode()

@@ -25,7 +25,7 @@ from loguru import logger
 from mcp.server.auth.provider import AccessToken
 
 from agentify.config.server import JwtAuth
-from agentify.mcp_server.bearer import Refusal, VerifierBase
+from agentify.team.bearer import Refusal, VerifierBase
 
 ASYMMETRIC = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES256K", "ES384", "ES512", "EdDSA"}

@@ -24,22 +24,28 @@ import math
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 from loguru import logger
 
-from agentify.backends import BackendStatus
-from agentify.backends.state import BackendState
-
 Scope = dict[str, Any]
 HEALTH_PATHS = ("/healthz", "/readyz")
 _DRAIN_BODY_BYTES = 16 * 1024 * 1024
-_SERVING = (BackendState.READY, BackendState.IDLE)
+_SERVING = ("ready", "idle")
 _SESSION_HEADER = b"mcp-session-id"
 QUIET_SECONDS = 1.0
 """Without a request for this long, the balancer has taken a draining replica out (it stopped sending after
 /readyz said 503): stopping earlier could close the listening socket on a connection it just opened."""
+
+
+class BackendReadiness(NamedTuple):
+    """A backend as readiness sees it: its state's name, and whether the replica is ready only once it is
+    (an enabled eager backend)."""
+
+    id: str
+    state: str
+    required: bool
 
 
 class Replica:
@@ -52,7 +58,7 @@ class Replica:
         self._sessions: set[str] = set()  # the Mcp-Session-Id of each session held
         self._last_request = time.monotonic()
         self._changed = anyio.Event()
-        self.statuses: Callable[[], list[BackendStatus]] | None = None
+        self.statuses: Callable[[], list[BackendReadiness]] | None = None
         """The backends' states, once the gateway's services are open (readiness)."""
 
     @asynccontextmanager
@@ -64,6 +70,14 @@ class Replica:
         finally:
             self._in_flight -= 1
             self._change()
+
+    @property
+    def sessions_held(self) -> int:
+        return len(self._sessions)
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
 
     def holds(self, session: str) -> bool:
         """Whether the session lives here (and so may not be sent elsewhere)."""
@@ -122,9 +136,9 @@ class Replica:
         if self.statuses is None:
             return 503, {"status": "starting"}
         statuses = self.statuses()
-        backends = {s.id: s.state.value for s in statuses}
+        backends = {s.id: s.state for s in statuses}
         # An eager backend stopped after idleStopSeconds starts again on its next call: ready enough.
-        ready = all(s.state in _SERVING for s in statuses if s.enabled and s.start == "eager")
+        ready = all(s.state in _SERVING for s in statuses if s.required)
         return (200 if ready else 503), {"status": "ready" if ready else "not_ready", "backends": backends}
 
 

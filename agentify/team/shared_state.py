@@ -11,13 +11,13 @@ only; `server.redis` then gets a warning. With `server.redis` the used answers a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from loguru import logger
 
 from agentify._common.errors import ConfigError
 from agentify.config import Config
-from agentify.mcp_server.answer_ledger import AnswerLedger, MemoryLedger, RedisLedger
-from agentify.mcp_server.client_requests import Questions
+from agentify.team.answer_ledger import AnswerLedger, MemoryLedger, RedisLedger
 
 STATE_KEYS_ENV = "AGENTIFY_STATE_KEYS"
 MIN_KEY_BYTES = 32
@@ -41,9 +41,18 @@ def state_keys(environ: Mapping[str, str]) -> list[str] | None:
     return keys or None
 
 
-def shared_questions(config: Config, environ: Mapping[str, str]) -> Questions:
-    """The `Questions` of an HTTP replica: sealed with the shared keys, answers counted in Redis when
-    `server.redis` is set. Raises ConfigError (see `state_keys`)."""
+@dataclass(frozen=True)
+class SharedState:
+    """What a replica's round trips are sealed with (`keys`; empty: a key of its own) and where the used
+    answers are counted."""
+
+    ledger: AnswerLedger
+    keys: tuple[str, ...]
+
+
+def shared_state(config: Config, environ: Mapping[str, str]) -> SharedState:
+    """The state of an HTTP replica: the shared keys, and answers counted in Redis when `server.redis` is
+    set. Raises ConfigError (see `state_keys`)."""
     keys = state_keys(environ)
     redis = config.server.redis
     if redis and keys is None:
@@ -54,4 +63,4 @@ def shared_questions(config: Config, environ: Mapping[str, str]) -> Questions:
             STATE_KEYS_ENV,
         )
     ledger: AnswerLedger = RedisLedger(redis) if redis else MemoryLedger()
-    return Questions(seconds=config.confirm_timeout_seconds, ledger=ledger, keys=tuple(keys or ()))
+    return SharedState(ledger, tuple(keys or ()))

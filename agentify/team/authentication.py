@@ -8,6 +8,7 @@ front of the MCP endpoint, the RFC 9728 metadata of a JWT resource server, and t
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,11 @@ from pydantic import AnyHttpUrl
 
 from agentify._common.errors import StartFailed
 from agentify.config.server import JwtAuth, ServerConfig, TokensAuth
-from agentify.gateway.services import Boot
-from agentify.mcp_server.bearer import RequireBearer, SharedTokenVerifier, TeamTokensVerifier, Verifier
-from agentify.mcp_server.jwt_auth import JwtVerifier
-from agentify.security.http_auth import NO_AUTH_HOSTS
-from agentify.security.team_tokens import TokensFileError
+from agentify.security.redact import Redactor
+from agentify.team.bearer import RequireBearer, SharedTokenVerifier, TeamTokensVerifier, Verifier
+from agentify.team.http_auth import NO_AUTH_HOSTS
+from agentify.team.jwt_auth import JwtVerifier
+from agentify.team.tokens_file import TokensFileError
 
 _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 _LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
@@ -38,13 +39,21 @@ class Protected:
     """Routes served without a token (the OAuth protected-resource metadata), by path."""
 
 
-def protect(app: Any, boot: Boot, *, endpoint: str, shared_token: str | None) -> Protected:
+def protect(
+    app: Any,
+    server: ServerConfig,
+    redactor: Redactor,
+    reveal: Callable[[str], None],
+    *,
+    endpoint: str,
+    shared_token: str | None,
+) -> Protected:
     """`app` behind the bearer check `server.auth` names. `endpoint` is the MCP URL as bound
-    (`server.publicUrl` wins); `shared_token` is the token of type `token`, None with `--no-auth`.
+    (`server.publicUrl` wins); `shared_token` is the token of type `token`, None with `--no-auth`; the
+    log masks it (`redactor`) except in the one line `reveal` writes, which hands a generated one out.
 
     Raises:
         StartFailed: the tokens file cannot be read."""
-    server = boot.config.server
     auth = server.auth
     resource = server.public_url or endpoint
     if isinstance(auth, TokensAuth | JwtAuth) and os.environ.get("AGENTIFY_HTTP_TOKEN"):
@@ -82,13 +91,11 @@ def protect(app: Any, boot: Boot, *, endpoint: str, shared_token: str | None) ->
     if shared_token is None:
         logger.warning("serving MCP on {} without authentication (--no-auth): any local process can use it", endpoint)
         return Protected(app)
-    boot.redactor.add([shared_token])
+    redactor.add([shared_token])
     if os.environ.get("AGENTIFY_HTTP_TOKEN"):
         logger.info("clients must send 'Authorization: Bearer <the value of AGENTIFY_HTTP_TOKEN>'")
     else:
-        boot.logs.reveal(
-            "agentify", f"clients must send 'Authorization: Bearer {shared_token}' (AGENTIFY_HTTP_TOKEN fixes it)"
-        )
+        reveal(f"clients must send 'Authorization: Bearer {shared_token}' (AGENTIFY_HTTP_TOKEN fixes it)")
     hint = "Send 'Authorization: Bearer <token>' with AGENTIFY_HTTP_TOKEN, or the token agentify logged when it started"
     return Protected(RequireBearer(app, SharedTokenVerifier(shared_token), hint=hint))
 
