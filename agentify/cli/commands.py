@@ -113,6 +113,11 @@ async def doctor(boot: Boot) -> int:
         if status.server:
             # The backend describes itself: shown escaped and cut, so it cannot fake lines of this report.
             say(f"{'':<{width}}  server: {escaped(boot.redactor.bounded(status.server, 300))}")
+        for word, held in (("withheld", status.withheld), ("flagged", status.flagged)):
+            for tool, why in held:  # what the backend wrote is shown escaped: it cannot fake lines of this report
+                line = escaped(boot.redactor.bounded(f"{word} {tool}: {why}", 500))
+                say(f"{'':<{width}}  {line} (agentify pins approve {status.id} {tool})")
+        broken = broken or bool(status.withheld)
         if spec.enabled and status.last_error and spec.command and spec.problem is None:
             say(f"{'':<{width}}  relative paths resolve against: {spec.cwd}")
     if not statuses:

@@ -126,6 +126,9 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     add = token_actions.add_parser("add", help="make a token for NAME, print it once and store its hash")
     add.add_argument("name", help="who it is for: a person or a bot, as logs and traces will show it")
     add.add_argument("--scope", action="append", default=[], help="a scope the token carries (may be repeated)")
+    add.add_argument(
+        "--group", action="append", default=[], help="a group of server.access rules NAME is in (may be repeated)"
+    )
     remove = token_actions.add_parser("remove", help="remove NAME's token: it stops working at once")
     remove.add_argument("name")
     token_actions.add_parser("list", help="the names (and scopes) that have a token")

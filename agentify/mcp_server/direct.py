@@ -22,17 +22,20 @@ class DirectServices(TaskServices, Protocol):
     async def backends_changed(self) -> None: ...
 
 
-async def direct_tools(services: TaskServices, reserved: list[str]) -> DirectTools:
-    """The backend tools as listed; waits (bounded) for backends still starting, as every catalog does."""
+async def direct_tools(services: TaskServices, reserved: list[str], *, everyone: bool = False) -> DirectTools:
+    """The backend tools as listed to the request's principal (every one's with `everyone`: what a call
+    may name, refused by `server.access` if it is not theirs); waits (bounded) for backends still starting,
+    as every catalog does."""
     config = services.settings.current
     if "tools" not in config.expose:
         if not config.listed_tools:
             return DirectTools({})
-        chosen = DirectTools.chosen(await services.runner.catalog(), config.listed_tools)
+        chosen = DirectTools.chosen(await services.runner.catalog(everyone=everyone), config.listed_tools)
         if unknown := [name for name in config.listed_tools if name not in chosen.listed]:
             logger.warning("listedTools not offered by any backend (yet): {}", ", ".join(unknown))
         return chosen
-    direct = DirectTools.of(await services.runner.catalog(), prefix=config.prefix, reserved=reserved)
+    catalog = await services.runner.catalog(everyone=everyone)
+    direct = DirectTools.of(catalog, prefix=config.prefix, reserved=reserved)
     if direct.clashes:
         logger.warning(
             "more than one tool is called {}: listed as <backend>__<tool> (prefix is false)", ", ".join(direct.clashes)

@@ -80,7 +80,7 @@ async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called
         fake_backend("later", start="lazy", protocol=era),
         fake_backend("off", enabled=False),
     ]
-    config = write_config(tmp_path, backends)
+    config = write_config(tmp_path, backends, pinning="off")
     async with silent_gateway(config, gateway_env(None), tmp_path / "stderr.log") as console:
         before = await console.wait_for_state("fake", "ready")
         await console.wait_for_state("later", "idle")
@@ -90,6 +90,8 @@ async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called
             disabled = await client.post("/api/backends/off/restart", headers=console.auth)
             unknown = await client.post("/api/backends/nope/restart", headers=console.auth)
             without_token = await client.post("/api/backends/fake/restart")
+            approve = await client.post("/api/pins/fake/approve", headers=console.auth)
+        pins = await console.get("/api/pins")
         after = await console.wait_for_state("fake", "ready")
         woken = await console.wait_for_state("later", "ready")
         async with console.http() as client:
@@ -98,10 +100,12 @@ async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called
     assert echoed["content"] == [{"type": "text", "text": "echo: after the restart"}], echoed
     assert asked.status_code == 202 and asked.json()["state"] in ("restarting", "ready")
     assert after["pid"] != before["pid"] and after["restarts"] == 1 and after["lastError"] is None
-    assert started.status_code == 202 and woken["pid"] is not None  # an idle backend is started
+    assert started.status_code == 202 and woken["pid"] is not None and woken["restarts"] == 0  # idle: just started
     assert disabled.status_code == 409 and "disabled in the config" in disabled.json()["detail"]
     assert unknown.status_code == 404 and "no backend 'nope'" in unknown.json()["detail"]
     assert without_token.status_code == 401
+    assert pins == {"enabled": False, "tools": []}  # pinning: off
+    assert approve.status_code == 409 and "pinning is not enabled" in approve.json()["detail"]
 
 
 async def test_a_port_in_use_gives_a_warning_and_the_gateway_keeps_serving(tmp_path: Path) -> None:
