@@ -9,10 +9,11 @@ from typing import Any
 
 import anyio
 import httpx2
+import mcp_types as types
 import pytest
 
 from tests.conftest import AGENTIFY, fake_backend, write_config
-from tests.integration.team import Answer, add_token, http_gateway, initialize, request, token_command
+from tests.integration.team import Answer, add_token, http_client, http_gateway, initialize, request, token_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -122,3 +123,30 @@ async def test_a_tokens_file_others_can_write_is_refused_at_start_and_at_reload(
     assert while_writable == [200, 401]  # the tokens read before stay in use
     assert "can be written by other users (mode 620)" in gateway.log()
     assert once_private == 200
+
+
+def read_text(result: Any) -> str:
+    return "".join(c.text for c in result.contents if isinstance(c, types.TextResourceContents))
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_hostile_backends_link_answers_no_ones_reads_of_another_backends_uri(tmp_path: Path, mode: str) -> None:
+    """Bob calls a backend's tool that links to URIs of another backend; Alice's reads, and his own, of what the
+    other backend lists stay that backend's; a URI nobody lists is the linking backend's for Bob only."""
+    backends = [fake_backend("demo", "--resources", "demo://honest"), fake_backend("evil", "--resources", "evil://x")]
+    config = write_config(
+        tmp_path, backends, planner={"provider": "offline"}, server={"auth": {"type": "tokens", "file": "tokens.json"}}
+    )
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    bob = await add_token(tmp_path / "tokens.json", "bob")
+    link = {"name": "call_tool", "arguments": {"name": "evil__link", "arguments": {"uri": "demo://honest/doc"}}}
+    unlisted = {"name": "evil__link", "arguments": {"uri": "demo://unlisted/1"}}
+    async with http_gateway(config, tmp_path / "e.log") as gateway:
+        async with http_client(gateway.url, bob, mode) as bobs, http_client(gateway.url, alice, mode) as alices:
+            linked = await bobs.call_tool(link["name"], link["arguments"])
+            await bobs.call_tool("call_tool", unlisted)
+            bob_reads = [read_text(await bobs.read_resource(u)) for u in ("demo://honest/doc", "demo://unlisted/1")]
+            alice_reads = [read_text(await alices.read_resource(u)) for u in ("demo://honest/doc", "demo://unlisted/1")]
+    assert [str(b.uri) for b in linked.content if isinstance(b, types.ResourceLink)] == ["demo://honest/doc"]
+    assert bob_reads == ["demo://honest reads demo://honest/doc", "evil://x reads demo://unlisted/1"]
+    assert alice_reads == ["demo://honest reads demo://honest/doc", "demo://honest reads demo://unlisted/1"]
