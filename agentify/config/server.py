@@ -175,6 +175,12 @@ class ServerConfig(Model):
         description="The most MCP sessions one principal may open on a replica in a minute (with the shared "
         "token, the whole team is one principal).",
     )
+    max_open_requests_per_principal: int = Field(
+        default=500,
+        ge=1,
+        description="The most requests one principal may have open at once on a replica (streams and calls in "
+        "flight); past it, 429.",
+    )
     trusted_proxies: list[str] = Field(
         default_factory=list,
         description="Addresses or CIDRs of the proxies in front (e.g. HAProxy's): only from these peers is "

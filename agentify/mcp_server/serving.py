@@ -125,6 +125,7 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     )
     if isinstance(protected.app, RequireBearer):  # a removed token ends its person's sessions
         protected.app.on_removed(mcp.state.sessions.end_principals)
+        protected.app.max_open = boot.config.server.max_open_requests_per_principal
     public = protected.public | {METRICS_PATH: metrics.route}
     app = NoWebSockets(ReplicaRoutes(metrics.counting(protected.app), replica, public, gate=False))
     if not is_loopback(host):

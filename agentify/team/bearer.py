@@ -164,6 +164,9 @@ class RequireBearer:
         self._backoff = backoff or Backoff()
         self._live: dict[str, set[anyio.CancelScope]] = {}
         self.on_removed(self._end_requests)
+        self.max_open: int | None = None
+        """The most requests one principal may have open at once (`server.maxOpenRequestsPerPrincipal`):
+        its streams (a 2025-11-25 session's GET, a 2026-07-28 `subscriptions/listen`) and calls in flight."""
 
     def on_removed(self, listener: Callable[[set[str]], Awaitable[None]]) -> None:
         """`listener` hears the principals whose tokens were removed (tokens file only; others never remove)."""
@@ -208,6 +211,13 @@ class RequireBearer:
         scope["user"], scope["auth"] = user, AuthCredentials(checked.scopes)
         reset = auth_context_var.set(user)
         principal = checked.subject or checked.client_id
+        if self.max_open is not None and len(self._live.get(principal, ())) >= self.max_open:
+            why = (
+                f"{principal!r} has {self.max_open} requests open at once (streams and calls in flight), the most one "
+                "principal may (server.maxOpenRequestsPerPrincipal): close a stream or wait for a call to end"
+            )
+            await refuse(send, 429, "too_many_open_requests", why, challenge=self._challenge(), retry_after=1)
+            return
         live = self._live.setdefault(principal, set())
         response = _Response(send)
         with anyio.CancelScope() as cancel:

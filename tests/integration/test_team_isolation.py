@@ -4,6 +4,7 @@ gateway as a subprocess, raw HTTP where the status is the point."""
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,24 @@ async def test_a_hostile_backends_link_answers_no_ones_reads_of_another_backends
     assert [str(b.uri) for b in linked.content if isinstance(b, types.ResourceLink)] == ["demo://honest/doc"]
     assert bob_reads == ["demo://honest reads demo://honest/doc", "evil://x reads demo://unlisted/1"]
     assert alice_reads == ["demo://honest reads demo://honest/doc", "demo://honest reads demo://unlisted/1"]
+
+
+async def test_one_persons_open_streams_are_capped_and_the_others_get_in(tmp_path: Path) -> None:
+    config = team_config(tmp_path, maxOpenRequestsPerPrincipal=2)
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    bob = await add_token(tmp_path / "tokens.json", "bob")
+    async with http_gateway(config, tmp_path / "e.log") as gateway:
+        sessions = [session_of(await opened(gateway.url, bob)) for _ in range(2)]
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(10, read=None)) as http, AsyncExitStack() as streams:
+            for session in sessions:  # each session's stream of server messages, kept open
+                headers = {"Authorization": f"Bearer {bob}", "Accept": "text/event-stream"}
+                headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+                stream = await streams.enter_async_context(http.stream("GET", gateway.url, headers=headers))
+                assert stream.status_code == 200
+            over = await opened(gateway.url, bob)
+            alices = await opened(gateway.url, alice)
+        await anyio.sleep(0.5)  # the streams' ends reach the gateway
+        after = await opened(gateway.url, bob)
+    assert over.status == 429 and "maxOpenRequestsPerPrincipal" in over.body["error_description"]
+    assert alices.status == 200
+    assert after.status == 200
