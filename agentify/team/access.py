@@ -126,7 +126,7 @@ class Access:
         if self.policy is not None and target.kind != "Backend":
             verdict = self.policy.decide(who, target, context)
             if verdict.forbidden_by is not None:
-                return f"server.access.policyFile, {Path(verdict.forbidden_by).name}"
+                return f"server.access.policyFile, {verdict.forbidden_by}"
             allowed = allowed or verdict.permitted
         return None if allowed else "server.access"
 

@@ -65,10 +65,12 @@ def write_team_config(directory: Path, workspace: Path, rules: list[dict[str, An
 
 
 @asynccontextmanager
-async def team(tmp_path: Path, workspace: Path, env: dict[str, str] | None = None) -> AsyncIterator[dict[str, Any]]:
+async def team(
+    tmp_path: Path, workspace: Path, env: dict[str, str] | None = None, **server: Any
+) -> AsyncIterator[dict[str, Any]]:
     """A gateway with alice (group qa) and bob (scope files:read), and their tokens."""
     (tmp_path / "policy.cedar").write_text(POLICY)
-    config = write_team_config(tmp_path, workspace, RULES)
+    config = write_team_config(tmp_path, workspace, RULES, **server)
     tokens = tmp_path / "tokens.json"
     people = {
         "alice": await add_token(tokens, "alice", "mcp", groups=("qa",)),
@@ -115,7 +117,7 @@ async def test_two_people_see_what_their_rules_allow_in_every_list_of_both_eras(
 
 async def test_a_forbidden_call_is_refused_before_the_backend_hears_of_it(tmp_path: Path, workspace: Path) -> None:
     secret, moved = workspace / "secret.txt", workspace / "moved.txt"
-    async with team(tmp_path, workspace) as people:
+    async with team(tmp_path, workspace, audit={"file": "audit.jsonl"}) as people:
         served = people["gateway"]
         for mode in MODES:
             async with http_client(served.url, people["bob"], mode) as bob:
@@ -146,6 +148,10 @@ async def test_a_forbidden_call_is_refused_before_the_backend_hears_of_it(tmp_pa
             assert not fine.is_error and text_of(fine) == "echo: hello"
             assert not secret.exists() and not moved.exists() and not (workspace / "b.txt").exists()
             assert (workspace / "notes.txt").exists()
+    audited = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    refused = {(a["principal"], a["target"]) for a in audited if a["decision"] == "forbidden"}
+    assert {("bob", "fs__write_file"), ("alice", "fs__move_file"), ("alice", "fake__echo")} <= refused, audited
+    assert all(a["outcome"] == "forbidden" for a in audited if a["decision"] == "forbidden")
 
 
 async def test_orchestrate_task_plans_over_the_callers_tools_and_refuses_a_forbidden_call(
