@@ -1,7 +1,7 @@
 """What `server.access` costs per call, side by side in one run.
 
 Three gateways over the same real server-filesystem, driven over stdio (principal `local`) in interleaved
-rounds:
+rounds, each round in a rotated order (whichever side goes first in a round is measurably slower):
   none:   no `access` (everyone may use everything);
   rules:  three rules (a group, a scope, `local` by name; allow and deny patterns);
   cedar:  the same rules and a Cedar policy whose forbid names the called tool, with a condition on its
@@ -31,7 +31,19 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_support import Call, fs_spec, gateway_params, interleaved_percentiles, stdio_session, throughput, tools_call
+from bench_support import (
+    ROUNDS,
+    Call,
+    cpu_seconds,
+    fs_spec,
+    gateway_params,
+    gateway_pid,
+    percentiles,
+    stdio_session,
+    throughput,
+    timed_calls,
+    tools_call,
+)
 
 from agentify.config.server import AccessConfig
 from agentify.team.access import Access, tool_target
@@ -73,20 +85,41 @@ async def run(root: Path, calls: int) -> dict[str, Any]:
     search = {"query": "read a file", "limit": 5}
     results: dict[str, Any] = {}
     async with AsyncExitStack() as stack:
-        sessions = {
-            side: await stack.enter_async_context(stdio_session(gateway_params(config, None)))
-            for side, config in configs.items()
-        }
+        sessions, pids = {}, {}
+        for side, config in configs.items():
+            sessions[side] = await stack.enter_async_context(stdio_session(gateway_params(config, None)))
+            pids[side] = gateway_pid()
         for tool, arguments in (("call_tool", call), ("search_tools", search)):
             targets: dict[str, Call] = {
                 side: functools.partial(tools_call, session, tool, arguments) for side, session in sessions.items()
             }
             for one in targets.values():  # warm-up
                 await throughput(one, 30, 4)
-            for side, (p50, p95) in (await interleaved_percentiles(targets, calls)).items():
+            measured = await _rotated_percentiles(targets, calls, pids)
+            for side, (p50, p95, cpu_ms) in measured.items():
                 results[f"{tool}_{side}_p50_ms"], results[f"{tool}_{side}_p95_ms"] = p50, p95
+                results[f"{tool}_{side}_cpu_ms"] = cpu_ms
     results |= _in_process(root)
     return results
+
+
+async def _rotated_percentiles(
+    calls: dict[str, Call], count: int, pids: dict[str, int]
+) -> dict[str, tuple[float, float, float]]:
+    """(p50, p95, gateway CPU per call) in ms of each call over `count` calls in all, in rounds whose order
+    rotates. The CPU is the gateway process's own (its backend excluded), which the machine's load does not
+    change as it changes latency."""
+    names = list(calls)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    cpu = dict.fromkeys(names, 0.0)
+    per_round = max(count // ROUNDS, 1)
+    for round_number in range(ROUNDS):
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            before = cpu_seconds(pids[name])
+            samples[name] += await timed_calls(calls[name], per_round)
+            cpu[name] += cpu_seconds(pids[name]) - before
+    return {name: (*percentiles(found), cpu[name] * 1000 / len(found)) for name, found in samples.items()}
 
 
 def _in_process(root: Path) -> dict[str, float]:
@@ -118,7 +151,12 @@ def print_table(r: dict[str, Any]) -> None:
         tails = " / ".join(f"{r[f'{tool}_{side}_p95_ms']:.2f}" for side in SIDES)
         none = r[f"{tool}_none_p50_ms"]
         ratios = " / ".join(f"{r[f'{tool}_{side}_p50_ms'] / none:.3f}" for side in SIDES[1:])
+        cpu = " / ".join(f"{r[f'{tool}_{side}_cpu_ms']:.2f}" for side in SIDES)
+        none_cpu = r[f"{tool}_none_cpu_ms"]
+        cpu_ratios = " / ".join(f"{r[f'{tool}_{side}_cpu_ms'] / none_cpu:.3f}" for side in SIDES[1:])
         rows += [
+            (f"{tool} gateway CPU per call, none / rules / rules+cedar", f"{cpu} ms"),
+            (f"{tool} CPU ratio to none, rules / rules+cedar", cpu_ratios),
             (f"{tool} p50, access none / rules / rules+cedar", f"{sides} ms"),
             (f"{tool} p95, access none / rules / rules+cedar", f"{tails} ms"),
             (f"{tool} p50 ratio to none, rules / rules+cedar", ratios),
