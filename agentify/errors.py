@@ -68,7 +68,14 @@ class InvalidInput(AgentifyError):
 
 
 class NoPlan(AgentifyError):
+    """No tool fits clearly; `candidates` are the planner's best guesses (name, backend, tool, description),
+    best first, shown in `_meta["agentify/error"]["candidates"]` so the client's model or the user can pick."""
+
     code = "no_plan"
+
+    def __init__(self, message: str, candidates: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.candidates = candidates or []
 
 
 class PlannerUnavailable(AgentifyError):

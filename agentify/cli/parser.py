@@ -95,10 +95,15 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.add_argument(
         "--mode",
-        choices=["plan", "search"],
+        choices=["plan", "search", "public"],
         default="plan",
-        help="plan: the planner's top-1 accuracy (default); search: recall at k of search_tools",
+        help="plan: the planner's top-1 accuracy (default); search: recall at k of search_tools; public: FILE names "
+        "public tool-retrieval sets (metatool, toolalpaca, restbench, all, or converted files), measured beside BM25",
     )
+    evaluate.add_argument(
+        "--part", choices=["heldout", "tune", "all"], default="heldout", help="--mode public: which part"
+    )
+    evaluate.add_argument("--sample", type=int, help="--mode public: only the first N queries of each part")
     evaluate.add_argument("--limit", type=int, default=5, help="--mode search: k, how many tools an answer holds")
 
     auth = sub.add_parser("auth", help="authorize agentify with an OAuth backend (opens the browser)")

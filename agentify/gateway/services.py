@@ -40,6 +40,8 @@ from agentify.pinning import PinBook, open_store
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
 from agentify.team.access import AccessGate
+from agentify.team.audit import AuditLog
+from agentify.team.audit import current as current_audit
 from agentify.team.limits import Limiter
 from agentify.telemetry.setup import Telemetry
 
@@ -96,14 +98,24 @@ class Services:
     limiter: Limiter
     access: AccessGate
     """What each principal may use (`server.access`), as the config and the policy file say now."""
-    pins: PinBook
-    """The pinned tool definitions (config `pinning`): what the console reviews and approves."""
+    pin_book: PinBook
+    """The pinned tool definitions (config `pinning`), also while it is off (a reload may switch it on)."""
     telemetry: Telemetry
     started: float
+
+    @property
+    def audit(self) -> AuditLog | None:
+        """The audit chain this process writes (`server.audit`, while it serves over HTTP), or None."""
+        return current_audit()
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
         """`sampling_available`: whether the client asking offers MCP sampling (it may change the planner)."""
         return GatewayStatus(self.planners.current.describe(sampling_available), self.backends.statuses())
+
+    @property
+    def pins(self) -> PinBook | None:
+        """What the console reviews and approves (`console/governance.py`); None while `pinning` is off."""
+        return self.pin_book if self.pin_book.mode != "off" else None
 
     def reading_traces(self) -> AbstractContextManager[None]:
         """While inside, every task is recorded in `traces` (the console, while it serves). Unread,
@@ -187,7 +199,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
             access=lambda: access.current,
         ),
         limiter=limiter,
-        pins=pins,
+        pin_book=pins,
         access=access,
         telemetry=boot.telemetry,
         started=time.time(),

@@ -29,9 +29,11 @@ from agentify._common.background import background
 from agentify._common.schemas import tool_schema
 from agentify.backends.logs import LogListener
 from agentify.backends.offers import Change, ChangeListener
+from agentify.backends.state import BackendStatus
 from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.backend_questions import BackendQuestionRelay
+from agentify.gateway.exposed import search_description
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.offers import Offerings
 from agentify.gateway.policy import AskingClient
@@ -97,11 +99,16 @@ SEARCH_TOOLS = [
 TOOLS = ORCHESTRATE_TOOLS + SEARCH_TOOLS
 
 
-def exposed_tools(config: Config) -> list[types.Tool]:
-    """The gateway's tools that config `expose` turns on, in a stable order."""
+def exposed_tools(config: Config, backends: Sequence[BackendStatus] = ()) -> list[types.Tool]:
+    """The gateway's tools that config `expose` turns on, in a stable order; with `backends`, search_tools
+    says what is behind it (`exposed.search_description`)."""
+    search = SEARCH_TOOLS
+    if backends:
+        described = search_description([(b.id, b.description, b.tools) for b in backends if b.enabled])
+        search = [SEARCH_TOOLS[0].model_copy(update={"description": described}), *SEARCH_TOOLS[1:]]
     return [
         *(ORCHESTRATE_TOOLS if "orchestrate" in config.expose else []),
-        *(SEARCH_TOOLS if "search" in config.expose else []),
+        *(search if "search" in config.expose else []),
     ]
 
 
@@ -291,8 +298,9 @@ async def _list_tools(
     ctx: ServerRequestContext[McpContext], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     services = ctx.lifespan_context.services
-    own = exposed_tools(services.settings.current)
-    direct = await direct_tools(services, [t.name for t in own])
+    config = services.settings.current
+    direct = await direct_tools(services, [t.name for t in exposed_tools(config)])
+    own = exposed_tools(config, services.status().backends)  # after direct_tools, which may wait for the backends
     return types.ListToolsResult(tools=own + listed(direct))
 
 
