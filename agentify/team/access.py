@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,8 @@ class AccessGate:
         except PolicyError as exc:
             raise ConfigError(f"server.access.policyFile: {exc}") from None
         self._problem: str | None = None
+        self.listeners: list[Callable[[], None]] = []
+        """Called (never blocking) once new rules or a new policy are in force: what principals see changed."""
 
     @property
     def current(self) -> Access:
@@ -168,6 +170,8 @@ class AccessGate:
             return
         self._problem = None
         self._access = access
+        for listener in self.listeners:
+            listener()
         rules = len(config.rules) if config is not None else 0
         policies = f", {access.policy.count} Cedar policies" if access.policy is not None else ""
         logger.info("{}: access applied ({} rules{})", because, rules, policies if config else "; all allowed")

@@ -202,12 +202,22 @@ async def test_a_change_of_the_rules_or_the_policy_applies_without_a_restart(tmp
             async with http_client(served.url, people["alice"], "legacy") as alice:
                 return await alice.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": text}})
 
+        told: list[Any] = []
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification | types.PromptListChangedNotification):
+                told.append(message)
+
         assert "fake__echo" not in await bob_sees()
         write_team_config(tmp_path, workspace, [*RULES, {"principals": ["bob"], "allow": ["fake"]}])
         await wait_until_async(lambda: _contains(bob_sees, "fake__echo"))
         assert error_code(await alice_echoes("a secret")) == "forbidden"
-        (tmp_path / "policy.cedar").write_text('permit(principal, action, resource == Tool::"fake__echo");')
-        await wait_until_async(lambda: _echoed(alice_echoes, "a secret"))
+        async with http_client(served.url, people["bob"], "legacy", message_handler=on_message) as listening:
+            await listening.list_tools()
+            (tmp_path / "policy.cedar").write_text('permit(principal, action, resource == Tool::"fake__echo");')
+            await wait_until_async(lambda: _echoed(alice_echoes, "a secret"))
+            # Bob's open session hears that what he is shown may have changed.
+            await wait_until(lambda: any(isinstance(m, types.PromptListChangedNotification) for m in told))
         (tmp_path / "policy.cedar").write_text("permit(principal, action, resource")  # a half-saved edit
         assert text_of(await alice_echoes("still a secret")) == "echo: still a secret"  # the last good one holds
         await wait_until(lambda: "policy.cedar line 1: unexpected end of input" in served.log())
