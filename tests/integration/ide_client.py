@@ -102,3 +102,15 @@ async def ts_client(spec: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = json.loads(done.stdout)
     assert answer["protocolVersion"] == ERAS[spec["mode"]]
     return answer
+
+
+async def every_resource(client: Client) -> list[types.Resource]:
+    """Every resource the gateway lists, page after page (bounded)."""
+    found: list[types.Resource] = []
+    cursor: str | None = None
+    with anyio.fail_after(30):
+        while True:
+            page = await client.list_resources(cursor=cursor, cache_mode="bypass")
+            found.extend(page.resources)
+            if not (cursor := page.next_cursor):
+                return found

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from tests.conftest import AGENTIFY, REPO, fs_backend, gateway_env, text_of, write_config
-from tests.integration.ide_client import MODES, ide_client
+from tests.integration.ide_client import MODES, every_resource, ide_client
 from tests.integration.test_arbigent_gateway import offline_backend
 from tests.servers import EVERYTHING, free_port, server_process, wait_accepting
 
@@ -41,17 +41,6 @@ def everything_backend(**extra: Any) -> dict[str, Any]:
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")} | gateway_env(None, AGENTIFY_PLANNER="offline") | extra
-
-
-async def every_resource(client: Client) -> list[types.Resource]:
-    found: list[types.Resource] = []
-    cursor: str | None = None
-    with anyio.fail_after(30):
-        while True:
-            page = await client.list_resources(cursor=cursor, cache_mode="bypass")
-            found.extend(page.resources)
-            if not (cursor := page.next_cursor):
-                return found
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -15,7 +15,6 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import (
@@ -31,7 +30,7 @@ from tests.conftest import (
 )
 from tests.fakes.jwks_issuer import JwksIssuer
 from tests.fakes.model_server import ModelServer, Reply
-from tests.integration.ide_client import MODES
+from tests.integration.ide_client import MODES, every_resource
 from tests.integration.team import HttpGateway, add_token, http_client, http_gateway, initialize
 from tests.integration.test_proxy_offers import everything_backend
 from tests.servers import free_port
@@ -285,7 +284,7 @@ async def _offers_follow_access(served: HttpGateway, qa: str, admin: str) -> Non
     """Resources, templates and prompts of a backend the principal may not use are neither listed nor read."""
     for mode in MODES:
         async with http_client(served.url, qa, mode) as client:
-            resources = await _all_resources(client)
+            resources = await every_resource(client)
             prompts = (await client.list_prompts(cache_mode="bypass")).prompts
             templates = (await client.list_resource_templates(cache_mode="bypass")).resource_templates
             with pytest.raises(MCPError) as read:
@@ -293,24 +292,13 @@ async def _offers_follow_access(served: HttpGateway, qa: str, admin: str) -> Non
             with pytest.raises(MCPError) as prompt:
                 await client.get_prompt("everything__args-prompt", {"city": "Lisbon"})
         async with http_client(served.url, admin, mode) as client:
-            admin_resources = await _all_resources(client)
+            admin_resources = await every_resource(client)
             got = await client.get_prompt("everything__args-prompt", {"city": "Lisbon"})
         assert resources == [] and prompts == [] and templates == [], mode
         assert read.value.error.message == "'erin' may not read demo://resource/dynamic/text/3 (server.access)"
         assert (read.value.error.data or {})["agentify/error"]["code"] == "forbidden"
         assert "may not use the prompt everything__args-prompt" in prompt.value.error.message
         assert admin_resources and "Lisbon" in got.messages[0].content.text  # type: ignore[union-attr]
-
-
-async def _all_resources(client: Client) -> list[types.Resource]:
-    found: list[types.Resource] = []
-    cursor: str | None = None
-    with anyio.fail_after(30):
-        while True:
-            page = await client.list_resources(cursor=cursor, cache_mode="bypass")
-            found.extend(page.resources)
-            if not (cursor := page.next_cursor):
-                return found
 
 
 async def test_over_stdio_the_one_principal_is_local(tmp_path: Path, workspace: Path) -> None:
