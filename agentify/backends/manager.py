@@ -22,6 +22,7 @@ from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
 from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor
 from agentify.config import BackendConfig
+from agentify.team.vault import Vault
 
 CATALOG_WAIT_MAX = 30.0  # a catalog waits at most this long for backends that are still starting
 
@@ -36,10 +37,13 @@ class BackendManager:
         *,
         cache_dir: Path | None = None,
         secrets: SecretSink | None = None,
+        vault: Vault | None = None,
     ) -> None:
-        """`secrets` hears the credentials learnt while running (OAuth tokens from the store)."""
+        """`secrets` hears the credentials learnt while running (OAuth tokens from the store); `vault` keeps each
+        principal's tokens for backends with `auth.perPrincipal` (required when there are any)."""
         self._on_state = on_state
         self._secrets = secrets
+        self._vault = vault
         self._roots: list[types.Root] = []
         """What backends with `forwardRoots` are told: the client's roots once known (none until then)."""
         self._manifests = ManifestStore(cache_dir)

@@ -1,4 +1,5 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `connect`, `arbigent`. Wiring only.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `vault`, `connect`, `arbigent`. Wiring
+only.
 
 Exit codes (errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
 line or an environment variable is invalid; 130 `run`, `doctor` or `eval` interrupted by SIGINT or
@@ -71,6 +72,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         from agentify.cli.tokens import token_command
 
         return token_command(args)
+    if command == "vault":  # no gateway: it drops one person's records
+        from agentify.cli.vault import vault_command
+
+        return vault_command(args)
     if command != "auth":
         _refuse_inside_a_gateway()
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
@@ -108,6 +113,10 @@ def _command(args: Any, command: str, boot: Boot) -> int:
     from agentify.cli.serve import serve_http_command, serve_stdio_command
 
     config, redactor = boot.config, boot.redactor
+    if command == "serve":
+        from agentify.team.vault import vault_keys
+
+        vault_keys(os.environ, config)  # exit 2 before serving: perPrincipal needs AGENTIFY_VAULT_KEY
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
         from agentify.errors import ConfigError

@@ -112,6 +112,9 @@ class OAuthSettings(Model):
     client_metadata_url: str | None = None
     """The HTTPS URL of a client metadata document you publish (a Client ID Metadata Document, whose URL is
     the client id): used where the authorization server supports them; elsewhere the client registers."""
+    per_principal: bool = False
+    """Each principal of a team gateway authorizes as themselves (a URL opened from their IDE), and the backend
+    sees that person's own tokens, kept in the vault (`AGENTIFY_VAULT_KEY`), instead of one shared identity."""
 
     @field_validator("client_metadata_url")
     @classmethod

@@ -23,21 +23,22 @@ STATE_KEYS_ENV = "AGENTIFY_STATE_KEYS"
 MIN_KEY_BYTES = 32
 
 
-def state_keys(environ: Mapping[str, str]) -> list[str] | None:
-    """The keys of `AGENTIFY_STATE_KEYS`, sealing key first; None when it is unset or blank.
+def state_keys(environ: Mapping[str, str], variable: str = STATE_KEYS_ENV) -> list[str] | None:
+    """The keys of `variable` (`AGENTIFY_STATE_KEYS`, or the vault's), sealing key first; None when it is unset
+    or blank.
 
     Raises:
         ConfigError: a key is shorter than 32 bytes, or listed twice (the message never shows a key)."""
-    keys = [key.strip() for key in environ.get(STATE_KEYS_ENV, "").split(",") if key.strip()]
+    keys = [key.strip() for key in environ.get(variable, "").split(",") if key.strip()]
     for n, key in enumerate(keys, start=1):
         if len(key.encode()) < MIN_KEY_BYTES:
             raise ConfigError(
-                f"{STATE_KEYS_ENV}: key {n} of {len(keys)} is {len(key.encode())} bytes; each key must be at least "
+                f"{variable}: key {n} of {len(keys)} is {len(key.encode())} bytes; each key must be at least "
                 f"{MIN_KEY_BYTES} bytes of secret randomness. Make one with: "
                 'python3 -c "import secrets; print(secrets.token_hex(32))"'
             )
     if len(set(keys)) < len(keys):
-        raise ConfigError(f"{STATE_KEYS_ENV} names one key twice: list each key once, the sealing key first")
+        raise ConfigError(f"{variable} names one key twice: list each key once, the sealing key first")
     return keys or None
 
 
