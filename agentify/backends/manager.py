@@ -15,14 +15,16 @@ from agentify.backends.logs import LogListener
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
+from agentify.backends.per_principal import PrincipalBackend
+from agentify.backends.questions import Answerer
 from agentify.backends.remote import RemoteConnection
 from agentify.backends.routes import ResourceRoutes
 from agentify.backends.state import BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
 from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor
-from agentify.config import BackendConfig
-from agentify.team.vault import Vault
+from agentify.config import BackendConfig, OAuthSettings
+from agentify.team.identity import Identity
 
 CATALOG_WAIT_MAX = 30.0  # a catalog waits at most this long for backends that are still starting
 
@@ -37,13 +39,14 @@ class BackendManager:
         *,
         cache_dir: Path | None = None,
         secrets: SecretSink | None = None,
-        vault: Vault | None = None,
+        identity: Identity | None = None,
     ) -> None:
-        """`secrets` hears the credentials learnt while running (OAuth tokens from the store); `vault` keeps each
-        principal's tokens for backends with `auth.perPrincipal` (required when there are any)."""
+        """`secrets` hears the credentials learnt while running (OAuth tokens from the store); `identity` keeps each
+        principal's tokens for backends with `auth.perPrincipal` (without it they use the one token file of
+        `agentify auth`, as one person's gateway does)."""
         self._on_state = on_state
         self._secrets = secrets
-        self._vault = vault
+        self._identity = identity
         self._roots: list[types.Root] = []
         """What backends with `forwardRoots` are told: the client's roots once known (none until then)."""
         self._manifests = ManifestStore(cache_dir)
@@ -121,6 +124,21 @@ class BackendManager:
         if self.on_log is not None:
             self.on_log(backend, params)
 
+    async def learn_for_caller(self, tool_name: str, answerer: Answerer | None) -> bool:
+        """When `tool_name` (`<backend>__<tool>`) names a backend reached as each person whose tools nobody has
+        listed yet: the caller authorizes (if they must) and their session lists the tools. False for any
+        other name.
+
+        Raises:
+            what `PrincipalBackend.learn` raises (NeedsAuth, Declined, BackendUnavailable, AskingClient, ...).
+        """
+        backend = tool_name.partition("__")[0]
+        supervisor = self._supervisors.get(backend)
+        if not isinstance(supervisor, PrincipalBackend) or supervisor.tools.listed or not supervisor.spec.enabled:
+            return False
+        await supervisor.learn(answerer)
+        return True
+
     def statuses(self) -> list[BackendStatus]:
         return [s.status() for s in self._supervisors.values()]
 
@@ -175,6 +193,17 @@ class BackendManager:
                 self._tg.start_soon(supervisor.send_roots_changed)
 
     def _supervise(self, spec: BackendConfig) -> Supervisor:
+        if self._identity is not None and isinstance(spec.auth, OAuthSettings) and spec.auth.per_principal:
+            return PrincipalBackend(
+                spec,
+                self._manifests,
+                self._identity,
+                secrets=self._secrets,
+                on_state=self._published,
+                roots=self._known_roots,
+                routes=self.routes,
+                on_change=self._changed,
+            )
         stderr = StderrLog(spec.id)
         connection: Connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
         return Supervisor(

@@ -40,14 +40,15 @@ STREAM_READ_SECONDS = 300.0  # a server may hold a response stream open this lon
 
 
 class RemoteConnection:
-    def __init__(self, spec: BackendConfig, secrets: SecretSink | None = None) -> None:
+    def __init__(self, spec: BackendConfig, secrets: SecretSink | None = None, tokens: TokenFile | None = None) -> None:
+        """`tokens`: where the OAuth tokens are (one principal's, in the vault); default: `agentify auth`'s file."""
         assert spec.url is not None
         self._spec = spec
         self.url = spec.url
         path = urlsplit(spec.url).path.rstrip("/")
         self.kind: str = spec.transport or ("sse" if path.endswith("/sse") else "streamable-http")
         self.may_fall_back = spec.transport is None and self.kind == "streamable-http"
-        self._tokens = TokenFile(spec, secrets=secrets) if spec.oauth else None
+        self._tokens = tokens or (TokenFile(spec, secrets=secrets) if spec.oauth else None)
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._spec.headers)

@@ -113,10 +113,6 @@ def _command(args: Any, command: str, boot: Boot) -> int:
     from agentify.cli.serve import serve_http_command, serve_stdio_command
 
     config, redactor = boot.config, boot.redactor
-    if command == "serve":
-        from agentify.team.vault import vault_keys
-
-        vault_keys(os.environ, config)  # exit 2 before serving: perPrincipal needs AGENTIFY_VAULT_KEY
     if command == "serve" and args.transport == "http":
         # uvicorn handles SIGTERM/SIGINT itself and shuts the app (and so every backend) down.
         from agentify.errors import ConfigError

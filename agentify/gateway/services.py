@@ -13,7 +13,6 @@ backend session (shielded, bounded), also when the caller is cancelled. What ser
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
@@ -39,8 +38,8 @@ from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.team.identity import Identity
 from agentify.team.limits import Limiter
-from agentify.team.vault import Vault, store_for, vault_keys
 from agentify.telemetry.setup import Telemetry
 
 SHUTDOWN_SECONDS = 10.0
@@ -133,12 +132,14 @@ class Services:
 
 
 @asynccontextmanager
-async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Services]:
-    """`reload`: follow changes of the config file (`serve`); one-shot commands read it once."""
+async def open_gateway(
+    boot: Boot, *, reload: bool = False, identity: Identity | None = None
+) -> AsyncIterator[Services]:
+    """`reload`: follow changes of the config file (`serve`); one-shot commands read it once. `identity`: the vault
+    and authorizations of backends with `auth.perPrincipal` (`serve`; closed here on the way out)."""
     config, redactor = boot.config, boot.redactor
-    keys = vault_keys(os.environ, config)  # ConfigError before anything starts: perPrincipal needs a key
-    vault = Vault(keys, store_for(config)) if keys else None
-    redactor.add(keys or ())
+    if identity is not None:
+        redactor.add(identity.keys)
     bus = EventBus()
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, redactor, file=config.trace_file)
@@ -147,7 +148,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         on_state=lambda status: bus.publish("backend", status.as_dict()),
         cache_dir=cache_dir(),
         secrets=redactor.add,
-        vault=vault,
+        identity=identity,
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     limiter = Limiter(config.server.limits, config.server.redis)
@@ -195,8 +196,8 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
                     await planners.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
                     await limiter.aclose()
-                    if vault is not None:
-                        await vault.aclose()
+                    if identity is not None:
+                        await identity.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
 
 

@@ -161,7 +161,14 @@ class TaskRunner:
 
         async def decide() -> Plan:
             with self._step("validate") as span:
-                plan = given_call(raw_input, await self.catalog())
+                try:
+                    plan = given_call(raw_input, await self.catalog())
+                except InvalidInput:
+                    # A backend reached as each person lists no tools before someone authorized: its caller is
+                    # asked to, and its tools are known from then on.
+                    if not await self.manager.learn_for_caller(_called_name(raw_input), answerer):
+                        raise
+                    plan = given_call(raw_input, await self.catalog())
                 if span.is_recording():
                     span.set_attributes(
                         {BACKEND: plan.backend, TOOL_NAME: plan.tool, TOOL_ARGUMENTS: as_json(plan.arguments)}
@@ -372,6 +379,11 @@ def _handle(plan: Plan) -> ToolHandle:
     if plan.handle is None:
         raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
     return plan.handle
+
+
+def _called_name(raw: Any) -> str:
+    name = raw.get("name") if isinstance(raw, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _preview(result: types.CallToolResult) -> str:

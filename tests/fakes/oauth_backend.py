@@ -13,6 +13,12 @@ With `--token-answer huge|html`, the token endpoint is hostile: it streams 150 M
 token (chunked, no Content-Length), or answers a valid token as text/html; the log records
 "token answer sent N" (bytes the client took before it hung up).
 
+With `--people`, each authorization is a person's: `/authorize` sends the browser to `/login`, which signs in
+whoever the browser's `user` cookie (or the `login_hint` parameter) names, and every token it issues carries
+that subject (the log records "issued to USER: ACCESS REFRESH", so a test can look for the tokens where
+they must not be). The tool whoami() answers with the identity (and scopes) of the token its request came with,
+which is how tests see that each person reaches the backend as themselves; the log records "authorized USER".
+
 With `--echo-client-secret`, it is a hostile server instead: any client id is known (with the
 secret in FAKE_CLIENT_SECRET and any redirect), and the code exchange fails with an error that
 quotes the client's secret back (JSON-escaped, as error bodies are).
@@ -21,6 +27,7 @@ quotes the client's secret back (JSON-escaped, as error bodies are).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import time
@@ -39,6 +46,11 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+SCOPES = ("read", "admin")
+STEP_UP_TOOL = "admin_action"  # needs the scope "admin": without it, HTTP 403 insufficient_scope
 
 
 class AnyRedirect(OAuthClientInformationFull):
@@ -47,11 +59,17 @@ class AnyRedirect(OAuthClientInformationFull):
 
 
 class MemoryProvider:
-    def __init__(self, log: str | None, echo_secret: bool = False) -> None:
+    def __init__(self, log: str | None, echo_secret: bool = False, people: str | None = None) -> None:
+        self.people = people
+        """The base URL of the `/login` page when each authorization is a person's (`--people`)."""
+        self.waiting: dict[str, tuple[OAuthClientInformationFull, AuthorizationParams]] = {}
+        self.subjects: dict[str, str] = {}
+        """Who each authorization code was issued to."""
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
         self.refresh: dict[str, RefreshToken] = {}
+        self.refresh_subjects: dict[str, str] = {}
         self._log = log
         self._echo_secret = echo_secret
 
@@ -73,10 +91,19 @@ class MemoryProvider:
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         assert client_info.client_id is not None
+        if self.people is not None:  # any scope of this server may be asked for later (a step-up)
+            client_info = client_info.model_copy(update={"scope": " ".join(SCOPES)})
         self.clients[client_info.client_id] = client_info
         self.note("registered")
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        if self.people is not None:
+            pending = secrets.token_urlsafe(16)
+            self.waiting[pending] = (client, params)
+            return f"{self.people}/login?request={pending}"
+        return self.approve(client, params, None)
+
+    def approve(self, client: OAuthClientInformationFull, params: AuthorizationParams, subject: str | None) -> str:
         code = AuthorizationCode(
             code=secrets.token_urlsafe(16),
             scopes=params.scopes or [],
@@ -88,6 +115,9 @@ class MemoryProvider:
             resource=params.resource,
         )
         self.codes[code.code] = code
+        if subject is not None:
+            self.subjects[code.code] = subject
+            self.note(f"authorized {subject}")
         return construct_redirect_uri(str(params.redirect_uri), code=code.code, state=params.state)
 
     async def load_authorization_code(self, client: OAuthClientInformationFull, code: str) -> AuthorizationCode | None:
@@ -100,7 +130,8 @@ class MemoryProvider:
         if self._echo_secret:
             raise TokenError(error="invalid_grant", error_description=f"no code for the secret {client.client_secret}")
         self.note("token code")
-        return self._issue(client.client_id or "", authorization_code.scopes, authorization_code.resource)
+        subject = self.subjects.pop(authorization_code.code, None)
+        return self._issue(client.client_id or "", authorization_code.scopes, authorization_code.resource, subject)
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
         return self.refresh.get(refresh_token)
@@ -110,7 +141,8 @@ class MemoryProvider:
     ) -> OAuthToken:
         self.refresh.pop(refresh_token.token, None)
         self.note("token refresh")
-        return self._issue(client.client_id or "", scopes or refresh_token.scopes, refresh_token.resource)
+        subject = self.refresh_subjects.get(refresh_token.token)
+        return self._issue(client.client_id or "", scopes or refresh_token.scopes, refresh_token.resource, subject)
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         return self.access.get(token)
@@ -119,11 +151,17 @@ class MemoryProvider:
         self.access.pop(token.token, None)
         self.refresh.pop(token.token, None)
 
-    def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None, subject: str | None = None) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes, resource=resource)
+        self.access[access] = AccessToken(
+            token=access, client_id=client_id, scopes=scopes, resource=resource, subject=subject
+        )
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource)
-        return OAuthToken(access_token=access, token_type="Bearer", expires_in=3600, refresh_token=refresh)
+        if subject is not None:
+            self.refresh_subjects[refresh] = subject
+            self.note(f"issued to {subject}: {access} {refresh}")  # so a test can look for them where they must not be
+        scope = " ".join(scopes) if scopes else None
+        return OAuthToken(access_token=access, token_type="Bearer", expires_in=3600, refresh_token=refresh, scope=scope)
 
 
 def main() -> None:
@@ -132,9 +170,10 @@ def main() -> None:
     parser.add_argument("--log")
     parser.add_argument("--echo-client-secret", action="store_true")
     parser.add_argument("--token-answer", choices=["huge", "html"])
+    parser.add_argument("--people", action="store_true")
     args = parser.parse_args()
     base = f"http://127.0.0.1:{args.port}"
-    provider = MemoryProvider(args.log, echo_secret=args.echo_client_secret)
+    provider = MemoryProvider(args.log, echo_secret=args.echo_client_secret, people=base if args.people else None)
     server = MCPServer(
         "oauth-fake",
         version="1.0",
@@ -167,15 +206,83 @@ def main() -> None:
         scheme, _, credential = request.headers.get("authorization", "").partition(" ")
         return f"scheme {scheme}; credential {credential}"
 
+    if args.people:  # the tools of a backend reached as each person
+
+        @server.tool(description="Who this request acts for, by the token it came with")
+        def whoami(ctx: Context) -> str:
+            request: Any = ctx.request_context.request
+            credential = request.headers.get("authorization", "").partition(" ")[2]
+            token = provider.access.get(credential)
+            if token is None:
+                return "nobody"
+            return f"you are {token.subject or 'the client'}; scopes: {' '.join(sorted(token.scopes)) or 'none'}"
+
+        @server.tool(description="An action that needs the admin scope")
+        def admin_action() -> str:
+            return "admin action done"
+
+    @server.custom_route("/login", methods=["GET"])
+    async def login(request: Request) -> Response:
+        waiting = provider.waiting.pop(request.query_params.get("request", ""), None)
+        if waiting is None:
+            return HTMLResponse("<h1>no such authorization request</h1>", status_code=400)
+        client, params = waiting
+        user = request.cookies.get("user") or request.query_params.get("login_hint")
+        if not user:
+            return HTMLResponse("<h1>sign in first</h1>", status_code=401)
+        return RedirectResponse(provider.approve(client, params, user), status_code=302)
+
     app = server.streamable_http_app()
 
     async def hostile(scope: Any, receive: Any, send: Any) -> None:
         if args.token_answer and scope["type"] == "http" and scope["path"] == "/token":
             await _bad_token_answer(args.token_answer, provider, receive, send)
             return
+        if args.people and scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
+            await _step_up(app, provider, base, scope, receive, send)
+            return
         await app(scope, receive, send)
 
     uvicorn.run(hostile, host="127.0.0.1", port=args.port, log_level="warning", lifespan="on")
+
+
+async def _step_up(app: Any, provider: MemoryProvider, base: str, scope: Any, receive: Any, send: Any) -> None:
+    """A call of STEP_UP_TOOL with a token that lacks "admin" is refused with 403 insufficient_scope (RFC 6750),
+    naming the scope it needs; every other request goes to the server as it came."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    try:
+        request = json.loads(body)
+    except ValueError:
+        request = None
+    called = isinstance(request, dict) and request.get("method") == "tools/call"
+    if called and (request.get("params") or {}).get("name") == STEP_UP_TOOL:
+        credential = dict(scope["headers"]).get(b"authorization", b"").decode().partition(" ")[2]
+        token = provider.access.get(credential)
+        if token is not None and "admin" not in token.scopes:
+            provider.note("step-up asked")
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="read admin", '
+                f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"'
+            )
+            headers = [(b"www-authenticate", challenge.encode()), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 403, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    await app(scope, replay, send)
 
 
 async def _bad_token_answer(kind: str, provider: MemoryProvider, receive: Any, send: Any) -> None:

@@ -1,0 +1,297 @@
+"""A remote backend with `auth.perPrincipal`: every person reaches it as themselves, on a session of their own.
+
+The backend (this front) is one entry of the catalog; its tools are whatever the sessions of any person listed
+(kept in the manifest, as for any backend). Behind it, each principal has an inner `Supervisor` whose
+connection carries that principal's own tokens from the vault (`VaultTokens`): it starts on their first call,
+stops when idle, and at most `MAX_PRINCIPALS` are kept (the least recently used is closed to make room).
+
+A call by a principal who has no tokens yet (or whose tokens the server refused, or that lack a scope it asked
+for) first asks that person to open a URL (URL-mode elicitation, through the relay every backend question
+takes, `gateway/backend_questions.py`, so both protocol eras get it the way they take questions):
+- 2025-11-25: `elicitation/create`; the call waits for the authorization (bounded by the backend's timeout),
+  then goes on, and the client is told `notifications/elicitation/complete`;
+- 2026-07-28: the round ends with the question (`AskingClient`); the client's next round carries the answer;
+  if the authorization has not completed by then, the answer is another round (at most `MAX_ROUNDS`);
+- a client that cannot open a URL for its user gets `needs_auth` with the URL in the text.
+The authorization itself runs on this replica (`principal_flow.drive`), owned by this front's task group.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup
+from loguru import logger
+from mcp.shared.dispatcher import ProgressFnT
+
+from agentify.backends.logs import LogSink
+from agentify.backends.manifest import ManifestStore
+from agentify.backends.oauth import SecretSink
+from agentify.backends.offers import ChangeListener
+from agentify.backends.principal_flow import drive
+from agentify.backends.principal_tokens import VaultTokens
+from agentify.backends.questions import Answerer
+from agentify.backends.remote import RemoteConnection
+from agentify.backends.routes import ResourceRoutes
+from agentify.backends.session import RootsGetter
+from agentify.backends.state import BackendState, BackendStatus
+from agentify.backends.stderr_log import StderrLog
+from agentify.backends.supervisor import StateListener, Supervisor
+from agentify.config import BackendConfig
+from agentify.errors import BackendUnavailable, Declined, NeedsAuth
+from agentify.team.flows import FlowStoreUnavailable, Outcome, polled
+from agentify.team.identity import Identity
+from agentify.team.principal import LOCAL, current_principal
+from agentify.team.vault import VaultUnavailable
+
+INNER_IDLE_SECONDS = 600.0  # a person's session closes after this long unused (unless idleStopSeconds says less)
+MAX_PRINCIPALS = 256
+MAX_ROUNDS = 5  # 2026-07-28 rounds one call asks before it gives up waiting for the authorization
+ROUND_WAIT_SECONDS = 10.0  # how long a 2026-07-28 round waits for the authorization before asking again
+_R = Any
+
+
+@dataclass(eq=False)
+class _Person:
+    supervisor: Supervisor
+    tokens: VaultTokens
+    used: float
+
+
+class PrincipalBackend(Supervisor):
+    """The front of one `perPrincipal` backend; safe to call from any task, like every supervisor."""
+
+    def __init__(
+        self,
+        spec: BackendConfig,
+        manifests: ManifestStore,
+        identity: Identity,
+        *,
+        secrets: SecretSink | None = None,
+        on_state: StateListener | None = None,
+        roots: RootsGetter | None = None,
+        routes: ResourceRoutes | None = None,
+        on_change: ChangeListener | None = None,
+    ) -> None:
+        lazy = spec.model_copy(update={"start": "lazy"})
+        super().__init__(lazy, RemoteConnection(lazy), StderrLog(spec.id), manifests, on_state, roots, routes)
+        self.spec = spec
+        self._inner_spec = spec.model_copy(
+            update={"start": "lazy", "idle_stop_seconds": min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)}
+        )
+        self._manifests = manifests
+        self._identity = identity
+        self._secrets = secrets
+        self._inner_roots = roots
+        self._inner_routes = routes
+        self._inner_change = on_change
+        self._people: dict[str, _Person] = {}
+        self._tg: TaskGroup | None = None
+        self._level: types.LoggingLevel | None = None
+        self._log = logger.bind(backend=spec.id)
+
+    # ----- the owner -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Owns every person's supervisor and the authorizations this replica drives, until stopped."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await self._starts.stopping.wait()
+            for person in self._people.values():
+                person.supervisor.stop()
+            tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
+        self._tg = None
+
+    def kick(self) -> None:
+        return None  # nothing starts without a person
+
+    def settling(self) -> bool:
+        return False
+
+    async def wait_settled(self, seconds: float | None = None) -> None:
+        return None
+
+    def status(self) -> BackendStatus:
+        """What the caller sees: their own session's state (another person's is none of theirs)."""
+        own = super().status()
+        person = self._people.get(current_principal() or LOCAL)
+        if person is None:
+            hint = "each person authorizes as themselves (auth.perPrincipal): your first call asks you to open a URL"
+            return replace(own, last_error=hint)
+        theirs = person.supervisor.status()
+        return replace(own, state=theirs.state, last_error=theirs.last_error, server=theirs.server, pid=None)
+
+    async def send_log_level(self, level: types.LoggingLevel) -> None:
+        self._level = level
+        for person in list(self._people.values()):
+            await person.supervisor.send_log_level(level)
+
+    async def send_roots_changed(self) -> None:
+        for person in list(self._people.values()):
+            await person.supervisor.send_roots_changed()
+
+    # ----- calls -------------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None = None,
+        answerer: Answerer | None = None,
+        logs: LogSink | None = None,
+    ) -> types.CallToolResult:
+        """See `Supervisor.call`; the caller is asked to authorize first when they must.
+
+        Raises:
+            NeedsAuth: the client cannot open the URL for its user (the text holds it).
+            Declined: the person declined to authorize.
+            BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises (`AskingClient`).
+        """
+        person = await self.ready_for(answerer)
+        try:
+            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+        except BackendUnavailable:
+            if person.supervisor.state is not BackendState.NEEDS_AUTH:
+                raise
+        # The server refused this person's tokens, and a refresh did not help: they are asked again.
+        await self._vault_call(person.tokens.drop_tokens())
+        await self._authorize(person, answerer)
+        return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+
+    async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
+        """Resources, prompts and completions go to the caller's own session, once they have authorized."""
+        person = self._person(current_principal() or LOCAL)
+        if not (await self._vault_call(person.tokens.load())).get("tokens"):
+            raise NeedsAuth(
+                f"backend {self.spec.id!r} is reached as each person: call one of its tools first to authorize"
+            )
+        return await person.supervisor.request(request, result_type)
+
+    async def live_tool(self, tool: str) -> types.Tool | None:
+        """The tool as the caller's session listed it, when they have one ready; else as any session listed it
+        (nobody is asked to authorize just to read an annotation)."""
+        person = self._people.get(current_principal() or LOCAL)
+        if person is not None and person.supervisor.state is BackendState.READY:
+            return await person.supervisor.live_tool(tool)
+        return self.listed_tool(tool)
+
+    async def learn(self, answerer: Answerer | None) -> None:
+        """The caller's session lists the tools (they authorize first if they must)."""
+        person = await self.ready_for(answerer)
+        await person.supervisor.live_tool("")
+
+    async def ready_for(self, answerer: Answerer | None) -> _Person:
+        """The caller's supervisor, with tokens in the vault: they are asked to authorize first if they have none
+        (or lack a scope the backend asked for)."""
+        person = self._person(current_principal() or LOCAL)
+        record = await self._vault_call(person.tokens.load())
+        if not record.get("tokens") or person.tokens.missing_scope():
+            await self._authorize(person, answerer)
+        return person
+
+    def _person(self, principal: str) -> _Person:
+        person = self._people.get(principal)
+        if person is None:
+            if self._tg is None:
+                raise BackendUnavailable(f"backend {self.spec.id!r} is stopping; try again")
+            self._make_room()
+            tokens = VaultTokens(self._inner_spec, principal, self._identity.vault, self._secrets)
+            supervisor = Supervisor(
+                self._inner_spec,
+                RemoteConnection(self._inner_spec, self._secrets, tokens=tokens),
+                StderrLog(self.spec.id),
+                self._manifests,
+                on_state=self._inner_state,
+                roots=self._inner_roots,
+                routes=self._inner_routes,
+                on_change=self._inner_change,
+                on_log=None,  # a log message no call owns is this person's: it reaches nobody else
+            )
+            supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
+            person = _Person(supervisor, tokens, time.monotonic())
+            self._people[principal] = person
+            self._tg.start_soon(supervisor.run)
+            if self._level is not None:
+                self._tg.start_soon(supervisor.send_log_level, self._level)
+        person.used = time.monotonic()
+        return person
+
+    def _make_room(self) -> None:
+        if len(self._people) < MAX_PRINCIPALS:
+            return
+        principal, person = min(self._people.items(), key=lambda item: item[1].used)
+        person.supervisor.stop()
+        del self._people[principal]
+
+    def _inner_state(self, status: BackendStatus) -> None:
+        self._lifecycle.changed()  # the catalog and the console hear of it as of this backend
+
+    # ----- authorizing ----------------------------------------------------------------------------------
+
+    async def _authorize(self, person: _Person, answerer: Answerer | None) -> None:
+        principal = person.tokens.principal
+        flows = self._identity.flows
+        flow_id = await self._vault_call(flows.pending(principal, self.spec.id))
+        if flow_id is None:
+            flow_id = await self._vault_call(flows.create(principal, self.spec.id))
+            assert self._tg is not None
+            self._tg.start_soon(drive, self._inner_spec, principal, flow_id, self._identity, self._secrets)
+        url = self._identity.start_url(flow_id)
+        round_trips = bool(getattr(answerer, "round_trips", False))
+        wanted = person.tokens.wanted_scope()
+        what = f" with the scope {wanted}" if wanted else ""
+        elicitation_id = f"agentify-auth-{flow_id[:24]}"
+        for round_number in range(MAX_ROUNDS):
+            message = f"Authorize agentify to use {self.spec.id} as you{what}: open the page and sign in."
+            if round_number:
+                message += f" (Not completed yet: finish it in the browser, then go on. Check {round_number + 1}.)"
+            params = types.ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
+            answers = (
+                await answerer.answer(self.spec.id, {"authorize": types.ElicitRequest(params=params)})
+                if (answerer is not None)
+                else types.ErrorData(code=types.INVALID_REQUEST, message="no client to ask")
+            )
+            if isinstance(answers, types.ErrorData):
+                raise NeedsAuth(
+                    f"backend {self.spec.id!r} needs you to authorize it as yourself, and your client cannot open a "
+                    f"page for you. Open this URL in your browser (it works once, for 10 minutes), then call again: "
+                    f"{url}"
+                )
+            answer = answers.get("authorize")
+            if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
+                raise Declined(f"authorizing backend {self.spec.id!r} was declined, so the call was not made")
+            wait = ROUND_WAIT_SECONDS if round_trips else self.spec.timeout_seconds
+            outcome = await self._outcome(flow_id, wait)
+            if outcome is not None:
+                break
+        else:
+            raise NeedsAuth(
+                f"the authorization of backend {self.spec.id!r} has not completed after {MAX_ROUNDS} checks. Finish "
+                f"it at {url} (it works once, for 10 minutes), then call again."
+            )
+        if outcome.error is not None:
+            raise BackendUnavailable(
+                f"authorizing backend {self.spec.id!r} failed: {outcome.error}. Call again to retry."
+            )
+        await self._vault_call(person.tokens.load())
+        completed = getattr(answerer, "completed", None)
+        if completed is not None and not round_trips:
+            await completed(elicitation_id)
+
+    async def _outcome(self, flow_id: str, seconds: float) -> Outcome | None:
+        flows = self._identity.flows
+        with anyio.move_on_after(seconds):
+            outcome: Outcome = await self._vault_call(polled(lambda: flows.outcome(flow_id)))
+            return outcome
+        return None
+
+    async def _vault_call(self, awaitable: Any) -> Any:
+        """Vault and flow errors as the contract's: the backend is unavailable for now."""
+        try:
+            return await awaitable
+        except (VaultUnavailable, FlowStoreUnavailable) as exc:
+            raise BackendUnavailable(f"backend {self.spec.id!r}: {exc}") from None

@@ -1,0 +1,174 @@
+"""Each person's own identity upstream (`auth.perPrincipal`): a team gateway sends each person, from their IDE, to
+authorize a remote backend as themselves (URL-mode elicitation, both eras), keeps their tokens in the vault, and
+reaches the backend as that person.
+
+The backend is tests/fakes/oauth_backend.py --people: a real OAuth 2.1 authorization server (dynamic registration,
+PKCE) that signs in whoever the browser's `user` cookie names, and a remote MCP server whose `whoami` answers
+with the identity its token carries. The "browser" is the test following the URL with an HTTP client of its own
+(one per person, each with its own cookies).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+
+from tests.conftest import REPO, error_code, text_of, write_config
+from tests.integration.ide_client import MODES
+from tests.integration.team import add_token, http_client, http_gateway
+from tests.servers import free_port, server_process, wait_accepting
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+OAUTH = REPO / "tests/fakes/oauth_backend.py"
+VAULT_KEY = "vault-key-for-tests-0123456789abcdef0123456789"
+
+
+@dataclass
+class Browser:
+    """One person's browser: their cookies (the authorization server signs them in by `user`), the pages seen."""
+
+    user: str
+    pages: list[tuple[int, str]] = field(default_factory=list)
+
+    async def open(self, url: str) -> int:
+        async with httpx2.AsyncClient(follow_redirects=True, timeout=30, cookies={"user": self.user}) as http:
+            answer = await http.get(url)
+        self.pages.append((answer.status_code, answer.text))
+        return answer.status_code
+
+
+@dataclass
+class Person:
+    """A person at an IDE: their browser opens every URL they are asked to open, then they accept."""
+
+    browser: Browser
+    asked: list[types.ElicitRequestParams] = field(default_factory=list)
+    open_urls: bool = True
+
+    async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append(params)
+        if isinstance(params, types.ElicitRequestURLParams) and self.open_urls:
+            await self.browser.open(params.url)
+        return types.ElicitResult(action="accept")
+
+
+@contextmanager
+def people_backend(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    port = free_port()
+    log = tmp_path / "oauth-events.log"
+    argv = [sys.executable, str(OAUTH), "--port", str(port), "--people", "--log", str(log)]
+    with server_process(argv, tmp_path / "oauth-backend.log"):
+        yield f"http://127.0.0.1:{port}/mcp", log
+
+
+def team_config(tmp_path: Path, url: str, **server: Any) -> Path:
+    backend = {"id": "gh", "url": url, "auth": {"type": "oauth", "perPrincipal": True}}
+    return write_config(
+        tmp_path,
+        [backend],
+        planner={"provider": "offline"},
+        server={"auth": {"type": "tokens", "file": "tokens.json"}} | server,
+    )
+
+
+@asynccontextmanager
+async def team(tmp_path: Path, **server: Any) -> AsyncIterator[tuple[Any, dict[str, str], Path]]:
+    """The backend, a gateway with alice's and bob's tokens, and the vault key."""
+    with people_backend(tmp_path) as (url, events):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        config = team_config(tmp_path, url, **server)
+        tokens = {name: await add_token(tmp_path / "tokens.json", name) for name in ("alice", "bob")}
+        env = {"AGENTIFY_VAULT_KEY": VAULT_KEY}
+        async with http_gateway(config, tmp_path / "gateway.log", env) as gateway:
+            yield gateway, tokens, events
+
+
+async def whoami(client: Any) -> types.CallToolResult:
+    result = await client.call_tool("call_tool", {"name": "gh__whoami", "arguments": {}})
+    assert isinstance(result, types.CallToolResult), result
+    return result
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_people_each_reach_the_backend_as_themselves(tmp_path: Path, mode: str) -> None:
+    async with team(tmp_path) as (gateway, tokens, events):
+        alice, bob = Person(Browser("alice")), Person(Browser("bob"))
+        async with http_client(gateway.url, tokens["alice"], mode, elicitation_callback=alice.elicit) as client:
+            first = await whoami(client)
+            again = await whoami(client)
+        async with http_client(gateway.url, tokens["bob"], mode, elicitation_callback=bob.elicit) as client:
+            bobs = await whoami(client)
+        log = gateway.log()
+    assert text_of(first).startswith("you are alice"), text_of(first)
+    assert text_of(again).startswith("you are alice"), text_of(again)
+    assert text_of(bobs).startswith("you are bob"), text_of(bobs)
+    # Each was asked once, by URL, on the gateway's own start route; the second call needed nothing.
+    for person in (alice, bob):
+        assert len(person.asked) == 1, person.asked
+        (asked,) = person.asked
+        assert isinstance(asked, types.ElicitRequestURLParams)
+        assert asked.url.startswith(gateway.at("/oauth/start/")), asked.url
+        assert person.browser.pages[-1][0] == 200, person.browser.pages
+    assert events.read_text().splitlines().count("authorized alice") == 1
+    assert events.read_text().splitlines().count("authorized bob") == 1
+    assert "Traceback" not in log
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_client_that_cannot_open_urls_gets_needs_auth_with_the_url(tmp_path: Path, mode: str) -> None:
+    async with team(tmp_path) as (gateway, tokens, _):
+        async with http_client(gateway.url, tokens["alice"], mode) as client:
+            result = await whoami(client)
+        assert error_code(result) == "needs_auth", result
+        url = next(word for word in text_of(result).split() if word.startswith("http"))
+        assert url.startswith(gateway.at("/oauth/start/"))
+        browser = Browser("alice")
+        assert await browser.open(url) == 200, browser.pages
+        async with http_client(gateway.url, tokens["alice"], mode) as client:
+            result = await whoami(client)
+    assert text_of(result).startswith("you are alice"), result
+
+
+async def test_a_start_link_works_once_and_a_foreign_state_is_refused(tmp_path: Path) -> None:
+    async with team(tmp_path) as (gateway, tokens, _):
+        async with http_client(gateway.url, tokens["alice"], "legacy") as client:
+            result = await whoami(client)
+        url = next(word for word in text_of(result).split() if word.startswith("http"))
+        mallory = Browser("mallory")
+        assert await mallory.open(gateway.at("/oauth/callback?state=forged&code=x")) == 400
+        assert "does not belong" in mallory.pages[-1][1]
+        assert await Browser("alice").open(url) == 200
+        again = Browser("alice")
+        assert await again.open(url) == 410
+        assert "used already" in again.pages[-1][1]
+        assert await again.open(gateway.at("/oauth/start/unknown-id")) == 410 or again.pages[-1][0] in (404, 410)
+
+
+async def test_the_vault_holds_no_plaintext_token_and_no_token_is_shown_or_logged(tmp_path: Path) -> None:
+    async with team(tmp_path) as (gateway, tokens, events):
+        alice = Person(Browser("alice"))
+        async with http_client(gateway.url, tokens["alice"], "legacy", elicitation_callback=alice.elicit) as client:
+            await whoami(client)
+            shown = await client.call_tool("call_tool", {"name": "gh__show_credentials", "arguments": {}})
+        log = gateway.log()
+    (issued,) = [line for line in events.read_text().splitlines() if line.startswith("issued to alice: ")]
+    upstream = issued.removeprefix("issued to alice: ").split()
+    assert len(upstream) == 2 and all(len(token) > 20 for token in upstream)
+    records = list((tmp_path / "cache" / "vault").iterdir())
+    assert len(records) == 1
+    raw = records[0].read_bytes()
+    assert b"access_token" not in raw and b"alice" not in raw
+    for token in upstream:
+        assert token.encode() not in raw
+        assert token not in log
+        assert token not in text_of(shown)
+    assert text_of(shown) == "scheme Bearer; credential [REDACTED]", text_of(shown)
