@@ -28,6 +28,7 @@ from anyio.abc import TaskGroup
 from loguru import logger
 from mcp.shared.dispatcher import ProgressFnT
 
+from agentify.backends.calls import ScopeStepUp
 from agentify.backends.logs import LogSink
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.oauth import SecretSink
@@ -43,7 +44,7 @@ from agentify.backends.stderr_log import StderrLog
 from agentify.backends.supervisor import StateListener, Supervisor
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable, Declined, NeedsAuth
-from agentify.team.flows import FlowStoreUnavailable, Outcome, polled
+from agentify.team.flows import START_WAIT_SECONDS, FlowStoreUnavailable, Outcome, polled
 from agentify.team.identity import Identity
 from agentify.team.principal import LOCAL, current_principal
 from agentify.team.vault import VaultUnavailable
@@ -60,6 +61,7 @@ class _Person:
     supervisor: Supervisor
     tokens: VaultTokens
     used: float
+    running: bool = False
 
 
 class PrincipalBackend(Supervisor):
@@ -102,7 +104,7 @@ class PrincipalBackend(Supervisor):
             self._tg = tg
             await self._starts.stopping.wait()
             for person in self._people.values():
-                person.supervisor.stop()
+                person.supervisor.stop()  # one never started ends at once when it starts
             tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
         self._tg = None
 
@@ -116,14 +118,21 @@ class PrincipalBackend(Supervisor):
         return None
 
     def status(self) -> BackendStatus:
-        """What the caller sees: their own session's state (another person's is none of theirs)."""
+        """What the caller sees: their own session's state (another person's is none of theirs), and the scope the
+        backend asked them for, if a step-up is pending."""
         own = super().status()
         person = self._people.get(current_principal() or LOCAL)
         if person is None:
             hint = "each person authorizes as themselves (auth.perPrincipal): your first call asks you to open a URL"
             return replace(own, last_error=hint)
         theirs = person.supervisor.status()
-        return replace(own, state=theirs.state, last_error=theirs.last_error, server=theirs.server, pid=None)
+        error = theirs.last_error
+        if person.tokens.missing_scope():
+            error = (
+                f"asks you for the scope {person.tokens.wanted_scope()} (a step-up): the next call that needs it "
+                "asks you to authorize it; other calls go on with your current authorization"
+            )
+        return replace(own, state=theirs.state, last_error=error, server=theirs.server, pid=None)
 
     async def send_log_level(self, level: types.LoggingLevel) -> None:
         self._level = level
@@ -154,13 +163,36 @@ class PrincipalBackend(Supervisor):
         person = await self.ready_for(answerer)
         try:
             return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+        except ScopeStepUp:
+            await self._step_up(person, tool, answerer)
         except BackendUnavailable:
             if person.supervisor.state is not BackendState.NEEDS_AUTH:
                 raise
-        # The server refused this person's tokens, and a refresh did not help: they are asked again.
-        await self._vault_call(person.tokens.drop_tokens())
+            # The server refused this person's tokens, and a refresh did not help: they are asked again.
+            await self._vault_call(person.tokens.drop_tokens())
+            await self._authorize(person, answerer)
+        try:
+            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+        except ScopeStepUp:
+            raise self._never_accepted(person, tool) from None
+
+    async def _step_up(self, person: _Person, tool: str, answerer: Answerer | None) -> None:
+        """A 403 `insufficient_scope`: the person authorizes again for the scopes granted plus the new one (the
+        SDK's union, kept as the wanted scope), unless the tokens hold it already, which authorizing cannot fix.
+        The session stays up: the person's other calls go on with the current tokens meanwhile."""
+        if not person.tokens.missing_scope():
+            raise self._never_accepted(person, tool)
+        self._log.info("step-up: {} asks for the scope {}", tool, person.tokens.wanted_scope())
+        await self._vault_call(person.tokens.save())  # the flow reads the wanted scope from the vault
         await self._authorize(person, answerer)
-        return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+
+    def _never_accepted(self, person: _Person, tool: str) -> BackendUnavailable:
+        granted = person.tokens.granted_scope() or "no scope"
+        return BackendUnavailable(
+            f"backend {self.spec.id!r} refused the call to {tool} for want of scope (HTTP 403 insufficient_scope), "
+            f"although your authorization grants what it asked for ({granted}). Authorizing again cannot fix this: "
+            "the server does not accept the scope it asks for. Tell the backend's administrator."
+        )
 
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
         """Resources, prompts and completions go to the caller's own session, once they have authorized."""
@@ -169,6 +201,7 @@ class PrincipalBackend(Supervisor):
             raise NeedsAuth(
                 f"backend {self.spec.id!r} is reached as each person: call one of its tools first to authorize"
             )
+        self._run(person)
         return await person.supervisor.request(request, result_type)
 
     async def live_tool(self, tool: str) -> types.Tool | None:
@@ -189,8 +222,9 @@ class PrincipalBackend(Supervisor):
         (or lack a scope the backend asked for)."""
         person = self._person(current_principal() or LOCAL)
         record = await self._vault_call(person.tokens.load())
-        if not record.get("tokens") or person.tokens.missing_scope():
+        if not record.get("tokens"):
             await self._authorize(person, answerer)
+        self._run(person)
         return person
 
     def _person(self, principal: str) -> _Person:
@@ -214,11 +248,17 @@ class PrincipalBackend(Supervisor):
             supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
             person = _Person(supervisor, tokens, time.monotonic())
             self._people[principal] = person
-            self._tg.start_soon(supervisor.run)
-            if self._level is not None:
-                self._tg.start_soon(supervisor.send_log_level, self._level)
         person.used = time.monotonic()
         return person
+
+    def _run(self, person: _Person) -> None:
+        """Starts the person's owner task, once they have tokens (before, it would only be refused)."""
+        if person.running or self._tg is None:
+            return
+        person.running = True
+        self._tg.start_soon(person.supervisor.run)
+        if self._level is not None:
+            self._tg.start_soon(person.supervisor.send_log_level, self._level)
 
     def _make_room(self) -> None:
         if len(self._people) < MAX_PRINCIPALS:
@@ -240,6 +280,11 @@ class PrincipalBackend(Supervisor):
             flow_id = await self._vault_call(flows.create(principal, self.spec.id))
             assert self._tg is not None
             self._tg.start_soon(drive, self._inner_spec, principal, flow_id, self._identity, self._secrets)
+            # Discovery and registration come first: what fails there no person can fix, so nobody is asked.
+            with anyio.move_on_after(START_WAIT_SECONDS):
+                step = await self._vault_call(polled(lambda: flows.first_step(flow_id)))
+                if isinstance(step, Outcome) and step.error is not None:
+                    raise BackendUnavailable(f"backend {self.spec.id!r} cannot be authorized: {step.error}")
         url = self._identity.start_url(flow_id)
         round_trips = bool(getattr(answerer, "round_trips", False))
         wanted = person.tokens.wanted_scope()

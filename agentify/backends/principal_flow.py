@@ -91,6 +91,11 @@ def _why(spec: BackendConfig, exc: Exception) -> str:
     if (unavailable := first(exc, (VaultUnavailable, FlowStoreUnavailable))) is not None:
         return str(unavailable)
     if (flow := first(exc, (OAuthFlowError, OAuthTokenError, OAuthRegistrationError))) is not None:
+        if "Protected resource" in str(flow) and "does not match" in str(flow):
+            return (
+                f"its protected-resource metadata names another resource than {where} ({str(flow)[:300]}): "
+                "authorizing cannot fix this; the backend's url in the config, or the server's metadata, is wrong"
+            )
         return f"the OAuth flow with {where} failed ({type(flow).__name__}: {str(flow)[:300]})"
     if (http := first(exc, httpx2.HTTPError)) is not None:
         return f"{where} could not be reached ({type(http).__name__})"

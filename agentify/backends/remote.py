@@ -139,6 +139,11 @@ class RemoteConnection:
             return Unreachable(f"{where} answered HTTP {error.response.status_code}")
         if isinstance(error, httpx2.TimeoutException):
             return Unreachable(f"{where} did not answer in time")
+        if isinstance(error, OAuthFlowError) and "Protected resource" in str(error) and "does not match" in str(error):
+            return Unreachable(
+                f"the protected-resource metadata of {where} names another resource ({str(error)[:300]}): "
+                "authorizing cannot fix this; the backend's url in the config, or the server's metadata, is wrong"
+            )
         if isinstance(error, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
             return Unreachable(
                 f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"

@@ -246,6 +246,14 @@ class Flows:
         value = record.get("outcome")
         return None if value is None else Outcome(value or None)
 
+    async def first_step(self, flow_id: str) -> Outcome | bool | None:
+        """True once the driving replica reached the authorization URL; the outcome if the flow ended before
+        (discovery or registration failed); None while neither."""
+        record = await self._keys.get(flow_id)
+        if record is None or "outcome" in record:
+            return await self.outcome(flow_id)
+        return True if "url" in record else None
+
     async def aclose(self) -> None:
         await self._keys.aclose()
 

@@ -19,6 +19,10 @@ that subject (the log records "issued to USER: ACCESS REFRESH", so a test can lo
 they must not be). The tool whoami() answers with the identity (and scopes) of the token its request came with,
 which is how tests see that each person reaches the backend as themselves; the log records "authorized USER".
 
+Also with `--people`: admin_action() needs the scope "admin" (else HTTP 403 insufficient_scope, naming
+"read admin"); `--never-accept` refuses it whatever the token was granted; `--wrong-resource` publishes
+protected-resource metadata that names another resource.
+
 With `--echo-client-secret`, it is a hostile server instead: any client id is known (with the
 secret in FAKE_CLIENT_SECRET and any redirect), and the code exchange fails with an error that
 quotes the client's secret back (JSON-escaped, as error bodies are).
@@ -171,6 +175,8 @@ def main() -> None:
     parser.add_argument("--echo-client-secret", action="store_true")
     parser.add_argument("--token-answer", choices=["huge", "html"])
     parser.add_argument("--people", action="store_true")
+    parser.add_argument("--never-accept", action="store_true", help="admin_action is refused whatever the scope")
+    parser.add_argument("--wrong-resource", action="store_true", help="the metadata names another resource")
     args = parser.parse_args()
     base = f"http://127.0.0.1:{args.port}"
     provider = MemoryProvider(args.log, echo_secret=args.echo_client_secret, people=base if args.people else None)
@@ -180,7 +186,7 @@ def main() -> None:
         auth_server_provider=provider,
         auth=AuthSettings(
             issuer_url=base,
-            resource_server_url=f"{base}/mcp",
+            resource_server_url=f"{base}/other" if args.wrong_resource else f"{base}/mcp",
             client_registration_options=ClientRegistrationOptions(enabled=True),
         ),
     )
@@ -239,16 +245,18 @@ def main() -> None:
             await _bad_token_answer(args.token_answer, provider, receive, send)
             return
         if args.people and scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
-            await _step_up(app, provider, base, scope, receive, send)
+            await _step_up(app, provider, base, scope, receive, send, never=args.never_accept)
             return
         await app(scope, receive, send)
 
     uvicorn.run(hostile, host="127.0.0.1", port=args.port, log_level="warning", lifespan="on")
 
 
-async def _step_up(app: Any, provider: MemoryProvider, base: str, scope: Any, receive: Any, send: Any) -> None:
-    """A call of STEP_UP_TOOL with a token that lacks "admin" is refused with 403 insufficient_scope (RFC 6750),
-    naming the scope it needs; every other request goes to the server as it came."""
+async def _step_up(
+    app: Any, provider: MemoryProvider, base: str, scope: Any, receive: Any, send: Any, *, never: bool
+) -> None:
+    """A call of STEP_UP_TOOL with a token that lacks "admin" (any token, if `never`) is refused with 403
+    insufficient_scope (RFC 6750), naming the scope it needs; every other request goes to the server as it came."""
     body = b""
     while True:
         message = await receive()
@@ -263,7 +271,7 @@ async def _step_up(app: Any, provider: MemoryProvider, base: str, scope: Any, re
     if called and (request.get("params") or {}).get("name") == STEP_UP_TOOL:
         credential = dict(scope["headers"]).get(b"authorization", b"").decode().partition(" ")[2]
         token = provider.access.get(credential)
-        if token is not None and "admin" not in token.scopes:
+        if token is not None and ("admin" not in token.scopes or never):
             provider.note("step-up asked")
             challenge = (
                 f'Bearer error="insufficient_scope", scope="read admin", '

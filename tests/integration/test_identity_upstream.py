@@ -68,10 +68,10 @@ class Person:
 
 
 @contextmanager
-def people_backend(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def people_backend(tmp_path: Path, *flags: str) -> Iterator[tuple[str, Path]]:
     port = free_port()
     log = tmp_path / "oauth-events.log"
-    argv = [sys.executable, str(OAUTH), "--port", str(port), "--people", "--log", str(log)]
+    argv = [sys.executable, str(OAUTH), "--port", str(port), "--people", "--log", str(log), *flags]
     with server_process(argv, tmp_path / "oauth-backend.log"):
         yield f"http://127.0.0.1:{port}/mcp", log
 
@@ -87,9 +87,9 @@ def team_config(tmp_path: Path, url: str, **server: Any) -> Path:
 
 
 @asynccontextmanager
-async def team(tmp_path: Path, **server: Any) -> AsyncIterator[tuple[Any, dict[str, str], Path]]:
-    """The backend, a gateway with alice's and bob's tokens, and the vault key."""
-    with people_backend(tmp_path) as (url, events):
+async def team(tmp_path: Path, *flags: str, **server: Any) -> AsyncIterator[tuple[Any, dict[str, str], Path]]:
+    """The backend (started with `flags`), a gateway with alice's and bob's tokens, and the vault key."""
+    with people_backend(tmp_path, *flags) as (url, events):
         await wait_accepting(int(url.split(":")[2].split("/")[0]))
         config = team_config(tmp_path, url, **server)
         tokens = {name: await add_token(tmp_path / "tokens.json", name) for name in ("alice", "bob")}
@@ -181,3 +181,68 @@ async def test_the_vault_holds_no_plaintext_token_and_no_token_is_shown_or_logge
         assert token not in log
         assert token not in text_of(shown)
     assert text_of(shown) == "scheme Bearer; credential [REDACTED]", text_of(shown)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_step_up_asks_the_person_again_and_the_call_goes_on(tmp_path: Path, mode: str) -> None:
+    async with team(tmp_path) as (gateway, tokens, events):
+        alice = Person(Browser("alice"))
+        async with http_client(gateway.url, tokens["alice"], mode, elicitation_callback=alice.elicit) as client:
+            before = await whoami(client)
+            admin = await client.call_tool("call_tool", {"name": "gh__admin_action", "arguments": {}})
+            after = await whoami(client)
+        log = gateway.log()
+    assert text_of(before) == "you are alice; scopes: none", text_of(before)
+    assert text_of(admin) == "admin action done", admin
+    assert text_of(after) == "you are alice; scopes: admin read", text_of(after)
+    assert len(alice.asked) == 2, alice.asked
+    assert "scope" in alice.asked[1].message and "admin" in alice.asked[1].message
+    assert "Traceback" not in log and "OAuth flow error" not in log
+
+
+async def test_a_declined_step_up_leaves_the_rest_usable_and_list_backends_shows_the_scope(tmp_path: Path) -> None:
+    async with team(tmp_path) as (gateway, tokens, _):
+        alice = Person(Browser("alice"))
+
+        async def once_then_decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            if alice.asked:
+                alice.asked.append(params)
+                return types.ElicitResult(action="decline")
+            return await alice.elicit(context, params)
+
+        async with http_client(gateway.url, tokens["alice"], "legacy", elicitation_callback=once_then_decline) as c:
+            await whoami(c)
+            admin = await c.call_tool("call_tool", {"name": "gh__admin_action", "arguments": {}})
+            still = await whoami(c)
+            listed = await c.call_tool("list_backends", {})
+        async with http_client(gateway.url, tokens["bob"], "legacy") as client:
+            bobs_list = await client.call_tool("list_backends", {})
+        log = gateway.log()
+    assert error_code(admin) == "denied" and "declined" in text_of(admin), admin
+    assert text_of(still) == "you are alice; scopes: none", still
+    assert "read admin" in text_of(listed), text_of(listed)
+    assert "read admin" not in text_of(bobs_list), text_of(bobs_list)
+    assert "step-up: admin_action asks for the scope read admin" in log
+    assert "ERROR" not in log and "Traceback" not in log
+
+
+async def test_a_server_that_never_accepts_the_granted_scope_says_so(tmp_path: Path) -> None:
+    async with team(tmp_path, "--never-accept") as (gateway, tokens, _):
+        alice = Person(Browser("alice"))
+        async with http_client(gateway.url, tokens["alice"], "legacy", elicitation_callback=alice.elicit) as client:
+            admin = await client.call_tool("call_tool", {"name": "gh__admin_action", "arguments": {}})
+            again = await client.call_tool("call_tool", {"name": "gh__admin_action", "arguments": {}})
+    assert error_code(admin) == "backend_unavailable", admin
+    assert "cannot fix this" in text_of(admin) and "does not accept the scope" in text_of(admin), text_of(admin)
+    assert "cannot fix this" in text_of(again), text_of(again)
+    assert len(alice.asked) == 2, alice.asked  # the first authorization and one step-up, never a third
+
+
+async def test_metadata_naming_another_resource_says_so_without_asking_anyone(tmp_path: Path) -> None:
+    async with team(tmp_path, "--wrong-resource") as (gateway, tokens, _):
+        alice = Person(Browser("alice"))
+        async with http_client(gateway.url, tokens["alice"], "legacy", elicitation_callback=alice.elicit) as client:
+            result = await whoami(client)
+    assert error_code(result) == "backend_unavailable", result
+    assert "names another resource" in text_of(result) and "cannot fix this" in text_of(result), text_of(result)
+    assert alice.asked == []
