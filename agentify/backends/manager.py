@@ -23,7 +23,7 @@ from agentify.backends.state import BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
 from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor
-from agentify.config import BackendConfig, OAuthSettings
+from agentify.config import BackendConfig, ExchangeSettings, OAuthSettings
 from agentify.team.identity import Identity
 
 CATALOG_WAIT_MAX = 30.0  # a catalog waits at most this long for backends that are still starting
@@ -193,7 +193,8 @@ class BackendManager:
                 self._tg.start_soon(supervisor.send_roots_changed)
 
     def _supervise(self, spec: BackendConfig) -> Supervisor:
-        if self._identity is not None and isinstance(spec.auth, OAuthSettings) and spec.auth.per_principal:
+        per_principal = isinstance(spec.auth, OAuthSettings) and spec.auth.per_principal and self._identity is not None
+        if per_principal or isinstance(spec.auth, ExchangeSettings):
             return PrincipalBackend(
                 spec,
                 self._manifests,

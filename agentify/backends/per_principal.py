@@ -29,6 +29,7 @@ from loguru import logger
 from mcp.shared.dispatcher import ProgressFnT
 
 from agentify.backends.calls import ScopeStepUp
+from agentify.backends.exchange import ExchangedAuth, Exchanger
 from agentify.backends.logs import LogSink
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.oauth import SecretSink
@@ -42,11 +43,11 @@ from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendState, BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.supervisor import StateListener, Supervisor
-from agentify.config import BackendConfig
+from agentify.config import BackendConfig, ExchangeSettings
 from agentify.errors import BackendUnavailable, Declined, NeedsAuth
 from agentify.team.flows import START_WAIT_SECONDS, FlowStoreUnavailable, Outcome, polled
 from agentify.team.identity import Identity
-from agentify.team.principal import LOCAL, current_principal
+from agentify.team.principal import LOCAL, current_principal, inbound_token
 from agentify.team.vault import VaultUnavailable
 
 INNER_IDLE_SECONDS = 600.0  # a person's session closes after this long unused (unless idleStopSeconds says less)
@@ -59,7 +60,7 @@ _R = Any
 @dataclass(eq=False)
 class _Person:
     supervisor: Supervisor
-    tokens: VaultTokens
+    tokens: VaultTokens | None  # None: the backend's token is exchanged (`exchange.py`), kept by the exchanger
     used: float
     running: bool = False
 
@@ -71,7 +72,7 @@ class PrincipalBackend(Supervisor):
         self,
         spec: BackendConfig,
         manifests: ManifestStore,
-        identity: Identity,
+        identity: Identity | None,
         *,
         secrets: SecretSink | None = None,
         on_state: StateListener | None = None,
@@ -87,6 +88,9 @@ class PrincipalBackend(Supervisor):
         )
         self._manifests = manifests
         self._identity = identity
+        self._exchanger = Exchanger(spec, secrets) if isinstance(spec.auth, ExchangeSettings) else None
+        if self._exchanger is None and identity is None:
+            raise ValueError("a perPrincipal OAuth backend needs the vault (Identity)")
         self._secrets = secrets
         self._inner_roots = roots
         self._inner_routes = routes
@@ -127,7 +131,7 @@ class PrincipalBackend(Supervisor):
             return replace(own, last_error=hint)
         theirs = person.supervisor.status()
         error = theirs.last_error
-        if person.tokens.missing_scope():
+        if person.tokens is not None and person.tokens.missing_scope():
             error = (
                 f"asks you for the scope {person.tokens.wanted_scope()} (a step-up): the next call that needs it "
                 "asks you to authorize it; other calls go on with your current authorization"
@@ -161,33 +165,35 @@ class PrincipalBackend(Supervisor):
             BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises (`AskingClient`).
         """
         person = await self.ready_for(answerer)
+        if person.tokens is None:
+            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
         try:
             return await person.supervisor.call(tool, arguments, progress, answerer, logs)
         except ScopeStepUp:
-            await self._step_up(person, tool, answerer)
+            await self._step_up(person, person.tokens, tool, answerer)
         except BackendUnavailable:
             if person.supervisor.state is not BackendState.NEEDS_AUTH:
                 raise
             # The server refused this person's tokens, and a refresh did not help: they are asked again.
             await self._vault_call(person.tokens.drop_tokens())
-            await self._authorize(person, answerer)
+            await self._authorize(person.tokens, answerer)
         try:
             return await person.supervisor.call(tool, arguments, progress, answerer, logs)
         except ScopeStepUp:
             raise self._never_accepted(person, tool) from None
 
-    async def _step_up(self, person: _Person, tool: str, answerer: Answerer | None) -> None:
+    async def _step_up(self, person: _Person, tokens: VaultTokens, tool: str, answerer: Answerer | None) -> None:
         """A 403 `insufficient_scope`: the person authorizes again for the scopes granted plus the new one (the
         SDK's union, kept as the wanted scope), unless the tokens hold it already, which authorizing cannot fix.
         The session stays up: the person's other calls go on with the current tokens meanwhile."""
-        if not person.tokens.missing_scope():
+        if not tokens.missing_scope():
             raise self._never_accepted(person, tool)
-        self._log.info("step-up: {} asks for the scope {}", tool, person.tokens.wanted_scope())
-        await self._vault_call(person.tokens.save())  # the flow reads the wanted scope from the vault
-        await self._authorize(person, answerer)
+        self._log.info("step-up: {} asks for the scope {}", tool, tokens.wanted_scope())
+        await self._vault_call(tokens.save())  # the flow reads the wanted scope from the vault
+        await self._authorize(tokens, answerer)
 
     def _never_accepted(self, person: _Person, tool: str) -> BackendUnavailable:
-        granted = person.tokens.granted_scope() or "no scope"
+        granted = (person.tokens.granted_scope() if person.tokens is not None else None) or "no scope"
         return BackendUnavailable(
             f"backend {self.spec.id!r} refused the call to {tool} for want of scope (HTTP 403 insufficient_scope), "
             f"although your authorization grants what it asked for ({granted}). Authorizing again cannot fix this: "
@@ -197,7 +203,9 @@ class PrincipalBackend(Supervisor):
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
         """Resources, prompts and completions go to the caller's own session, once they have authorized."""
         person = self._person(current_principal() or LOCAL)
-        if not (await self._vault_call(person.tokens.load())).get("tokens"):
+        if self._exchanger is not None:
+            await self._exchanger.ensure(current_principal() or LOCAL, inbound_token())
+        elif person.tokens is not None and not (await self._vault_call(person.tokens.load())).get("tokens"):
             raise NeedsAuth(
                 f"backend {self.spec.id!r} is reached as each person: call one of its tools first to authorize"
             )
@@ -220,10 +228,12 @@ class PrincipalBackend(Supervisor):
     async def ready_for(self, answerer: Answerer | None) -> _Person:
         """The caller's supervisor, with tokens in the vault: they are asked to authorize first if they have none
         (or lack a scope the backend asked for)."""
-        person = self._person(current_principal() or LOCAL)
-        record = await self._vault_call(person.tokens.load())
-        if not record.get("tokens"):
-            await self._authorize(person, answerer)
+        principal = current_principal() or LOCAL
+        person = self._person(principal)
+        if self._exchanger is not None:
+            await self._exchanger.ensure(principal, inbound_token())
+        elif person.tokens is not None and not (await self._vault_call(person.tokens.load())).get("tokens"):
+            await self._authorize(person.tokens, answerer)
         self._run(person)
         return person
 
@@ -233,10 +243,16 @@ class PrincipalBackend(Supervisor):
             if self._tg is None:
                 raise BackendUnavailable(f"backend {self.spec.id!r} is stopping; try again")
             self._make_room()
-            tokens = VaultTokens(self._inner_spec, principal, self._identity.vault, self._secrets)
+            tokens: VaultTokens | None = None
+            if self._exchanger is not None:
+                connection = RemoteConnection(self._inner_spec, auth=ExchangedAuth(self._exchanger, principal))
+            else:
+                assert self._identity is not None
+                tokens = VaultTokens(self._inner_spec, principal, self._identity.vault, self._secrets)
+                connection = RemoteConnection(self._inner_spec, self._secrets, tokens=tokens)
             supervisor = Supervisor(
                 self._inner_spec,
-                RemoteConnection(self._inner_spec, self._secrets, tokens=tokens),
+                connection,
                 StderrLog(self.spec.id),
                 self._manifests,
                 on_state=self._inner_state,
@@ -272,22 +288,24 @@ class PrincipalBackend(Supervisor):
 
     # ----- authorizing ----------------------------------------------------------------------------------
 
-    async def _authorize(self, person: _Person, answerer: Answerer | None) -> None:
-        principal = person.tokens.principal
-        flows = self._identity.flows
+    async def _authorize(self, tokens: VaultTokens, answerer: Answerer | None) -> None:
+        assert self._identity is not None
+        identity = self._identity
+        principal = tokens.principal
+        flows = identity.flows
         flow_id = await self._vault_call(flows.pending(principal, self.spec.id))
         if flow_id is None:
             flow_id = await self._vault_call(flows.create(principal, self.spec.id))
             assert self._tg is not None
-            self._tg.start_soon(drive, self._inner_spec, principal, flow_id, self._identity, self._secrets)
+            self._tg.start_soon(drive, self._inner_spec, principal, flow_id, identity, self._secrets)
             # Discovery and registration come first: what fails there no person can fix, so nobody is asked.
             with anyio.move_on_after(START_WAIT_SECONDS):
                 step = await self._vault_call(polled(lambda: flows.first_step(flow_id)))
                 if isinstance(step, Outcome) and step.error is not None:
                     raise BackendUnavailable(f"backend {self.spec.id!r} cannot be authorized: {step.error}")
-        url = self._identity.start_url(flow_id)
+        url = identity.start_url(flow_id)
         round_trips = bool(getattr(answerer, "round_trips", False))
-        wanted = person.tokens.wanted_scope()
+        wanted = tokens.wanted_scope()
         what = f" with the scope {wanted}" if wanted else ""
         elicitation_id = f"agentify-auth-{flow_id[:24]}"
         for round_number in range(MAX_ROUNDS):
@@ -322,12 +340,13 @@ class PrincipalBackend(Supervisor):
             raise BackendUnavailable(
                 f"authorizing backend {self.spec.id!r} failed: {outcome.error}. Call again to retry."
             )
-        await self._vault_call(person.tokens.load())
+        await self._vault_call(tokens.load())
         completed = getattr(answerer, "completed", None)
         if completed is not None and not round_trips:
             await completed(elicitation_id)
 
     async def _outcome(self, flow_id: str, seconds: float) -> Outcome | None:
+        assert self._identity is not None
         flows = self._identity.flows
         with anyio.move_on_after(seconds):
             outcome: Outcome = await self._vault_call(polled(lambda: flows.outcome(flow_id)))

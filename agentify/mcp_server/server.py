@@ -48,7 +48,7 @@ from agentify.security.redact import Redactor
 from agentify.team.bearer import principal_of
 from agentify.team.drain import BackendReadiness, Replica
 from agentify.team.limits import Limiter
-from agentify.team.principal import ANONYMOUS, LOCAL, acting_for, current_principal
+from agentify.team.principal import ANONYMOUS, LOCAL, acting_for, current_principal, verified_token
 
 _TASK_SCHEMA = tool_schema(TaskInput)
 
@@ -251,7 +251,7 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
 
 def _per_request(replica: Replica | None) -> Callable[..., Any]:
     async def run_as_principal(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        with acting_for(principal_of(ctx.request, ANONYMOUS)):
+        with acting_for(principal_of(ctx.request, ANONYMOUS), verified_token(ctx.request)):
             if replica is None or ctx.request_id is None:  # a notification is no work to drain
                 return await call_next(ctx)
             async with replica.handling():

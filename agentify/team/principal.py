@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from loguru import logger
 
@@ -22,6 +23,7 @@ SHARED = "shared-token"
 ANONYMOUS = "anonymous"
 
 _PRINCIPAL: ContextVar[str | None] = ContextVar("agentify.principal", default=None)
+_INBOUND: ContextVar[str | None] = ContextVar("agentify.inbound_token", default=None)
 
 
 def current_principal() -> str | None:
@@ -31,12 +33,28 @@ def current_principal() -> str | None:
     return _PRINCIPAL.get()
 
 
+def inbound_token() -> str | None:
+    """The verified bearer token the request being served came with (a JWT of `server.auth` type `jwt`), for
+    the token exchange (`backends/exchange.py`) only: it is never logged, shown, or sent anywhere as it is."""
+    return _INBOUND.get()
+
+
+def verified_token(request: Any) -> str | None:
+    """The access token the SDK's bearer check verified for `request` (the HTTP request a handler gets)."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+    user = request.scope.get("user") if request is not None else None
+    return user.access_token.token if isinstance(user, AuthenticatedUser) else None
+
+
 @contextmanager
-def acting_for(principal: str) -> Iterator[None]:
-    """Everything inside runs, and logs, as `principal`."""
-    token = _PRINCIPAL.set(principal)
+def acting_for(principal: str, token: str | None = None) -> Iterator[None]:
+    """Everything inside runs, and logs, as `principal`; `token`: the verified token it came with."""
+    mark = _PRINCIPAL.set(principal)
+    held = _INBOUND.set(token)
     try:
         with logger.contextualize(principal=principal):
             yield
     finally:
-        _PRINCIPAL.reset(token)
+        _INBOUND.reset(held)
+        _PRINCIPAL.reset(mark)

@@ -23,6 +23,12 @@ Also with `--people`: admin_action() needs the scope "admin" (else HTTP 403 insu
 "read admin"); `--never-accept` refuses it whatever the token was granted; `--wrong-resource` publishes
 protected-resource metadata that names another resource.
 
+With `--exchange-issuer URL`, its token endpoint also takes the RFC 8693 token exchange: a JWT signed by that
+issuer (its `/jwks.json`) as the subject token, `resource` and `audience` naming this server's /mcp, and, with
+`--exchange-client ID:SECRET`, HTTP basic client authentication; the token it issues carries the JWT's `sub`.
+The log records "exchanged for SUB", and every credential a request to /mcp carried ("saw CREDENTIAL"), so a
+test can tell that the JWT itself never reached the backend.
+
 With `--echo-client-secret`, it is a hostile server instead: any client id is known (with the
 secret in FAKE_CLIENT_SECRET and any redirect), and the code exchange fails with an error that
 quotes the client's secret back (JSON-escaped, as error bodies are).
@@ -31,13 +37,16 @@ quotes the client's secret back (JSON-escaped, as error bodies are).
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import secrets
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
 import anyio
+import jwt
 import uvicorn
 from mcp.server.auth.provider import (
     AccessToken,
@@ -177,6 +186,8 @@ def main() -> None:
     parser.add_argument("--people", action="store_true")
     parser.add_argument("--never-accept", action="store_true", help="admin_action is refused whatever the scope")
     parser.add_argument("--wrong-resource", action="store_true", help="the metadata names another resource")
+    parser.add_argument("--exchange-issuer", help="accept RFC 8693 exchanges of this issuer's JWTs")
+    parser.add_argument("--exchange-client", help="ID:SECRET the exchange must authenticate with")
     args = parser.parse_args()
     base = f"http://127.0.0.1:{args.port}"
     provider = MemoryProvider(args.log, echo_secret=args.echo_client_secret, people=base if args.people else None)
@@ -244,6 +255,12 @@ def main() -> None:
         if args.token_answer and scope["type"] == "http" and scope["path"] == "/token":
             await _bad_token_answer(args.token_answer, provider, receive, send)
             return
+        if args.exchange_issuer and scope["type"] == "http" and scope["path"] == "/token":
+            await _exchange(app, provider, base, args.exchange_issuer, args.exchange_client, scope, receive, send)
+            return
+        if args.exchange_issuer and scope["type"] == "http" and scope["path"] == "/mcp":
+            credential = dict(scope["headers"]).get(b"authorization", b"").decode().partition(" ")[2]
+            provider.note(f"saw {credential or '(none)'}")
         if args.people and scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
             await _step_up(app, provider, base, scope, receive, send, never=args.never_accept)
             return
@@ -252,17 +269,95 @@ def main() -> None:
     uvicorn.run(hostile, host="127.0.0.1", port=args.port, log_level="warning", lifespan="on")
 
 
-async def _step_up(
-    app: Any, provider: MemoryProvider, base: str, scope: Any, receive: Any, send: Any, *, never: bool
-) -> None:
-    """A call of STEP_UP_TOOL with a token that lacks "admin" (any token, if `never`) is refused with 403
-    insufficient_scope (RFC 6750), naming the scope it needs; every other request goes to the server as it came."""
+async def _body(receive: Any) -> bytes:
     body = b""
     while True:
         message = await receive()
         body += message.get("body", b"")
         if not message.get("more_body"):
-            break
+            return body
+
+
+def _replaying(body: bytes, receive: Any) -> Any:
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _json_answer(send: Any, status: int, body: dict[str, Any]) -> None:
+    raw = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
+
+
+async def _exchange(
+    app: Any,
+    provider: MemoryProvider,
+    base: str,
+    issuer: str,
+    client: str | None,
+    scope: Any,
+    receive: Any,
+    send: Any,
+) -> None:
+    """RFC 8693 at /token; any other grant goes to the SDK's token endpoint as it came."""
+    body = await _body(receive)
+    form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+    if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange":
+        await app(scope, _replaying(body, receive), send)
+        return
+    if client is not None:
+        sent = dict(scope["headers"]).get(b"authorization", b"").decode()
+        if sent != "Basic " + base64.b64encode(client.encode()).decode():
+            await _json_answer(send, 401, {"error": "invalid_client"})
+            return
+    if form.get("subject_token_type") != "urn:ietf:params:oauth:token-type:jwt":
+        await _json_answer(send, 400, {"error": "invalid_request", "error_description": "subject_token_type"})
+        return
+    if form.get("resource") != f"{base}/mcp" or form.get("audience") != f"{base}/mcp":
+        await _json_answer(send, 400, {"error": "invalid_target"})
+        return
+    try:
+        keys = jwt.PyJWKClient(f"{issuer}/jwks.json")
+        key = keys.get_signing_key_from_jwt(form.get("subject_token", ""))
+        claims = jwt.decode(
+            form.get("subject_token", ""), key.key, algorithms=["RS256"], issuer=issuer, options={"verify_aud": False}
+        )
+    except jwt.PyJWTError:
+        await _json_answer(send, 400, {"error": "invalid_grant"})
+        return
+    subject = str(claims["sub"])
+    access = secrets.token_urlsafe(24)
+    provider.access[access] = AccessToken(
+        token=access, client_id="exchange", scopes=["read"], resource=f"{base}/mcp", subject=subject
+    )
+    provider.note(f"exchanged for {subject}")
+    await _json_answer(
+        send,
+        200,
+        {
+            "access_token": access,
+            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "token_type": "Bearer",
+            "expires_in": 3600,
+        },
+    )
+
+
+async def _step_up(
+    app: Any, provider: MemoryProvider, base: str, scope: Any, receive: Any, send: Any, *, never: bool
+) -> None:
+    """A call of STEP_UP_TOOL with a token that lacks "admin" (any token, if `never`) is refused with 403
+    insufficient_scope (RFC 6750), naming the scope it needs; every other request goes to the server as it came."""
+    body = await _body(receive)
     try:
         request = json.loads(body)
     except ValueError:
@@ -281,16 +376,7 @@ async def _step_up(
             await send({"type": "http.response.start", "status": 403, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
             return
-    replayed = False
-
-    async def replay() -> Any:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    await app(scope, replay, send)
+    await app(scope, _replaying(body, receive), send)
 
 
 async def _bad_token_answer(kind: str, provider: MemoryProvider, receive: Any, send: Any) -> None:
