@@ -14,6 +14,7 @@
     ├── Denied                         denied
     │   └── Declined                   denied (the user said no: logged at INFO, not as a failure)
     ├── RateLimited                    rate_limited (with retry_after_seconds)
+    ├── ToolChanged                    tool_changed (a pinned tool changed, or is suspect: withheld until approved)
     └── InternalError                  internal_error (a bug in agentify itself: see its log by trace id)
 
     ConfigError                        (start-up only: exit code 2, never reaches a client; defined in
@@ -47,6 +48,7 @@ __all__ = [
     "RateLimited",
     "TaskCancelled",
     "TaskTimeout",
+    "ToolChanged",
 ]
 
 
@@ -122,6 +124,14 @@ class RateLimited(AgentifyError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class ToolChanged(AgentifyError):
+    """A backend tool withheld by `pinning: enforce`: it changed since it was pinned, was added after the
+    backend's first listing, or its description is suspect. Nothing was run; a person approves it with
+    `agentify pins approve`."""
+
+    code = "tool_changed"
+
+
 class InternalError(AgentifyError):
     code = "internal_error"
 
@@ -141,6 +151,7 @@ ERROR_CODES: tuple[str, ...] = tuple(
         TaskCancelled,
         Denied,
         RateLimited,
+        ToolChanged,
         InternalError,
     )
 )

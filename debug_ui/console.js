@@ -20,6 +20,8 @@ const state = {
   selected: null,
   followNextTrace: false,
   retryMs: 500,
+  confirmations: new Map(),  // open questions of the safety policy, by id, oldest first
+  restartNotes: new Map(),  // why a restart was refused, by backend id
 };
 
 const $ = (id) => document.getElementById(id);
@@ -144,6 +146,10 @@ function receive(event) {
   } else if (event.kind === "backend") {
     state.backends.set(event.data.id, event.data);
     renderBackends();
+  } else if (event.kind === "confirm") {
+    if (event.data.state === "asked") state.confirmations.set(event.data.id, event.data);
+    else state.confirmations.delete(event.data.id);
+    renderConfirmation();
   }
 }
 
@@ -152,6 +158,10 @@ function applySnapshot(data) {
   state.backends = new Map(data.backends.map((b) => [b.id, b]));
   state.traces = new Map(data.traces.slice().reverse().map((t) => [t.id, t]));
   state.logs = data.logs.slice(-MAX_LOGS);
+  state.confirmations = new Map((data.confirmations || []).map((q) => [q.id, q]));
+  renderConfirmation();
+  loadPins();
+  loadAudit();
   renderStatus();
   renderBackends();
   renderTraceList();
@@ -170,6 +180,7 @@ function refreshStatusSoon() {
         state.status = await response.json();
         renderStatus();
       }
+      loadAudit();
     } catch (error) {
       // the gateway went away; the WebSocket's reconnect brings a fresh snapshot
     }
@@ -193,10 +204,25 @@ function renderUptime() {
   if (state.status) $("uptime").textContent = duration(Date.now() / 1000 - state.status.startedAt);
 }
 
+// The header's count: each state named, so lazy backends not started yet (idle) and disabled ones
+// are not taken for backends that failed to become ready.
+const COUNT_ORDER = ["ready", "starting", "restarting", "idle", "needs_auth", "failed", "stopped", "disabled"];
+const COUNT_WORDS = { needs_auth: "need auth" };
+
+function backendCounts(list) {
+  const counts = {};
+  for (const backend of list) {
+    const key = backend.enabled === false ? "disabled" : backend.state;
+    counts[key] = (counts[key] || 0) + 1;
+  }
+  const known = COUNT_ORDER.filter((key) => counts[key]);
+  const other = Object.keys(counts).filter((key) => !COUNT_ORDER.includes(key));
+  return [...known, ...other].map((key) => `${counts[key]} ${COUNT_WORDS[key] || key}`).join(", ") || "none";
+}
+
 function renderBackends() {
   const list = [...state.backends.values()];
-  const ready = list.filter((b) => b.state === "ready").length;
-  $("backend-counts").textContent = `${ready}/${list.length} ready`;
+  $("backend-counts").textContent = backendCounts(list);
   const box = $("backends");
   box.replaceChildren();
   if (!list.length) box.append(el("p", { class: "muted", text: "no backends are configured" }));
@@ -209,16 +235,29 @@ function renderBackends() {
       `${backend.tools.length} tools`,
       backend.restarts ? `${backend.restarts} restarts` : null,
     ].filter(Boolean).join(" · ");
+    const busy = backend.state === "starting" || backend.state === "restarting";
+    const note = state.restartNotes.get(backend.id);
     box.append(
       el("div", { class: "backend", "data-backend": backend.id },
         el("div", { class: "backend-head" },
           el("span", { class: "id", text: backend.id }),
-          el("span", { class: `badge ${state_}`, text: state_ })),
+          el("span", { class: `badge ${state_}`, text: state_ }),
+          el("button", {
+            type: "button",
+            class: "small secondary restart",
+            text: backend.state === "idle" || backend.state === "stopped" ? "Start" : "Restart",
+            title: backend.enabled === false ? "disabled in the config" : `restart ${backend.id} now`,
+            disabled: backend.enabled === false || busy,
+            onclick: () => restartBackend(backend.id),
+          })),
         el("div", { class: "meta", text: [backend.description, meta].filter(Boolean).join(" — ") }),
         backend.lastError ? el("div", { class: "error", text: backend.lastError }) : null,
+        note ? el("div", { class: "error restart-note", text: note }) : null,
         latencyChart(backend.id),
         backend.tools.length
-          ? el("div", { class: "chips" }, backend.tools.map((tool) => el("span", { class: "chip", text: tool })))
+          ? el("div", { class: "chips" }, backend.tools.map((tool) => backend.enabled === false
+            ? el("span", { class: "chip", text: tool })
+            : el("button", { type: "button", class: "chip tool", text: tool, title: `${tool}: schema and form`, onclick: () => openTool(backend.id, tool) })))
           : null,
         backend.stderrTail.length
           ? el("details", {}, el("summary", { text: `stderr (last ${backend.stderrTail.length} lines)` }),
@@ -293,11 +332,14 @@ const planSpan = (trace) =>
   trace.spans.find((s) => s.name === "plan") ||
   trace.spans.find((s) => s.name === "validate" && s.attributes["agentify.backend"]);
 
+// Over stdio the one client is whoever started agentify: its traces carry no principal ("local").
+const principalOf = (trace) => trace.principal || "local";
+
 function traceSummary(trace) {
   const plan = planSpan(trace);
   const backend = plan && plan.attributes["agentify.backend"];
   const tool = backend ? `${backend}.${plan.attributes["gen_ai.tool.name"]}` : null;
-  return [clock(trace.start), trace.kind, tool, trace.principal, trace.error ? trace.error.code : null]
+  return [clock(trace.start), trace.kind, tool, trace.error ? trace.error.code : null]
     .filter(Boolean).join(" · ");
 }
 
@@ -313,6 +355,7 @@ function renderTraceList() {
     },
       el("span", { class: `dot ${trace.status}` }),
       el("span", { class: "query", text: trace.input.query || trace.input.name || trace.input.input || "(no query)" }),
+      el("span", { class: "principal", text: principalOf(trace), title: "who asked (the principal)" }),
       el("span", { class: "muted", text: ms(trace.durationMs) }),
       el("span", { class: "sub", text: traceSummary(trace) }))));
   if (!traces.length) list.append(el("li", { class: "muted", text: "no tasks yet" }));
@@ -374,7 +417,7 @@ function renderTraceDetail() {
       el("span", { class: `badge ${trace.status}`, text: trace.status }),
       el("b", { text: trace.input.query || trace.kind }),
       el("span", { class: "muted", text: `total ${ms(trace.durationMs)}` }),
-      trace.principal ? el("span", { class: "muted", text: `by ${trace.principal}` }) : null,
+      el("span", { class: "muted", text: `by ${principalOf(trace)}` }),
       el("span", { class: "id", text: trace.traceId || trace.id })),
     trace.error ? el("div", { class: "trace-error", text: `${trace.error.code}: ${trace.error.message}` }) : null,
     waterfall(trace),
@@ -465,21 +508,45 @@ async function runTask(submit) {
   }
 }
 
-function showResult(result) {
+// An MCP result in one of the page's result boxes (`prefix`: "task" or "tool").
+function showResult(result, prefix = "task") {
   const meta = result._meta || {};
   const info = meta["agentify/plan"] || meta["agentify/error"] || {};
   const failed = !!result.isError;
-  $("task-result").hidden = false;
-  $("task-result-badge").className = `badge ${failed ? "error" : "ok"}`;
-  $("task-result-badge").textContent = failed ? (meta["agentify/error"] || {}).code || "error" : "ok";
-  $("task-result-trace").textContent = info.traceId ? `trace ${info.traceId}` : "";
-  $("task-result-trace").onclick = (click) => {
+  $(`${prefix}-result`).hidden = false;
+  $(`${prefix}-result-badge`).className = `badge ${failed ? "error" : "ok"}`;
+  $(`${prefix}-result-badge`).textContent = failed ? (meta["agentify/error"] || {}).code || "error" : "ok";
+  $(`${prefix}-result-trace`).textContent = info.traceId ? `trace ${info.traceId}` : "";
+  $(`${prefix}-result-trace`).onclick = (click) => {
     click.preventDefault();
     if (info.traceId) selectTrace(info.traceId);
   };
   const texts = (result.content || []).map((block) => (block.type === "text" ? block.text : `[${block.type} content]`));
-  $("task-result-text").textContent = texts.join("\n") || json(result);
+  $(`${prefix}-result-text`).textContent = texts.join("\n") || json(result);
   if (info.traceId) selectTrace(info.traceId);
+}
+
+async function failure(response) {
+  try {
+    const body = await response.json();
+    return typeof body.detail === "string" ? body.detail : `HTTP ${response.status}: ${json(body.detail)}`;
+  } catch (error) {
+    return `HTTP ${response.status}`;
+  }
+}
+
+// ----- a backend's restart -------------------------------------------------------------------
+
+async function restartBackend(id) {
+  state.restartNotes.delete(id);
+  try {
+    const response = await api(`/api/backends/${encodeURIComponent(id)}/restart`, { method: "POST" });
+    if (response.ok) state.backends.set(id, await response.json());
+    else state.restartNotes.set(id, await failure(response));
+  } catch (error) {
+    state.restartNotes.set(id, `cannot restart: ${error}`);
+  }
+  renderBackends();  // the state then follows live, from the backend's events
 }
 
 // ----- start ---------------------------------------------------------------------------------

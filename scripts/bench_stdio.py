@@ -28,6 +28,7 @@ from bench_support import FS, ROUNDS, interleaved, percentiles, throughput, time
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from agentify.backends.environment import backend_environment
 from agentify.backends.stdio_process import spawn_backend
 
 
@@ -43,7 +44,7 @@ async def sdk_session(root: Path) -> AsyncIterator[ClientSession]:
 @asynccontextmanager
 async def agentify_session(root: Path) -> AsyncIterator[ClientSession]:
     async with (
-        spawn_backend("node", [str(FS), str(root)], {}, None, lambda line: None) as process,
+        spawn_backend("node", [str(FS), str(root)], backend_environment({}, False), None, lambda line: None) as process,
         ClientSession(process.read_stream, process.write_stream) as session,
     ):
         await session.initialize()

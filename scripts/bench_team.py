@@ -6,9 +6,11 @@ replicas, at once, on a backend that serves one call at a time.
   replicas, their backends, HAProxy, and this script's clients, the load generator);
 - the HAProxy hop: a call through HAProxy against the same call straight to a replica;
 - p50/p99 and failed calls during a rolling restart (SIGHUP to team.sh: each replica SIGTERMed in turn);
-- failed calls when one replica is SIGKILLed under load.
+- failed calls when one replica is SIGKILLed under load;
+- the audit's cost (`server.audit`): one gateway with it and one without, called in turn, CPU per call and
+  p50 side by side (target: the audit costs under 10 % of a call).
 
-Usage: .venv/bin/python scripts/bench_team.py [--calls N]
+Usage: .venv/bin/python scripts/bench_team.py [--calls N] [--audit-only]
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +32,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from bench_support import AGENTIFY, REPO, cpu_seconds, descendants, interleaved, interleaved_percentiles, percentiles
+from bench_support import (
+    AGENTIFY,
+    REPO,
+    cpu_seconds,
+    descendants,
+    interleaved,
+    interleaved_percentiles,
+    percentiles,
+    timed_calls,
+)
 
 from tests.integration.team import http_client
 
@@ -41,6 +53,7 @@ CONCURRENCY = 9
 """Clients calling at once: three per replica, so that no backend waits for a call while round robin
 spreads them unevenly."""
 WORKERS = 4
+ROUNDS_AUDIT = 9
 
 
 class Team:
@@ -164,13 +177,131 @@ async def _under_load(url: str, disturb: Any) -> tuple[list[float], list[str]]:
     return latencies, failures
 
 
-async def main(calls: int) -> None:
+@contextmanager
+def gateway(config: Path, work: Path, name: str) -> Iterator[tuple[str, int]]:
+    """One `agentify serve --transport http` (not behind HAProxy): its URL and pid, once /healthz answers."""
+    port = _free_port()
+    env = os.environ | {"AGENTIFY_HTTP_TOKEN": TOKEN, "AGENTIFY_LOG_LEVEL": "WARNING"}
+    command = [str(AGENTIFY), "serve", "--transport", "http", "--port", str(port), "--config", str(config)]
+    with (work / f"{name}.err").open("wb") as err:
+        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"{name} did not start: {(work / f'{name}.err').read_text()[-2000:]}") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp", process.pid
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+async def audit_cost(work: Path, backend: dict[str, Any], calls: int) -> None:
+    """The audit's cost per call: the same quick call to a gateway with `server.audit` and to one without, in
+    interleaved rounds; each gateway's own CPU (its writer thread included) and the client's p50."""
+    plain = {"backends": [backend], "planner": {"provider": "offline"}}
+    configs = {"audit off": work / "off.json", "audit on": work / "on.json"}
+    configs["audit off"].write_text(json.dumps(plain))
+    configs["audit on"].write_text(json.dumps(plain | {"server": {"audit": {"file": str(work / "audit.jsonl")}}}))
+    echo = {"name": "fake__echo", "arguments": {"text": "an argument that is hashed, never written"}}
+    with (
+        gateway(configs["audit off"], work, "off") as (off_url, off_pid),
+        gateway(configs["audit on"], work, "on") as (on_url, on_pid),
+    ):
+        async with http_client(off_url, TOKEN, "auto") as off, http_client(on_url, TOKEN, "auto") as on:
+            sessions = {"audit off": (off, off_pid), "audit on": (on, on_pid)}
+            for session, _ in sessions.values():  # warm: backends started, code paths imported
+                for _ in range(20):
+                    await session.call_tool("call_tool", echo)
+
+            def measure(name: str) -> Any:
+                session, pid = sessions[name]
+
+                async def one_round() -> tuple[float, list[float]]:
+                    before = cpu_seconds(pid)
+                    latencies = await timed_calls(lambda: session.call_tool("call_tool", echo), calls)
+                    return (cpu_seconds(pid) - before) * 1000 / calls, latencies
+
+                return one_round
+
+            rounds = await interleaved({name: measure(name) for name in sessions}, rounds=ROUNDS_AUDIT)
+    off_rounds, on_rounds = rounds["audit off"], rounds["audit on"]
+    # Each round of one gateway against the round of the other right beside it: load that comes and goes
+    # falls on both alike; the median of those ratios, not the ratio of two medians.
+    cpu_ratio = statistics.median(on[0] / off[0] for off, on in zip(off_rounds, on_rounds, strict=True))
+    p50_ratio = statistics.median(
+        statistics.median(on[1]) / statistics.median(off[1]) for off, on in zip(off_rounds, on_rounds, strict=True)
+    )
+    off_cpu = statistics.median(cpu for cpu, _ in off_rounds)
+    on_cpu = statistics.median(cpu for cpu, _ in on_rounds)
+    off_p50 = percentiles([ms for _, samples in off_rounds for ms in samples])[0]
+    on_p50 = percentiles([ms for _, samples in on_rounds for ms in samples])[0]
+    written = len((work / "audit.jsonl").read_bytes().splitlines())
+    line_us = _audit_line_cpu(work / "bench-audit.jsonl", echo)
+    print(f"the audit's cost, one gateway over HTTP, call_tool of a quick tool ({ROUNDS_AUDIT} x {calls} calls each):")
+    print("                   CPU ms per call    p50 ms")
+    print(f"  audit off        {off_cpu:8.2f}        {off_p50:7.2f}")
+    print(f"  audit on         {on_cpu:8.2f}        {on_p50:7.2f}")
+    print(
+        f"  audit on / off, median of paired rounds: CPU {cpu_ratio:.3f}x, p50 {p50_ratio:.3f}x "
+        f"(target: under 1.10x); {written} lines written"
+    )
+    print(
+        f"  one audit line, written in this process: {line_us:.0f} us of CPU, "
+        f"{100 * line_us / 1000 / off_cpu:.1f} % of a call's CPU without the audit (target: under 10 %)"
+    )
+
+
+def _audit_line_cpu(path: Path, arguments: dict[str, Any], lines: int = 20_000) -> float:
+    """CPU microseconds per line of `AuditLog` alone (its thread included): queued, hashed, chained, written."""
+    from loguru import logger
+
+    from agentify.config.server import AuditConfig
+    from agentify.team.audit import AuditLog
+    from agentify.team.operations import Operation
+
+    logger.disable("agentify")  # its start line would land in the figures
+
+    log = AuditLog(AuditConfig(file=str(path)), "bench")
+    log.open()
+    done = Operation(
+        time=time.time(),
+        method="tools/call",
+        principal="alice",
+        client="bench/1",
+        operation="call_tool",
+        target="fake__echo",
+        arguments=arguments,
+        decision="allowed",
+        outcome="ok",
+        duration_ms=3.2,
+        trace_id="4bf92f3577b34da6a3ce929d0e0e4736",
+    )
+    before = time.process_time()
+    for _ in range(lines):
+        log.operation(done)
+    log.close()
+    return (time.process_time() - before) * 1e6 / lines
+
+
+async def main(calls: int, audit_only: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-team-") as directory:
         work = Path(directory)
         fake = [str(REPO / "tests/fakes/mcp_backend.py"), "--one-at-a-time"]
         backend = {"id": "fake", "command": sys.executable, "args": fake}
         config = work / "agentify.json"
         config.write_text(json.dumps({"backends": [backend], "planner": {"provider": "offline"}}))
+        await audit_cost(work, backend, max(calls // 2, 50))
+        if audit_only:
+            return
         with team(1, config, work) as one, team(3, config, work) as three:
             print(f"load before: {os.getloadavg()[0]:.1f} (1-minute load average, 2 cores)")
             rounds = await interleaved(
@@ -230,6 +361,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=150, help="slow calls per throughput round")
     parser.add_argument("--seconds", type=float, default=SLOW_SECONDS, help="how long one call holds the backend")
+    parser.add_argument("--audit-only", action="store_true", help="measure only the audit's cost (no team)")
     options = parser.parse_args()
     SLOW_SECONDS = options.seconds
-    anyio.run(main, options.calls)
+    anyio.run(main, options.calls, options.audit_only)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs everything agentify and its tests need, idempotently: the Python venv with the
-# package, the pinned Node backends, Debian's redis-server and haproxy (the shared store and the balancer the team
-# tests start), and (with --browser) Debian's chromium.
+# Installs what agentify needs, idempotently: the Python venv with the package and the pinned Node
+# backends. With --tests it also installs what only the test suite uses: Debian's redis-server and
+# haproxy (the shared store and the balancer the team tests start) and chromium with a colour emoji
+# font (the browser tests and the example's browser backend). --browser installs those two alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,23 +31,33 @@ if [ ! -f "$lock_stamp" ]; then
   rm -f node_modules/.installed-* && touch "$lock_stamp"
 fi
 
-# Debian's redis-server and haproxy: the shared store and the balancer of the team tests (scripts/team.sh).
-for program in redis-server haproxy; do
-  if ! command -v "$program" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$program" ]; then
-    if command -v apt-get >/dev/null 2>&1; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$program" >/dev/null
-    else
-      echo "setup: the team tests need $program; install it and run again" >&2
-      exit 1
-    fi
+# Installs Debian's package $1 unless the program (or file) $2 is found; $3 says who needs it.
+debian() {
+  if command -v "$2" >/dev/null 2>&1 || [ -x "/usr/sbin/$2" ] || [ -f "$2" ]; then
+    return
   fi
-done
-
-if [ "${1:-}" = "--browser" ] && ! command -v chromium >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
   else
-    echo "setup: the browser tests need chromium; install it and run again" >&2
+    echo "setup: $3 need $2; install it and run again" >&2
     exit 1
   fi
-fi
+}
+
+case "${1:-}" in
+  --tests)
+    debian redis-server redis-server "the team tests"
+    debian haproxy haproxy "the team tests"
+    debian chromium chromium "the browser tests"
+    debian fonts-noto-color-emoji /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf "the console's emoji in the browser tests"
+    ;;
+  --browser)
+    debian chromium chromium "the browser tests"
+    debian fonts-noto-color-emoji /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf "the console's emoji in the browser tests"
+    ;;
+  "") ;;
+  *)
+    echo "setup: unknown option $1 (use --tests, --browser or nothing)" >&2
+    exit 2
+    ;;
+esac

@@ -44,7 +44,7 @@ program() { command -v "$1" 2>/dev/null || { [ -x "/usr/sbin/$1" ] && echo "/usr
 REDIS_SERVER="$(program redis-server)"
 HAPROXY="$(program haproxy)"
 for found in "redis-server:$REDIS_SERVER" "haproxy:$HAPROXY"; do
-  [ -n "${found#*:}" ] || { echo "team: ${found%%:*} is missing: run scripts/setup.sh" >&2; exit 1; }
+  [ -n "${found#*:}" ] || { echo "team: ${found%%:*} is missing: run scripts/setup.sh --tests" >&2; exit 1; }
 done
 PYTHON="$ROOT/.venv/bin/python"
 [ -x "$PYTHON" ] || PYTHON=python3
@@ -101,13 +101,20 @@ if [ -z "${AGENTIFY_STATE_KEYS:-}" ]; then
   export AGENTIFY_STATE_KEYS
 fi
 
+# HAProxy reaches the replicas from an address of its own, the only one whose X-Forwarded-For they believe
+# (server.trustedProxies): the back-off counts each client behind HAProxy, and a local process talking to a
+# replica directly (from 127.0.0.1) is counted as itself, whatever X-Forwarded-For it sends.
+PROXY_SOURCE="127.0.0.254"
+export AGENTIFY_TRUSTED_PROXIES="$PROXY_SOURCE"
+
 CONFIG_ARGS=()
 [ -n "$CONFIG" ] && CONFIG_ARGS=(--config "$CONFIG")
 cp "$ROOT/deploy/haproxy.cfg" "$WORK/haproxy.cfg"
 REPLICA_PORTS=()
-# Replica $1 (from 1) on port $2; its pid goes in PIDS.
+# Replica $1 (from 1) on port $2; its pid goes in PIDS. AGENTIFY_REPLICA_ID names it in the audit (and in a
+# server.audit.file with {replica}, so that each replica writes its own file).
 start_replica() {
-  "$AGENTIFY" serve --transport http --host 127.0.0.1 --port "$2" "${CONFIG_ARGS[@]}" \
+  AGENTIFY_REPLICA_ID="$1" "$AGENTIFY" serve --transport http --host 127.0.0.1 --port "$2" "${CONFIG_ARGS[@]}" \
     </dev/null >/dev/null 2>>"$LOGS/replica-$1.log" &
   PIDS[$1 - 1]=$!
   echo "team: replica $1 at http://127.0.0.1:$2/mcp pid $! log $LOGS/replica-$1.log" >&2
@@ -115,7 +122,7 @@ start_replica() {
 for ((n = 1; n <= REPLICAS; n++)); do
   REPLICA_PORTS+=("$(free_port)")
   start_replica "$n" "${REPLICA_PORTS[n - 1]}"
-  echo "    server replica$n 127.0.0.1:${REPLICA_PORTS[n - 1]}" >>"$WORK/haproxy.cfg"
+  echo "    server replica$n 127.0.0.1:${REPLICA_PORTS[n - 1]} source $PROXY_SOURCE" >>"$WORK/haproxy.cfg"
 done
 
 # Whether HAProxy itself counts every replica up (its checks, not ours): what "ready" waits for.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs everything (scripts/setup.sh) and runs lint, type checks and the whole test suite.
+# Installs everything the tests need (scripts/setup.sh --tests) and runs lint, type checks and the whole test suite.
 # pytest's "no tests ran" (exit 5) is a failure here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --browser
+scripts/setup.sh --tests
 .venv/bin/ruff check agentify tests scripts
 .venv/bin/ruff format --check agentify tests scripts
 .venv/bin/mypy agentify

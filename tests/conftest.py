@@ -89,7 +89,8 @@ async def gateway(
 
     `client_options` go to `ClientSession` (elicitation_callback, sampling_callback, ...): the
     session stays on the 2025-11-25 protocol, where the gateway can send those requests back."""
-    env = {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache")} | env  # never the user's cache
+    # never the user's cache, nor the user's pins
+    env = {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache"), "AGENTIFY_STATE_DIR": str(stderr.parent / "state")} | env
     params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config)], env=env)
     with stderr.open("a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):

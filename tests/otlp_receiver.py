@@ -1,5 +1,5 @@
 """An OTLP/HTTP receiver on 127.0.0.1, for tests and the benchmark: a real HTTP server that decodes
-the protobuf export requests (`/v1/traces`, `/v1/metrics`) with the OpenTelemetry proto package, as
+the protobuf export requests (`/v1/traces`, `/v1/metrics`, `/v1/logs`) with the OpenTelemetry proto package, as
 a collector does, and keeps what it received as plain data."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -32,11 +33,21 @@ class ReceivedSpan:
     status_message: str
 
 
+@dataclass(frozen=True)
+class ReceivedLog:
+    body: Any
+    event_name: str
+    scope: str
+    attributes: dict[str, Any]
+    resource: dict[str, Any]
+
+
 @dataclass
 class OtlpReceiver:
     spans: list[ReceivedSpan] = field(default_factory=list)
     metrics: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Each metric's data points, as the proto's JSON mapping has them."""
+    logs: list[ReceivedLog] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
     """Every request decoded to text: what a search for a leaked secret reads."""
 
@@ -87,6 +98,30 @@ class OtlpReceiver:
             self.spans.extend(spans)
             self.raw.append(str(request))
 
+    def received_logs(self) -> list[ReceivedLog]:
+        with self._lock:
+            return list(self.logs)
+
+    def _logs(self, body: bytes) -> None:
+        request = ExportLogsServiceRequest.FromString(body)
+        received = []
+        for resource_logs in request.resource_logs:
+            resource = _attributes(resource_logs.resource.attributes)
+            for scope_logs in resource_logs.scope_logs:
+                for record in scope_logs.log_records:
+                    received.append(
+                        ReceivedLog(
+                            body=_value(record.body),
+                            event_name=record.event_name,
+                            scope=scope_logs.scope.name,
+                            attributes=_attributes(record.attributes),
+                            resource=resource,
+                        )
+                    )
+        with self._lock:
+            self.logs.extend(received)
+            self.raw.append(str(request))
+
     def _metrics(self, body: bytes) -> None:
         request = ExportMetricsServiceRequest.FromString(body)
         with self._lock:
@@ -109,6 +144,8 @@ class OtlpReceiver:
                     receiver._traces(body)
                 elif self.path == "/v1/metrics":
                     receiver._metrics(body)
+                elif self.path == "/v1/logs":
+                    receiver._logs(body)
                 else:
                     self.send_error(404)
                     return

@@ -1,8 +1,9 @@
 """Where agentify keeps files of its own: the platform's user directories, overridable for tests and users.
 
-`AGENTIFY_CACHE_DIR` and `AGENTIFY_CONFIG_DIR` (absolute paths) win. Otherwise platformdirs decides:
-on Linux `$XDG_CACHE_HOME/agentify` (a relative value is ignored, as the XDG base directory spec
-asks), else `~/.cache/agentify`, and the same for config; macOS and Windows get their own places.
+`AGENTIFY_CACHE_DIR`, `AGENTIFY_CONFIG_DIR` and `AGENTIFY_STATE_DIR` (absolute paths) win. Otherwise
+platformdirs decides: on Linux `$XDG_CACHE_HOME/agentify` (a relative value is ignored, as the XDG
+base directory spec asks), else `~/.cache/agentify`, and the same for config and state
+(`~/.local/state/agentify`); macOS and Windows get their own places.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from platformdirs import PlatformDirs
 APP = "agentify"
 
 
-def user_dir(kind: Literal["cache", "config"]) -> Path:
-    """`AGENTIFY_<KIND>_DIR`, else the platform's user cache or config directory for agentify."""
+def user_dir(kind: Literal["cache", "config", "state"]) -> Path:
+    """`AGENTIFY_<KIND>_DIR`, else the platform's user cache, config or state directory for agentify."""
     explicit = os.environ.get(f"AGENTIFY_{kind.upper()}_DIR")
     if explicit and os.path.isabs(explicit):
         return Path(explicit)
     dirs = PlatformDirs(APP, appauthor=False)
+    if kind == "state":
+        return dirs.user_state_path
     return dirs.user_cache_path if kind == "cache" else dirs.user_config_path
 
 

@@ -30,6 +30,7 @@ from agentify.backends.routes import ResourceRoutes
 from agentify.backends.session import RootsGetter
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable, Denied
+from agentify.team.principal import current_principal
 
 _R = TypeVar("_R", bound=types.Result)
 
@@ -80,7 +81,7 @@ class CallPath:
                 await link.gone.wait()  # the owner ends that session, then starts one (a refreshed token, an older era)
             session, link = await self.acquire()
             result = await self._call_on(session, link, tool, arguments, progress, answerer, logs)
-        self.routes.carried(self.spec.id, result)  # the links it gave are read from here
+        self.routes.carried(self.spec.id, result, current_principal())  # read from here by its caller only
         return result
 
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:

@@ -82,7 +82,7 @@ class ToolHandle:
 class ToolCatalog:
     """Every usable tool; `key` changes whenever any backend's tools (or description) change."""
 
-    key: tuple[tuple[str, str, int], ...]
+    key: tuple[tuple[str, str, int, int], ...]
     handles: tuple[ToolHandle, ...]
     missing: tuple[tuple[str, str, str], ...] = ()
     """(id, description, why) of each enabled backend that offers no tools now."""

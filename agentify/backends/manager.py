@@ -13,6 +13,7 @@ from agentify.backends.connection import Connection
 from agentify.backends.handles import ToolCatalog
 from agentify.backends.logs import LogListener
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.misconfigured import Misconfigured
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
 from agentify.backends.per_principal import PrincipalBackend
@@ -24,6 +25,7 @@ from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
 from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor
 from agentify.config import BackendConfig, ExchangeSettings, OAuthSettings
+from agentify.pinning import Held, PinBook
 from agentify.team.identity import Identity
 
 CATALOG_WAIT_MAX = 30.0  # a catalog waits at most this long for backends that are still starting
@@ -40,11 +42,15 @@ class BackendManager:
         cache_dir: Path | None = None,
         secrets: SecretSink | None = None,
         identity: Identity | None = None,
+        pins: PinBook | None = None,
     ) -> None:
         """`secrets` hears the credentials learnt while running (OAuth tokens from the store); `identity` keeps each
         principal's tokens for backends with `auth.perPrincipal` (without it they use the one token file of
-        `agentify auth`, as one person's gateway does)."""
+        `agentify auth`, as one person's gateway does); `pins` judges every listing (config `pinning`)."""
         self._on_state = on_state
+        self.pins = pins
+        if pins is not None:
+            pins.on_change = self._pins_changed
         self._secrets = secrets
         self._identity = identity
         self._roots: list[types.Root] = []
@@ -67,6 +73,8 @@ class BackendManager:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                if self.pins is not None:
+                    tg.start_soon(self.pins.run)
                 for supervisor in self._supervisors.values():
                     tg.start_soon(supervisor.run)
                 task_status.started()
@@ -100,6 +108,20 @@ class BackendManager:
             self._on_state(status)
         changed, self._state_changed = self._state_changed, anyio.Event()
         changed.set()
+
+    def _pins_changed(self) -> None:
+        """What the pins say may have changed (a listing judged, an approval read): every backend is shown anew."""
+        for supervisor in self._supervisors.values():
+            self._published(supervisor.status())
+
+    def withheld(self, name: str) -> Held | None:
+        """The withheld tool a client calls `name` (`<backend>__<tool>`, or the tool's shown name alone)."""
+        for supervisor in self._supervisors.values():
+            for held in supervisor.tools.withheld().values():
+                shown = supervisor.tools.shown_name(held.tool)
+                if name in (f"{supervisor.spec.id}__{shown}", shown):
+                    return held
+        return None
 
     def enabled(self) -> list[Supervisor]:
         """The enabled backends, in config order: what the IDE's resource, prompt and completion requests reach."""
@@ -139,6 +161,19 @@ class BackendManager:
         await supervisor.learn(answerer)
         return True
 
+    def restart(self, backend_id: str) -> BackendStatus:
+        """Restarts one backend now (`Supervisor.restart`); returns its status as it is asked.
+
+        Raises:
+            KeyError: no backend has this id.
+            ValueError: it cannot restart now (disabled, closing, or already starting), with why.
+        """
+        supervisor = self._supervisors[backend_id]
+        if not supervisor.restart():
+            why = "it is disabled in the config" if not supervisor.spec.enabled else f"it is {supervisor.state.value}"
+            raise ValueError(f"backend {backend_id!r} cannot restart now: {why}")
+        return supervisor.status()
+
     def statuses(self) -> list[BackendStatus]:
         return [s.status() for s in self._supervisors.values()]
 
@@ -157,13 +192,9 @@ class BackendManager:
         enabled = [s for s in self._supervisors.values() if s.spec.enabled]
         handles = {s.spec.id: s.handles() for s in enabled}
         return ToolCatalog(
-            key=tuple((s.spec.id, s.spec.description, s.tools.version) for s in enabled),
+            key=tuple((s.spec.id, s.spec.description, s.tools.version, s.tools.pins_generation) for s in enabled),
             handles=tuple(handle for s in enabled for handle in handles[s.spec.id]),
-            missing=tuple(
-                (s.spec.id, s.spec.description, f"{s.state.value}: {s.last_error or 'no tools listed'}")
-                for s in enabled
-                if not handles[s.spec.id]
-            ),
+            missing=tuple((s.spec.id, s.spec.description, _why_none(s)) for s in enabled if not handles[s.spec.id]),
         )
 
     async def wait_all_settled(self) -> None:
@@ -194,7 +225,7 @@ class BackendManager:
 
     def _supervise(self, spec: BackendConfig) -> Supervisor:
         per_principal = isinstance(spec.auth, OAuthSettings) and spec.auth.per_principal and self._identity is not None
-        if per_principal or isinstance(spec.auth, ExchangeSettings):
+        if spec.problem is None and (per_principal or isinstance(spec.auth, ExchangeSettings)):
             return PrincipalBackend(
                 spec,
                 self._manifests,
@@ -206,7 +237,11 @@ class BackendManager:
                 on_change=self._changed,
             )
         stderr = StderrLog(spec.id)
-        connection: Connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
+        connection: Connection
+        if spec.problem is not None:
+            connection = Misconfigured(spec, spec.problem)
+        else:
+            connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
         return Supervisor(
             spec,
             connection,
@@ -217,6 +252,7 @@ class BackendManager:
             routes=self.routes,
             on_change=self._changed,
             on_log=self._logged,
+            pins=self.pins,
         )
 
     def _known_roots(self) -> list[types.Root]:
@@ -227,6 +263,13 @@ class BackendManager:
         for supervisor in self._supervisors.values():
             supervisor.stop()
         self._stopping.set()
+
+
+def _why_none(supervisor: Supervisor) -> str:
+    if withheld := supervisor.tools.withheld():
+        names = ", ".join(sorted(withheld))
+        return f"its tools ({names}) are withheld by pinning until approved: agentify pins approve {supervisor.spec.id}"
+    return f"{supervisor.state.value}: {supervisor.last_error or 'no tools listed'}"
 
 
 async def _wait_settled(supervisors: list[Supervisor], seconds: float) -> None:

@@ -177,7 +177,14 @@ async def learn(session: ClientSession) -> Offers:
         kept: list[Any] = []
         cursor: str | None = None
         while True:
-            page = await send(cursor)
+            try:
+                page = await send(cursor)
+            except MCPError as exc:
+                # Servers on the SDK declare `resources` with a resources/list handler alone, and then answer
+                # resources/templates/list with "Method not found": nothing to list, no fault of theirs.
+                if exc.code == types.METHOD_NOT_FOUND and cursor is None:
+                    return []
+                raise
             kept.extend(items(page))
             cursor = page.next_cursor
             if len(kept) >= MAX_KEPT:

@@ -1,17 +1,21 @@
 """Which backend a resource URI belongs to, learnt from what the backends said.
 
 A URI is passed to the IDE unchanged, so reading it needs the owner back. The table learns from three
-sources, strongest first: a tool result that carried the URI (a `resource_link` or an embedded resource:
-the backend that made it can read it), a backend's `resources/list`, and its `resources/templates/list`
-(the longest literal prefix of a template wins). A URI none of them names goes to the one backend that
-uses its scheme, if exactly one does. Everything is bounded: the oldest entries are forgotten first.
+sources, strongest first: a backend's `resources/list`, its `resources/templates/list` (the longest literal
+prefix of a template wins), and a tool result that carried the URI (a `resource_link` or an embedded
+resource: the backend that made it can read it). What a result carried counts only for the principal whose
+call returned it, and never over a backend that lists the URI or whose template matches it: a hostile
+backend's link cannot take another backend's URI, for its caller or anyone else (among backends that all
+list a URI, the one whose result carried it for this principal wins). A URI none of them names goes to the
+one backend that uses its scheme, if exactly one does (a scheme learnt from a link, again, only for that
+principal). Everything is bounded: the oldest entries are forgotten first.
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlsplit
 
 import mcp_types as types
 
@@ -30,9 +34,17 @@ class _Bounded(OrderedDict[str, list[str]]):
             self.popitem(last=False)
 
 
+def _for(principal: str | None, key: str) -> str:
+    """A key of what a result carried: the principal's own (None: stdio's one user)."""
+    return f"{principal or ''}\n{key}"
+
+
 class ResourceRoutes:
     def __init__(self) -> None:
         self._carried = _Bounded()
+        """principal and uri (`_for`) -> the backends whose results carried it"""
+        self._carried_schemes = _Bounded()
+        """principal and scheme (`_for`) -> the backends whose results carried a URI of it"""
         self._listed = _Bounded()
         self._names: dict[str, str] = {}
         self._prefixes: dict[str, dict[str, str]] = {}
@@ -59,8 +71,9 @@ class ResourceRoutes:
         while len(known) > MAX_PER_BACKEND:
             del known[next(iter(known))]
 
-    def carried(self, backend: str, result: types.CallToolResult) -> None:
-        """The URIs a tool result links to or embeds: that backend can read them."""
+    def carried(self, backend: str, result: types.CallToolResult, principal: str | None = None) -> None:
+        """The URIs a tool result links to or embeds: that backend can read them, for `principal` (whose call it
+        was) only."""
         for block in result.content:
             if isinstance(block, types.ResourceLink):
                 uri = str(block.uri)
@@ -68,19 +81,24 @@ class ResourceRoutes:
                 uri = str(block.resource.uri)
             else:
                 continue
-            self._carried.add(uri, backend)
-            self._scheme(uri, backend)
+            self._carried.add(_for(principal, uri), backend)
+            if scheme := _scheme_of(uri):
+                self._carried_schemes.add(_for(principal, scheme), backend)
 
-    def owner(self, uri: str, candidates: Sequence[str]) -> str | None:
-        """The backend among `candidates` (those offering resources, in config order) that reads `uri`."""
-        for table in (self._carried, self._listed):
-            owners = [b for b in reversed(table.get(uri, [])) if b in candidates]
-            if owners:
-                return owners[0]
+    def owner(self, uri: str, candidates: Sequence[str], principal: str | None = None) -> str | None:
+        """The backend among `candidates` (those offering resources, in config order) that reads `uri` for
+        `principal`."""
+        carried = [b for b in reversed(self._carried.get(_for(principal, uri), [])) if b in candidates]
+        listed = [b for b in reversed(self._listed.get(uri, [])) if b in candidates]
+        if listed:
+            return next((b for b in carried if b in listed), listed[0])
         if (template := self.template_owner(uri, candidates)) is not None:
             return template
+        if carried:
+            return carried[0]
         scheme = _scheme_of(uri)
-        by_scheme = [b for b in candidates if scheme in self._schemes.get(b, ())]
+        own = self._carried_schemes.get(_for(principal, scheme), []) if scheme else []
+        by_scheme = [b for b in candidates if scheme in self._schemes.get(b, ()) or b in own]
         if len(by_scheme) == 1:
             return by_scheme[0]
         return candidates[0] if len(candidates) == 1 else None
@@ -111,8 +129,11 @@ class ResourceRoutes:
                 del known[next(iter(known))]
 
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
 def _scheme_of(uri: str) -> str:
-    try:
-        return urlsplit(uri).scheme.lower()
-    except ValueError:
-        return ""
+    """RFC 3986's scheme, lower case ("" for none). Not `urlsplit`: it caches what it split, and a client's
+    URIs may be megabytes long."""
+    found = _SCHEME.match(uri)
+    return found.group(1).lower() if found else ""

@@ -27,12 +27,14 @@ TRANSITIONS: dict[BackendState, set[BackendState]] = {
     BackendState.STARTING: _RUNNING,
     BackendState.RESTARTING: _RUNNING,
     # READY -> STARTING: the server refused a token mid-session, and the session starts again with a fresh one.
+    # READY -> RESTARTING: a person asked for a restart (the console's button).
     BackendState.READY: {
         BackendState.FAILED,
         BackendState.NEEDS_AUTH,
         BackendState.IDLE,
         BackendState.STOPPED,
         BackendState.STARTING,
+        BackendState.RESTARTING,
     },
     BackendState.FAILED: {BackendState.RESTARTING, BackendState.STOPPED},
     BackendState.NEEDS_AUTH: {BackendState.RESTARTING, BackendState.STOPPED},
@@ -103,6 +105,17 @@ class BackendStatus:
     start: str = "eager"
     server: str | None = None
     """What the backend says it is (its MCP server info: name, version, description), once it has started."""
+    withheld: tuple[tuple[str, str], ...] = ()
+    """(tool, why) of each tool `pinning: enforce` keeps from every list until a person approves it."""
+    flagged: tuple[tuple[str, str], ...] = ()
+    """(tool, why) of each tool `pinning: warn` lists although it waits for approval."""
+
+    def pins_dict(self) -> dict[str, list[dict[str, str]]]:
+        """The withheld and flagged tools, as `list_backends` and the console show them."""
+        return {
+            "withheld": [{"tool": tool, "reason": why} for tool, why in self.withheld],
+            "flagged": [{"tool": tool, "reason": why} for tool, why in self.flagged],
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -118,4 +131,4 @@ class BackendStatus:
             "stderrTail": list(self.stderr_tail),
             "enabled": self.enabled,
             "server": self.server,
-        }
+        } | self.pins_dict()

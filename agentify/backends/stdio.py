@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from agentify.backends.connection import Link
+from agentify.backends.environment import backend_environment
 from agentify.backends.failures import SessionFailure, Unexpected, Unreachable
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio_process import spawn_backend
@@ -26,7 +27,8 @@ class StdioConnection:
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
         spec = self._spec
-        async with spawn_backend(self._command, spec.args, spec.env, spec.cwd, self._stderr.line) as process:
+        env = backend_environment(spec.env, spec.inherit_env or False)
+        async with spawn_backend(self._command, spec.args, env, spec.cwd, self._stderr.line) as process:
 
             async def exit_code() -> int | None:
                 return await process.wait_exit(EXIT_STATUS_WAIT)

@@ -12,7 +12,6 @@ the process group; shielded, every wait bounded.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -22,13 +21,11 @@ import anyio
 import mcp_types as types
 from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from agentify._common.background import background
 from agentify._common.proc import iter_lines, open_group_process, stop_group, wait_for_exit
 from agentify.backends.stdio_framing import Oversized, frames
-from agentify.config.itself import PARENT_VARIABLE
 
 EXIT_GRACE_SECONDS = 2.0
 KILL_GRACE_SECONDS = 2.0
@@ -54,12 +51,6 @@ class BackendProcess:
         return await wait_for_exit(self._process, seconds)
 
 
-def child_environment(extra: dict[str, str]) -> dict[str, str]:
-    """The SDK's safe inherited variables, the backend's own `env`, and the mark of its parent gateway
-    (`PARENT_VARIABLE`: a gateway started by a gateway, through any wrapper, refuses to start)."""
-    return get_default_environment() | extra | {PARENT_VARIABLE: str(os.getpid())}
-
-
 @asynccontextmanager
 async def spawn_backend(
     command: str,
@@ -68,12 +59,13 @@ async def spawn_backend(
     cwd: str | None,
     on_stderr_line: Callable[[str], None],
 ) -> AsyncIterator[BackendProcess]:
-    """Starts the backend in its own process group and bridges its pipes.
+    """Starts the backend in its own process group with the environment `env` (whole: see
+    environment.py) and bridges its pipes.
 
     Raises:
         OSError: the command cannot be started (not found, not executable, bad cwd).
     """
-    process = await open_group_process([command, *args], stdin=subprocess.PIPE, cwd=cwd, env=child_environment(env))
+    process = await open_group_process([command, *args], stdin=subprocess.PIPE, cwd=cwd, env=env)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
     stdout_closed = anyio.Event()

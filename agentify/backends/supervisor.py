@@ -26,6 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 
 from agentify.backends.auth_recovery import AuthRecovery
+from agentify.backends.backoff import Backoff
 from agentify.backends.call_path import CallPath
 from agentify.backends.calls import unavailable
 from agentify.backends.connection import Connection, Link
@@ -57,10 +58,11 @@ from agentify.backends.session import (
     start,
 )
 from agentify.backends.starts import Starts
-from agentify.backends.state import ENDED_BADLY, SETTLED, BackendState, BackendStatus, Lifecycle
+from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState, BackendStatus, Lifecycle
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig
+from agentify.pinning import PinBook
 
 StateListener = Callable[[BackendStatus], None]
 _R = TypeVar("_R", bound=types.Result)
@@ -82,6 +84,7 @@ class Supervisor:
         routes: ResourceRoutes | None = None,
         on_change: ChangeListener | None = None,
         on_log: LogListener | None = None,
+        pins: PinBook | None = None,
     ) -> None:
         self.spec = spec
         self.connection = connection
@@ -89,7 +92,7 @@ class Supervisor:
         self.restarts = 0
         self.last_error: str | None = None
         self.server: str | None = None
-        self.tools = ToolSet(spec, manifests, self)
+        self.tools = ToolSet(spec, manifests, self, pins)
         self.offers = BackendOffers(spec, manifests, routes or ResourceRoutes())
         self._on_change = on_change
         self._on_log = on_log
@@ -105,6 +108,7 @@ class Supervisor:
         self._era = Era(spec)
         self._questions = InFlight(spec.id)
         self._reopen = anyio.Event()  # set when the era fell back: the live session ends and a new one starts
+        self._restart = anyio.Event()  # set by `restart`: the live session ends and a new one starts at once
         self._session: ClientSession | None = None
         self._link: Link | None = None
         self._calls = CallPath(
@@ -148,7 +152,15 @@ class Supervisor:
             url=self.spec.where() if self.spec.remote else None,
             start=self.spec.start,
             server=self.server,
+            **self._pin_notes(),
         )
+
+    def _pin_notes(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        held = self.tools.held()
+        if not held:
+            return {}
+        notes = tuple((self.tools.shown_name(h.tool), h.reason) for h in held.values())
+        return {"withheld": notes} if self.tools.withheld() else {"flagged": notes}
 
     def handles(self) -> tuple[ToolHandle, ...]:
         return self.tools.handles()
@@ -173,6 +185,18 @@ class Supervisor:
         elif self.state is BackendState.NEEDS_AUTH and self._auth.has_new_credentials():
             self._lifecycle.enter(BackendState.RESTARTING)  # so a catalog waits for the attempt
             self._starts.ask()
+
+    def restart(self) -> bool:
+        """Ends the live session and starts a new one at once (a person asked: the console's button); a backend
+        that is not running is started. Counted as a restart, without backoff. False when it cannot restart:
+        disabled, stopping, or already starting."""
+        if not self.spec.enabled or self._starts.stopping.is_set() or self.state in STARTING:
+            return False
+        self._restart.set()
+        self._idle.touch()  # a person wants it up: it stays until its idle time, like after a call
+        self._starts.backoff = Backoff()  # asked by a person: at once, whatever failed before
+        self._starts.ask()
+        return True
 
     async def call(
         self,
@@ -263,8 +287,9 @@ class Supervisor:
 
     async def _attempt(self) -> None:
         """One start attempt: sessions until one ends for good (ready and then ended, or failed)."""
-        # A start after a failure is a restart; RESTARTING already is one, entered by `kick`.
-        if self.state in ENDED_BADLY or self.state is BackendState.RESTARTING:
+        # A start after a failure is a restart; RESTARTING already is one, entered by `kick` or `restart`.
+        asked, self._restart = self._restart.is_set(), anyio.Event()
+        if self.state in ENDED_BADLY or self.state is BackendState.RESTARTING or asked:
             self.restarts += 1
             self._lifecycle.enter(BackendState.RESTARTING)
         else:
@@ -337,10 +362,16 @@ class Supervisor:
             AuthRequired: the link ended because the server refused the credentials (HTTP 401).
         """
         while not self._starts.stopping.is_set():
-            events = (link.gone, self.tools.stale, self.offers.stale, self._starts.stopping, self._reopen)
+            stopping, restart = self._starts.stopping, self._restart
+            events = (link.gone, self.tools.stale, self.offers.stale, stopping, self._reopen, restart)
             idle = await self._idle.expired_or(events)
             if link.gone.is_set():
                 raise await link_lost(link, self.stderr.hint)
+            if self._restart.is_set():
+                self._log.info("restarting: asked for")  # said before the (bounded) stop of the session
+                self._session = None
+                self._lifecycle.enter(BackendState.RESTARTING)
+                return
             if self._reopen.is_set():
                 self._reopen = anyio.Event()
                 raise WrongEra("reopening the session in the 2025-11-25 protocol")

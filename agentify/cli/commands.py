@@ -6,7 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import sys
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from agentify import __version__
 from agentify._common.errors import first
@@ -23,27 +27,53 @@ if TYPE_CHECKING:
 
 
 async def run_task(boot: Boot, args: argparse.Namespace) -> int:
+    from agentify.cli.progress import TaskProgress
     from agentify.cli.terminal import for_terminal, terminal_confirmer
     from agentify.gateway.services import open_gateway
     from agentify.mcp_server.results import error_result, outcome_result, plan_result
 
     task = {"query": args.query, "context": {"currentWorkingDirectory": args.cwd}}
     redactor = boot.redactor
+    # A status line on a terminal, unless a log writes to the same stream: then plain lines, as when piped.
+    logged = args.log_level or os.environ.get("AGENTIFY_LOG_LEVEL")
+    progress = TaskProgress(sys.stderr, live=sys.stderr.isatty() and not logged)
+    confirmer = terminal_confirmer(args.yes, progress.paused)
     async with open_gateway(boot) as services:
-        try:
-            outcome = await services.runner.run(task, execute=not args.dry_run, confirmer=terminal_confirmer(args.yes))
-            result = plan_result(outcome, redactor) if args.dry_run else outcome_result(outcome, redactor)
-        except AgentifyError as exc:
-            result = error_result(exc, redactor)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(progress.ticking)
+            try:
+                outcome = await services.runner.run(
+                    task, execute=not args.dry_run, confirmer=confirmer, progress=progress.report
+                )
+                result = plan_result(outcome, redactor) if args.dry_run else outcome_result(outcome, redactor)
+            except AgentifyError as exc:
+                result = error_result(exc, redactor)
+            finally:
+                tg.cancel_scope.cancel()
+                progress.clear()
+        for status in services.status().backends:
+            if status.state.value == "failed" and status.last_error:
+                reason = _first_sentence(redactor.text(status.last_error))
+                note(f"agentify run: backend {status.id} did not start: {reason}")
     if args.json:
         say(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), indent=2))
     else:
         meta = (result.meta or {}).get("agentify/plan")
         if meta:
-            say(f"# {meta['backend']}.{meta['tool']} {json.dumps(meta['arguments'])} ({meta['durationMs']:.0f} ms)")
+            took = max(meta["durationMs"] - progress.waited * 1000, 0)  # not the time the user took to answer
+            say(f"# {meta['backend']}.{meta['tool']} {json.dumps(meta['arguments'])} ({took:.0f} ms)")
         for block in result.content:
             say(for_terminal(_shown(block)) if result.is_error else _shown(block))
     return EXIT_FAILED if result.is_error else EXIT_OK
+
+
+def _first_sentence(reason: str, limit: int = 110) -> str:
+    """A backend's failure in one terminal line: what its stderr said, its first sentence, cut; doctor has it all."""
+    said = reason.split("Its stderr says: ", 1)[-1]
+    said = re.sub(r"^[\w. -]{1,40}: error: ", "", said)  # the backend's own name for itself
+    said = said.split(". ", 1)[0].rstrip(".")
+    cut = said if len(said) <= limit else said[: limit - 1] + "…"
+    return f"{escaped(cut)} (`agentify doctor` shows why)"
 
 
 def _shown(block: Any) -> str:
@@ -80,7 +110,7 @@ async def doctor(boot: Boot) -> int:
         if status.server:
             # The backend describes itself: shown escaped and cut, so it cannot fake lines of this report.
             say(f"{'':<{width}}  server: {escaped(boot.redactor.bounded(status.server, 300))}")
-        if spec.enabled and status.last_error and spec.command:
+        if spec.enabled and status.last_error and spec.command and spec.problem is None:
             say(f"{'':<{width}}  relative paths resolve against: {spec.cwd}")
     if not statuses:
         say("(no backends configured: see backends.example.json)")

@@ -9,22 +9,31 @@ import os
 import time
 from pathlib import Path
 
-from agentify._common.dirs import user_dir
 from agentify.cli.errors import EXIT_OK, UsageError
 from agentify.cli.output import say
 from agentify.connect import ConnectError, files
-from agentify.connect.ides import IDES, installed_command
+from agentify.connect.ides import IDES, Ide
+from agentify.connect.launch import installed_command
 from agentify.connect.move import Connection, plan
 from agentify.security.redact import Redactor
 
 
-def _config_file(args: argparse.Namespace, project: Path | None) -> Path:
-    """`--config`, else `$AGENTIFY_CONFIG`, else the project's `agentify.json` (so relative paths
-    keep resolving against the project), else agentify.json in agentify's config directory."""
+def _config_file(args: argparse.Namespace, ide: Ide, project: Path | None) -> Path:
+    """`--config`, else `$AGENTIFY_CONFIG`, else the IDE's own config (`Ide.config`).
+
+    Raises:
+        UsageError: another IDE's connection already uses that config (its servers would reach this IDE)."""
     chosen = args.config or os.environ.get("AGENTIFY_CONFIG")
-    if chosen:
-        return Path(chosen).expanduser().resolve()
-    return (project or user_dir("config")) / "agentify.json"
+    path = Path(chosen).expanduser().resolve() if chosen else ide.config(project)
+    ide_file = str(ide.file(project))
+    for other in files.all_records():
+        if other.ide_file.path != ide_file and Path(other.config_file.path) == path:
+            raise UsageError(
+                f"{path} already holds the servers of {other.ide} ({other.ide_file.path}); each IDE gets its own "
+                f"config, so that one IDE's servers never reach another's gateway: leave out --config (and "
+                f"AGENTIFY_CONFIG) for {ide.name}'s own, or name another file"
+            )
+    return path
 
 
 def connect(args: argparse.Namespace) -> int:
@@ -38,14 +47,15 @@ def connect(args: argparse.Namespace) -> int:
             raise UsageError(f"name the IDE: agentify connect {{{','.join(IDES)}}} (or --undo)")
         ide = IDES[args.ide]
         ide_file = ide.file(project)
-        config_file = _config_file(args, project)
+        config_file = _config_file(args, ide, project)
         earlier = files.load(ide_file)
         if earlier is not None:
             raise UsageError(
                 f"{ide_file} is already connected (backup from {time.ctime(earlier.at)}); "
                 f"run `agentify connect --undo {ide.name}` first, then connect again"
             )
-        change = plan(ide, ide_file, config_file, installed_command(), files.read(ide_file), files.read(config_file))
+        command = installed_command()
+        change = plan(ide, ide_file, config_file, command, files.read(ide_file), files.read(config_file))
         if args.dry_run:
             say(_diff(change))
             say("(dry run: nothing was written)")
@@ -54,6 +64,11 @@ def connect(args: argparse.Namespace) -> int:
     except ConnectError as exc:
         raise UsageError(str(exc)) from None
     say("\n".join(_summary(change)))
+    if Path(command[0]).name in ("uvx", "uvx.exe"):
+        say(
+            f"{change.ide.title} starts agentify with `uvx --from '{command[2]}' agentify`, not the path this one runs "
+            "from: that is in uv's cache, which `uv cache clean` deletes"
+        )
     return EXIT_OK
 
 

@@ -1,5 +1,5 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `vault`, `connect`, `arbigent`. Wiring
-only.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `vault`, `pins`, `connect`, `audit`,
+`arbigent`. Wiring only.
 
 Exit codes (errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
 line or an environment variable is invalid; 130 `run`, `doctor` or `eval` interrupted by SIGINT or
@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from agentify._common.logging import LogSetup
+from agentify.cli.audit import ACTIONS as AUDIT_ACTIONS
+from agentify.cli.config_file import find_config
 from agentify.cli.errors import report
+from agentify.cli.output import note
 from agentify.cli.parser import COMMANDS, TOKEN_ACTIONS, build_parser, log_level
 from agentify.security.redact import Redactor
 
@@ -30,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return arbigent_main(argv[1:])
     prog = f"agentify {argv[0]}" if argv[:1] and argv[0] in COMMANDS else "agentify"
-    if argv[:1] == ["token"] and argv[1:2] and argv[1] in TOKEN_ACTIONS:
+    if argv[:1] in (["token"], ["audit"]) and argv[1:2] and argv[1] in (*TOKEN_ACTIONS, *AUDIT_ACTIONS):
         prog += f" {argv[1]}"  # "agentify token: 'x'" would read as a token assignment to the redactor
     redactor = Redactor()
     logger.remove()  # loguru's default sink is unredacted stderr at DEBUG: LogSetup adds ours
@@ -63,6 +66,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         from agentify.cli.connect import connect
 
         return connect(args)
+    if args.command == "audit":  # reads files: no config, no logging
+        from agentify.cli.audit import audit_command
+
+        return audit_command(args)
     from agentify.config import load_sources
     from agentify.gateway.services import Boot
     from agentify.telemetry.setup import open_telemetry
@@ -76,6 +83,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         from agentify.cli.vault import vault_command
 
         return vault_command(args)
+    if command == "pins":  # no gateway, no logging: it reads and writes the pin store
+        from agentify.cli.pins import pins_command
+
+        return pins_command(args)
     if command != "auth":
         _refuse_inside_a_gateway()
     env_level = os.environ.get("AGENTIFY_LOG_LEVEL")
@@ -89,7 +100,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         flags["planner"] = {k: v for k, v in planner.items() if v is not None} or None
     logs = LogSetup(redactor)
     logs.configure(args.log_level or env_level or "INFO")
-    sources = load_sources(args.config, flags)
+    found = find_config(args.config)
+    if found.message:
+        note(f"{prog}: {found.message}")
+    sources = load_sources(found.path, flags)
     config = sources.resolve()
     redactor.add(config.secrets())
     # run and eval print their own output: their log is quiet unless asked for. doctor's table
@@ -98,8 +112,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
     logs.set_level(config.log_level if command == "serve" else quiet)
     if command == "run" and not (args.log_level or env_level):
         logger.disable("agentify.gateway.tasks")  # its only warning, "task failed", is what run prints on stdout
+        logger.disable("agentify.backends.endings")  # a backend that did not start: run says so in one line
     serving = {"stdio": "pipe", "http": "tcp"}.get(args.transport) if command == "serve" else None
-    telemetry = open_telemetry(redactor, capture_content=config.otel.capture_content, transport=serving)
+    audited = serving is not None and config.server.audit is not None
+    telemetry = open_telemetry(redactor, capture_content=config.otel.capture_content, transport=serving, audit=audited)
     telemetry.install()
     try:
         return _command(args, command, Boot(sources, config, logs, redactor, telemetry))

@@ -6,11 +6,12 @@ import argparse
 from typing import get_args
 
 from agentify import __version__
+from agentify.cli.audit import add_audit_parser
 from agentify.cli.errors import OneLineParser, UsageError
 from agentify.config.models import LogLevel
 from agentify.connect.ides import IDES
 
-COMMANDS = ("serve", "run", "doctor", "eval", "auth", "token", "vault", "connect")
+COMMANDS = ("serve", "run", "doctor", "eval", "auth", "token", "vault", "pins", "connect", "audit")
 TOKEN_ACTIONS = ("add", "remove", "list")
 LEVELS = get_args(LogLevel)
 
@@ -46,7 +47,11 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser, prog="agentify")
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", help="config file (default: $AGENTIFY_CONFIG, else ./agentify.json)")
+        p.add_argument(
+            "--config",
+            help="config file (default: $AGENTIFY_CONFIG, else ./agentify.json, else agentify.json in the user's "
+            "config folder, else the one `agentify connect` wrote)",
+        )
         p.add_argument("--log-level", type=_level_flag, help="TRACE, DEBUG, INFO, WARNING or ERROR")
 
     serve = sub.add_parser("serve", help="run the gateway as an MCP server (the default)")
@@ -129,5 +134,16 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     forget.add_argument("name")
     forget.add_argument("--config", help="the config whose server.redis (or state folder) holds the vault")
 
+    pins = sub.add_parser("pins", help="the pinned tool definitions (config pinning): list them, approve changes")
+    pins_actions = pins.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    pins_list = pins_actions.add_parser("list", help="pinned and waiting tools per backend")
+    pins_list.add_argument("--json", action="store_true", help="print one JSON object")
+    approve = pins_actions.add_parser("approve", help="show what changed in BACKEND's tools and accept it")
+    approve.add_argument("backend", help="the backend's id")
+    approve.add_argument("tool", nargs="?", help="one tool (the backend's own name); default: all that wait")
+    for action in (pins_list, approve):
+        action.add_argument("--config", help="config file (default: $AGENTIFY_CONFIG, else ./agentify.json)")
+
+    add_audit_parser(sub)
     sub.add_parser("arbigent", help="the Arbigent test-runner MCP server (see `agentify arbigent --help`)")
     return parser

@@ -8,6 +8,8 @@ flag that allows it (`--yes`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 import anyio
 
@@ -21,13 +23,18 @@ _MCP_HINTS = (("check `list_backends`", "run `agentify doctor`"), (" or call lis
 
 
 class TerminalConfirmer:
-    """Asks y/N at the terminal; anything but y or yes declines."""
+    """Asks y/N at the terminal; anything but y or yes declines. `asking` is entered while the question
+    waits (the progress line steps aside, and the time is not the task's)."""
+
+    def __init__(self, asking: Callable[[], AbstractContextManager[None]]) -> None:
+        self._asking = asking
 
     async def confirm(self, plan: Plan, reason: str) -> Answer:
         message = confirmation_message(plan.backend, plan.tool, plan.arguments, reason)
         shown = message.rsplit("\n", 1)[0]  # its last line tells an IDE user which button to press
-        print(f"{shown}\nRun it? [y/N] ", end="", file=sys.stderr, flush=True)
-        answer = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        with self._asking():
+            print(f"{shown}\nRun it? [y/N] ", end="", file=sys.stderr, flush=True)
+            answer = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
         return "accept" if answer.strip().lower() in ("y", "yes") else "decline"
 
 
@@ -49,10 +56,10 @@ class NoTerminal:
         )
 
 
-def terminal_confirmer(yes: bool) -> Confirmer:
+def terminal_confirmer(yes: bool, asking: Callable[[], AbstractContextManager[None]]) -> Confirmer:
     if yes:
         return AcceptAll()
-    return TerminalConfirmer() if sys.stdin.isatty() else NoTerminal()
+    return TerminalConfirmer(asking) if sys.stdin.isatty() else NoTerminal()
 
 
 def for_terminal(text: str) -> str:

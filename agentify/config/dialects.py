@@ -2,7 +2,8 @@
 config file works as the IDE wrote it.
 
 - The maps: `mcpServers` (Cursor, Claude Desktop / Code, Cline, Roo, Windsurf, Gemini, arbigent's
-  `mcpJson`) and VS Code's `servers`; VS Code's `inputs` and `$schema` beside them.
+  `mcpJson`), VS Code's `servers` and Zed's `context_servers` (`zed_servers`); VS Code's `inputs` and
+  `$schema` beside them; every other top-level key of such a file (Zed's `theme`) is another client's.
 - Remote entries: Cursor's `url` / `headers`, VS Code's and Claude Code's `type`, Windsurf's
   `serverUrl`, Gemini's `httpUrl` (streamable HTTP).
 - Per entry: Cursor's and VS Code's `envFile`; Cline's `autoApprove` and Roo's `alwaysAllow` (tools
@@ -31,7 +32,10 @@ from agentify.config.models import BACKEND_ID, BackendConfig, Config
 from agentify.errors import ConfigError
 
 SCHEMA = "$schema"
-MAPS = ("mcpServers", "servers")
+ZED = "context_servers"
+MAPS = ("mcpServers", "servers", ZED)
+PROBLEM = "$problem"
+"""Set by the loader on a server entry that cannot start as written (a variable it uses is not set)."""
 # Keys of other clients' entries that are not BackendConfig fields but are mapped below.
 MCP_SERVER_KEYS = (
     "disabled",
@@ -51,8 +55,38 @@ MCP_SERVER_KEYS = (
 _GEMINI_KEYS = {"httpUrl", "includeTools", "excludeTools", "trust"}
 # Other clients' keys that agentify has no use for; never taken for typos of its own.
 _FOREIGN = {"transportType", "trust", "dev", "gallery", "version", "watchPaths", "networkTimeout", "sandbox"}
-IDE_FOLDERS = (".vscode", ".cursor", ".roo", ".gemini", ".windsurf", ".kiro")
+IDE_FOLDERS = (".vscode", ".cursor", ".roo", ".gemini", ".windsurf", ".kiro", ".zed", ".agentify")
 _TYPOS = 0.8  # how close an unknown key must be to a known one to be a typo rather than another client's
+
+
+def zed_servers(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """`data` with Zed's `context_servers` in the spelling of the other clients: its older
+    `{"command": {"path", "args", "env"}}` flattened, its `source` and `settings` dropped, and the
+    servers an extension provides (nothing agentify can start) skipped, in one log line."""
+    servers = data.get(ZED)
+    if not isinstance(servers, dict):
+        return data
+    kept: dict[str, Any] = {}
+    skipped: list[str] = []
+    for name, server in servers.items():
+        if not isinstance(server, dict):
+            kept[name] = server  # normalise_backends names the mistake
+            continue
+        entry = {k: v for k, v in server.items() if k not in ("source", "settings", "command")}
+        command = server.get("command")
+        if isinstance(command, dict):
+            entry |= {"command": command.get("path")} | {k: command[k] for k in ("args", "env") if k in command}
+        elif command is not None:
+            entry["command"] = command
+        if "command" not in entry and "url" not in entry:
+            skipped.append(name)
+            continue
+        kept[name] = entry
+    if skipped:
+        logger.info(
+            "{}: Zed servers without a command (provided by an extension) skipped: {}", source, ", ".join(skipped)
+        )
+    return data | {ZED: kept}
 
 
 def workspace_folder(config_path: Path | None) -> Path:
@@ -75,8 +109,7 @@ def normalise_backends(layer: dict[str, Any], source: str, config_path: Path | N
     if not isinstance(backends, list):
         raise ConfigError(f"backends in the {source} must be a list of backends, not {type(backends).__name__}")
     backends = list(backends)
-    gemini = config_path is not None and config_path.resolve().parent.name == ".gemini"
-    context = _Context(source, workspace_folder(config_path), gemini)
+    context = _Context(source, workspace_folder(config_path), is_gemini(config_path, layer, maps))
     for key, servers in maps:
         if not isinstance(servers, dict):
             raise ConfigError(f"{key} in the {source} must be an object mapping ids to servers")
@@ -91,6 +124,19 @@ def normalise_backends(layer: dict[str, Any], source: str, config_path: Path | N
         logger.info("{}: ignored keys that agentify does not use: {}", source, ", ".join(ignored))
     layer["backends"] = backends
     return layer
+
+
+def is_gemini(config_path: Path | None, layer: dict[str, Any], maps: list[tuple[str, Any]] | None = None) -> bool:
+    """A Gemini CLI `settings.json`: in a `.gemini` folder, or with a server using one of Gemini's own keys."""
+    if config_path is not None and config_path.resolve().parent.name == ".gemini":
+        return True
+    maps = maps if maps is not None else [(key, layer[key]) for key in MAPS if key in layer]
+    return any(
+        isinstance(server, dict) and bool(_GEMINI_KEYS & set(server))
+        for _, servers in maps
+        if isinstance(servers, dict)
+        for server in servers.values()
+    )
 
 
 def _as_id(name: str, source: str) -> str:
@@ -124,7 +170,7 @@ def _foreign_top_keys(layer: dict[str, Any]) -> list[str]:
 def _foreign_keys(server: dict[str, Any], path: str, source: str) -> list[str]:
     fields = set(model_keys(BackendConfig)) - {"id"}
     valid = [*(k for k in suggested_keys(BackendConfig) if k != "id"), *MCP_SERVER_KEYS]
-    unknown = [k for k in server if k not in fields and k not in MCP_SERVER_KEYS and k != COMMENT]
+    unknown = [k for k in server if k not in fields and k not in MCP_SERVER_KEYS and k not in (COMMENT, PROBLEM)]
     typos = [k for k in unknown if k not in _FOREIGN and difflib.get_close_matches(k, valid, n=1, cutoff=_TYPOS)]
     if typos:
         problems = [unknown_key_problem(k, path, valid) for k in typos]
@@ -173,6 +219,8 @@ def _server_entry(server_id: str, server: dict[str, Any], context: _Context) -> 
         gemini = context.gemini or bool(_GEMINI_KEYS & set(server))
         entry.setdefault("timeoutSeconds", server["timeout"] / 1000 if gemini else server["timeout"])
     _tool_lists(entry, server)
+    if PROBLEM in server:
+        entry[PROBLEM] = server[PROBLEM]
     return entry
 
 

@@ -37,7 +37,7 @@ def drop_itself(data: dict[str, Any], source: str) -> dict[str, Any]:
     in `backends` and in the `mcpServers` / `servers` maps; each is logged once. Done before `${...}` is
     expanded: agentify's own entry in a VS Code file may use an `${input:...}` that only VS Code can ask."""
     kept = dict(data)
-    for key in ("backends", "mcpServers", "servers"):
+    for key in ("backends", "mcpServers", "servers", "context_servers"):
         entries = data.get(key)
         if isinstance(entries, list):
             kept[key] = [e for e in entries if not _itself(e, e.get("id") if isinstance(e, dict) else None, source)]

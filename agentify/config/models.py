@@ -12,9 +12,10 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from agentify._common.uris import forms
 from agentify.config.base import Model
 from agentify.config.server import ServerConfig
-from agentify.security.credentials import header_credential, is_credential, mask_url, url_secrets
+from agentify.security.credentials import argument_secrets, header_credential, is_credential, mask_url, url_secrets
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
@@ -90,9 +91,24 @@ class ItemFilter(Model):
             return False
         return self.allow is None or any(_matches(k, self.allow) for k in named)
 
+    def permits_resource(self, uri: str, name: str | None) -> bool:
+        """`permits` for a resource (or template), its URI compared in every form a backend may read it in
+        (`_common/uris.py`): denied when any form matches a deny, allowed when every form matches an allow
+        (or the name does)."""
+        uri_forms = forms(uri)
+        if any(_matches_uri(f, self.deny) for f in uri_forms) or (name and _matches(name, self.deny)):
+            return False
+        if self.allow is None:
+            return True
+        return all(_matches_uri(f, self.allow) for f in uri_forms) or bool(name and _matches(name, self.allow))
+
 
 def _matches(key: str, patterns: list[str]) -> bool:
     return any(fnmatchcase(key, pattern) for pattern in patterns)
+
+
+def _matches_uri(uri_form: str, patterns: list[str]) -> bool:
+    return any(fnmatchcase(uri_form, form) for pattern in patterns for form in forms(pattern))
 
 
 class BearerSettings(Model):
@@ -169,7 +185,13 @@ class BackendConfig(Model):
     args: list[str] = Field(default_factory=list)
     """The command's arguments."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment of the backend (it also gets HOME, LOGNAME, PATH, SHELL, TERM, USER); values are secrets."""
+    """Extra environment of the backend; values are secrets. What else it gets: see `inheritEnv`."""
+    inherit_env: bool | list[str] | None = None
+    """Which of the gateway's environment variables the backend also gets. Unset: the top-level `inheritEnv`.
+    `false`: only HOME, LOGNAME, PATH, SHELL, TERM, USER and the proxy, CA-certificate and locale variables
+    (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, ALL_PROXY and their lower-case forms, SSL_CERT_FILE, SSL_CERT_DIR,
+    REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS, LANG, LANGUAGE, LC_*); a list: those too, and these names
+    (`AWS_*` globs allowed); `true`: every variable, API keys included."""
     cwd: str | None = None
     """Working directory, relative to the config file. Unset: the config file's folder."""
     description: str = ""
@@ -234,8 +256,10 @@ class BackendConfig(Model):
 
     def secret_values(self) -> list[str]:
         """This backend's credentials: every header value, the bearer token, the client secret, a URL's
-        password and secret-looking query values, and env values that are credentials (by name or look)."""
+        password and secret-looking query values, env values that are credentials (by name or look), and
+        the values of secret arguments (`--api-key VALUE`, `TOKEN=VALUE`)."""
         values = [v for k, v in self.env.items() if is_credential(k, v)]
+        values.extend(argument_secrets(self.args))
         values.extend(self.headers.values())
         values.extend(c for c in map(header_credential, self.headers.values()) if c)
         if isinstance(self.auth, BearerSettings):
@@ -244,6 +268,13 @@ class BackendConfig(Model):
             values.append(self.auth.client_secret)
         values.extend(url_secrets(self.url))
         return values
+
+    @property
+    def problem(self) -> str | None:
+        """Why the backend cannot start as configured (a variable it uses is not set); None: it can."""
+        return self._problem
+
+    _problem: str | None = PrivateAttr(default=None)
 
     def where(self) -> str:
         """How the backend is reached, for people: the command, or the URL with its secrets masked."""
@@ -285,6 +316,10 @@ class Config(Model):
     """The address the console binds; anything but 127.0.0.1 is warned about."""
     log_level: LogLevel = "INFO"
     """The level of the log on stderr (and in the console)."""
+    inherit_env: bool | list[str] = False
+    """What every backend gets of the gateway's environment, unless it says `inheritEnv` itself: `false`
+    (the default) passes only the safe set (see the backend's `inheritEnv`), a list adds those names, `true`
+    passes everything."""
     trace_file: str | None = None
     """Append every task's trace as a JSON line (created 0600; relative to the config file). Unset: off."""
     otel: OtelConfig = Field(default_factory=OtelConfig)
@@ -310,6 +345,12 @@ class Config(Model):
         min_length=1,
         description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends), "
         "search (search_tools, call_tool) and tools (every backend tool, listed directly).",
+    )
+    pinning: Literal["off", "warn", "enforce"] = Field(
+        default="warn",
+        description="Pinned tool definitions: a backend tool that changes, is added after the backend's first "
+        "listing, or whose description speaks to the model as an instruction or names another backend's tool is "
+        "withheld until approved (enforce), flagged and logged (warn), or trusted (off). See `agentify pins`.",
     )
     prefix: bool = Field(
         default=True,

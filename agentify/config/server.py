@@ -2,7 +2,8 @@
 
 Who the clients are (`auth`), the URL they use (`publicUrl`), the rate limits and where their counts
 live (`limits`, `redis`), how long a SIGTERM waits for calls in flight (`drainSeconds`), and which
-peers are proxies whose `X-Forwarded-For` names the client (`trustedProxies`).
+peers are proxies whose `X-Forwarded-For` names the client (`trustedProxies`), and where the audit
+chain is written (`audit`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from agentify.config.base import Model
 from agentify.security.credentials import mask_url, url_secrets
 
 DRAIN_SECONDS = 30.0
+AUDIT_MAX_BYTES = 100 * 1024 * 1024
+AUDIT_KEEP = 10
 
 
 class SharedTokenAuth(Model):
@@ -73,6 +76,20 @@ class LimitsConfig(Model):
         return self.per_principal is not None or bool(self.per_backend)
 
 
+class AuditConfig(Model):
+    """The audit chain (team/audit.py): one JSON line per operation a principal asked for."""
+
+    file: str = Field(
+        min_length=1,
+        description="The JSON Lines file, relative to the config file; {replica} in it is the replica's id "
+        "(AGENTIFY_REPLICA_ID, else the host name), so that replicas sharing a folder each write their own.",
+    )
+    max_bytes: int = Field(
+        default=AUDIT_MAX_BYTES, ge=4096, description="Size at which the file is rotated (renamed FILE.1, ...)."
+    )
+    keep: int = Field(default=AUDIT_KEEP, ge=0, le=1000, description="How many rotated files are kept.")
+
+
 class ServerConfig(Model):
     auth: SharedTokenAuth | TokensAuth | JwtAuth = Field(default_factory=SharedTokenAuth, discriminator="type")
     public_url: str | None = Field(
@@ -83,11 +100,22 @@ class ServerConfig(Model):
     drain_seconds: float = Field(
         default=DRAIN_SECONDS, gt=0, le=300, description="How long SIGTERM waits for calls in flight."
     )
+    max_sessions_per_principal: int = Field(
+        default=100,
+        ge=1,
+        le=10_000,
+        description="The most open MCP sessions one principal may hold on a replica; past it, its new session "
+        "gets 429.",
+    )
+    session_opens_per_minute: int = Field(
+        default=60, ge=1, description="The most MCP sessions one principal may open on a replica in a minute."
+    )
     trusted_proxies: list[str] = Field(
         default_factory=list,
         description="Addresses or CIDRs of the proxies in front (e.g. HAProxy's): only from these peers is "
         "X-Forwarded-For believed, and the client is its right-most address that is not one of them.",
     )
+    audit: AuditConfig | None = Field(default=None, description="The audit chain; unset: no audit.")
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -22,10 +22,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentify._common import json_input, jsonc
-from agentify.config.dialects import from_init_options, normalise_backends, workspace_folder
+from agentify.config.dialects import (
+    MAPS,
+    PROBLEM,
+    from_init_options,
+    is_gemini,
+    normalise_backends,
+    workspace_folder,
+    zed_servers,
+)
 from agentify.config.itself import drop_itself
 from agentify.config.keys import check_keys
-from agentify.config.models import Config
+from agentify.config.models import BackendConfig, Config
 from agentify.config.server import TokensAuth
 from agentify.errors import ConfigError
 from agentify.security.credentials import names_a_place
@@ -33,6 +41,8 @@ from agentify.security.credentials import names_a_place
 # A default ends at the next `}` or `${`, so a run of unclosed `${A:-` costs one pass, not one per `${`.
 # `env:` is how Cursor and VS Code spell the same; `${input:id}` is a VS Code input (`_VSCODE_INPUT`).
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}$]|\$(?!\{))*))?\}")
+# Gemini CLI also reads `$VAR` in its settings (`_VAR`'s groups, then the bare name as group 3).
+_GEMINI_VAR = re.compile(_VAR.pattern + r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 _VSCODE_INPUT = re.compile(r"\$\{input:([^}$]{0,200})\}")
 # Environment variables and the config key each one sets.
 ENV_KEYS: dict[str, tuple[str, ...]] = {
@@ -43,7 +53,10 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "AGENTIFY_LOG_LEVEL": ("logLevel",),
     "AGENTIFY_DEBUG_PORT": ("debugPort",),
     "AGENTIFY_REDIS_URL": ("server", "redis"),
+    "AGENTIFY_TRUSTED_PROXIES": ("server", "trustedProxies"),
 }
+ENV_LISTS = frozenset({"AGENTIFY_TRUSTED_PROXIES"})
+"""The variables that hold a list, comma-separated ("127.0.0.254, 10.0.0.0/8")."""
 
 
 @dataclass
@@ -61,6 +74,7 @@ class ConfigSources:
         merged: dict[str, Any] = {}
         for layer in (self.file, from_init_options(init_options or {}), self.env, self.flags):
             _deep_merge(merged, layer)
+        problems = _take_problems(merged)
         merged, unknown = check_keys(Config, merged)
         if unknown:
             raise ConfigError(_where(self.file_path) + "; ".join(unknown))
@@ -73,8 +87,14 @@ class ConfigSources:
             backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
         if isinstance(config.server.auth, TokensAuth):
             config.server.auth.file = str((base / Path(config.server.auth.file).expanduser()).resolve())
+        if config.server.audit is not None:
+            config.server.audit.file = str((base / Path(config.server.audit.file).expanduser()).resolve())
         if config.trace_file:
             config.trace_file = str((base / Path(config.trace_file).expanduser()).resolve())
+        for backend in config.backends:
+            backend._problem = problems.get(backend.id)
+            if backend.inherit_env is None:
+                backend.inherit_env = config.inherit_env
         config._expanded = frozenset(self.expanded)
         return config
 
@@ -115,9 +135,10 @@ def load_sources(
     expanded: set[str] = set()
     if path.exists() or path_text:
         places = {"workspaceFolder": str(workspace_folder(path)), "userHome": str(Path.home())}
-        data = drop_itself(_read_json(path), f"config file {path}")
+        data = drop_itself(zed_servers(_read_json(path), f"config file {path}"), f"config file {path}")
         data.pop("inputs", None)  # VS Code's prompts: only VS Code asks them; `${input:...}` is an error
-        file_layer = normalise_backends(_expand(data, environ, "config", expanded, places), f"config file {path}", path)
+        data = _expand_file(data, environ, expanded, places, bare=is_gemini(path, data))
+        file_layer = normalise_backends(data, f"config file {path}", path)
     return ConfigSources(
         file=file_layer,
         expanded=expanded,
@@ -151,21 +172,89 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[str], places: Mapping[str, str]) -> Any:
-    """Replaces `${VAR}` / `${env:VAR}` and `places` (`${workspaceFolder}`) in every string; each value taken
-    from the environment is added to `expanded`.
+def _expand_file(
+    data: dict[str, Any], environ: Mapping[str, str], expanded: set[str], places: Mapping[str, str], *, bare: bool
+) -> dict[str, Any]:
+    """`_expand` over the file, where a backend that uses a variable which is not set does not stop the
+    others: it is kept with the message (under `PROBLEM`), and starts as a failed backend that says it.
+    `bare`: `$VAR` is expanded too (Gemini CLI's settings)."""
+    entries = {key: data.pop(key) for key in ("backends", *MAPS) if key in data}
+    result: dict[str, Any] = _expand(data, environ, "config", expanded, places, bare=bare)
+    for key, value in entries.items():
+        if isinstance(value, list):
+            result[key] = [
+                _expand_backend(v, environ, f"config.{key}.{i}", expanded, places, bare) for i, v in enumerate(value)
+            ]
+        elif isinstance(value, dict):
+            result[key] = {
+                n: _expand_backend(v, environ, f"config.{key}.{n}", expanded, places, bare) for n, v in value.items()
+            }
+        else:
+            result[key] = value  # a wrong type: validation names it
+    return result
+
+
+def _expand_backend(
+    entry: Any, environ: Mapping[str, str], where: str, expanded: set[str], places: Mapping[str, str], bare: bool
+) -> Any:
+    try:
+        return _expand(entry, environ, where, expanded, places, bare=bare)
+    except ConfigError as exc:
+        if not isinstance(entry, dict):
+            raise
+        kept = _expand(entry, environ, where, expanded, places, strict=False, bare=bare)
+        return kept | {PROBLEM: str(exc)}
+
+
+def _take_problems(merged: dict[str, Any]) -> dict[str, str]:
+    """The messages of the backends that could not be expanded, by id; each such backend is taken out of
+    `merged` as a stub that validates (it never starts: `BackendConfig.problem` says why)."""
+    problems: dict[str, str] = {}
+    backends = merged.get("backends")
+    if not isinstance(backends, list):
+        return problems
+    for i, entry in enumerate(backends):
+        if not isinstance(entry, dict) or PROBLEM not in entry:
+            continue
+        entry = {k: v for k, v in entry.items() if k != PROBLEM}
+        backend_id = entry.get("id")
+        if isinstance(backend_id, str):
+            problems[backend_id] = backends[i][PROBLEM]
+        try:
+            BackendConfig.model_validate(check_keys(BackendConfig, entry)[0])
+        except ValidationError:  # what the missing value broke (an empty url): only the id and state stay
+            keep = ("id", "enabled", "description")
+            entry = {k: v for k, v in entry.items() if k in keep} | {"command": "(not started)"}
+        backends[i] = entry
+    return problems
+
+
+def _expand(
+    value: Any,
+    environ: Mapping[str, str],
+    where: str,
+    expanded: set[str],
+    places: Mapping[str, str],
+    *,
+    strict: bool = True,
+    bare: bool = False,
+) -> Any:
+    """Replaces `${VAR}` / `${env:VAR}` (and with `bare`, `$VAR`) and `places` (`${workspaceFolder}`) in every
+    string; each value taken from the environment is added to `expanded`. Not `strict`: a variable that is
+    not set is replaced with nothing, an `${input:...}` is left as it is.
 
     Raises:
-        ConfigError: a variable is not set, or a VS Code `${input:...}` is used (named in the message)."""
+        ConfigError: `strict`, and a variable is not set, or a VS Code `${input:...}` is used (named in the
+        message)."""
     if isinstance(value, str):
-        if (asked := _VSCODE_INPUT.search(value)) is not None:
+        if strict and (asked := _VSCODE_INPUT.search(value)) is not None:
             raise ConfigError(
                 f"{where} uses ${{input:{asked.group(1)}}}, a VS Code input that only VS Code can ask for: "
                 "put the value in an environment variable and write ${env:NAME} instead"
             )
 
         def substitute(match: re.Match[str]) -> str:
-            name, default = match.group(1), match.group(2)
+            name, default = match.group(1) or match.group(3), match.group(2)
             if name in places and not match.group(0).startswith("${env:"):
                 return places[name]
             if name in environ:
@@ -174,16 +263,22 @@ def _expand(value: Any, environ: Mapping[str, str], where: str, expanded: set[st
                 return environ[name]
             if default is not None:
                 return default
+            if not strict:
+                return ""
             raise ConfigError(
                 f"{where} uses ${{{name}}} but the environment variable {name} is not set: "
                 f"set it, or write ${{{name}:-default}} to give a default"
             )
 
-        return _VAR.sub(substitute, value)
+        return (_GEMINI_VAR if bare else _VAR).sub(substitute, value)
     if isinstance(value, dict):
-        return {k: _expand(v, environ, f"{where}.{k}", expanded, places) for k, v in value.items()}
+        return {
+            k: _expand(v, environ, f"{where}.{k}", expanded, places, strict=strict, bare=bare) for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_expand(v, environ, f"{where}.{i}", expanded, places) for i, v in enumerate(value)]
+        return [
+            _expand(v, environ, f"{where}.{i}", expanded, places, strict=strict, bare=bare) for i, v in enumerate(value)
+        ]
     return value
 
 
@@ -191,7 +286,10 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     layer: dict[str, Any] = {}
     for variable, key in ENV_KEYS.items():
         if environ.get(variable):
-            _deep_merge(layer, _nested(key, environ[variable]))
+            value: Any = environ[variable]
+            if variable in ENV_LISTS:
+                value = [item.strip() for item in value.split(",") if item.strip()]
+            _deep_merge(layer, _nested(key, value))
     return layer
 
 

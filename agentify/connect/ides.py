@@ -2,7 +2,8 @@
 
 User-level files sit in the home directory (Cursor, Windsurf) or in the platform's application
 folder (VS Code's user profile, Claude Desktop); project-level files sit in the project
-(`.cursor/mcp.json`, `.vscode/mcp.json`, and Claude Code's `.mcp.json`). Windsurf has no project file.
+(`.cursor/mcp.json`, `.vscode/mcp.json`, and Claude Code's `.mcp.json`). Windsurf has no project file,
+nor has Cline, whose file lies in VS Code's global storage (the extension `saoudrizwan.claude-dev`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentify._common.dirs import user_dir
 from agentify.connect import ConnectError
 
 
@@ -50,6 +52,13 @@ class Ide:
             )
         return project.joinpath(*self.project).resolve()
 
+    def config(self, project: Path | None) -> Path:
+        """agentify's config for this IDE's servers, one per IDE (so one IDE's servers never land in another's
+        gateway): `<agentify's config directory>/<ide>.json`, or `DIR/.agentify/<ide>.json` for a project (whose
+        relative paths resolve against DIR, as for `.vscode/`)."""
+        folder = user_dir("config") if project is None else project / ".agentify"
+        return folder / f"{self.name}.json"
+
     def entry(self, command: list[str], config: Path, env: dict[str, str]) -> dict[str, Any]:
         """The one server the IDE keeps: agentify serving `config`."""
         entry: dict[str, Any] = {"type": "stdio"} if self.stdio_type else {}
@@ -70,20 +79,15 @@ IDES = {
             (".mcp.json",),  # Claude Code's project scope
         ),
         Ide("windsurf", "Windsurf", "mcpServers", ("~", ".codeium", "windsurf", "mcp_config.json"), None),
+        Ide(
+            "cline",
+            "Cline",
+            "mcpServers",
+            ("@app", "Code", "User", "globalStorage", "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json"),
+            None,  # Cline keeps its servers in VS Code's global storage only
+        ),
     )
 }
-
-
-def installed_command() -> list[str]:
-    """How the IDE should start this agentify: the `agentify` script of the environment that runs now
-    (a venv, pipx's), else this Python with `-m agentify`."""
-    called = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if called is not None and called.name == "agentify" and called.is_file():
-        return [str(called.resolve())]
-    beside = Path(sys.executable).with_name("agentify.exe" if sys.platform == "win32" else "agentify")
-    if beside.is_file():
-        return [str(beside)]
-    return [sys.executable, "-m", "agentify"]
 
 
 def is_agentify(server: Any) -> bool:

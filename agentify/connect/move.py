@@ -25,6 +25,7 @@ from typing import Any
 from agentify._common import json_input, jsonc
 from agentify.connect import ConnectError
 from agentify.connect.ides import Ide, config_of, is_agentify
+from agentify.security.credentials import argument_secrets
 
 _INPUT = re.compile(r"\$\{input:([A-Za-z0-9_.-]{1,128})\}")
 _ANY_INPUT = re.compile(r"\$\{input:([^}]{0,200})\}?")
@@ -44,7 +45,8 @@ class Connection:
     renamed: dict[str, str] = field(default_factory=dict)
     already: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
-    """The values of env, headers and auth of the servers: masked wherever the files are shown."""
+    """The values of env, headers and auth of the servers, and their secret arguments (`--api-key VALUE`):
+    masked wherever the files are shown."""
 
 
 def _object(data: bytes | None, path: Path, *, comments: bool) -> dict[str, Any]:
@@ -160,6 +162,7 @@ def plan(
             continue
         if isinstance(server, dict):
             result.secrets += [s for key in _SECRET_KEYS for s in _strings(server.get(key))]
+            result.secrets += argument_secrets(server.get("args"))
         server = _pass_inputs(server, env) if ide.name == "vscode" else server
         if existing.get(name) == server:
             result.already.append(name)

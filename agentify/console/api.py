@@ -2,8 +2,8 @@
 
 Every route sits behind `ConsoleGuard` and `BodyLimit`, and serves only `Views` data, which is
 redacted. The page shell and the API description need no token (they carry no data); the API
-and the WebSocket do. `POST /api/tasks` goes through `TaskRunner.run` and `results`, exactly as
-the MCP tool `orchestrate_task` does; its result is redacted once and then cut, at this sink.
+and the WebSocket do. The routes that act (tasks, tool calls, confirmations, restarts, pin
+approvals) are `actions.py`'s.
 """
 
 from __future__ import annotations
@@ -11,28 +11,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
 from fastapi.responses import FileResponse
 from fastapi.security import HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from loguru import logger
 
 from agentify import __version__
+from agentify.console.actions import action_routes
+from agentify.console.confirmations import ConsoleConfirmer
 from agentify.console.security import Access, ConsoleGuard
 from agentify.console.stream import event_stream
 from agentify.console.views import LEVELS, Views
-from agentify.errors import AgentifyError
-from agentify.mcp_server.results import error_result, outcome_result
 from agentify.security.bodies import BodyLimit
 
 if TYPE_CHECKING:
     from agentify.console.views import ConsoleServices
 
-_TASK_EXAMPLE = {"query": "read README.md", "context": {"currentWorkingDirectory": "/path/to/project"}}
-
 
 def create_app(services: ConsoleServices, access: Access) -> FastAPI:
     views = Views(services, access.base_url)
+    confirmer = ConsoleConfirmer(services.bus, lambda: services.settings.current.confirm_timeout_seconds)
     app = FastAPI(
         title="agentify debug console",
         version=__version__,
@@ -44,8 +43,8 @@ def create_app(services: ConsoleServices, access: Access) -> FastAPI:
     )
     app.add_middleware(BodyLimit)  # inner: only a request that passed the guard is read
     app.add_middleware(ConsoleGuard, access=access)
-    app.include_router(_api_routes(services, views), prefix="/api")
-    app.add_api_websocket_route("/ws", event_stream(services, views))
+    app.include_router(_api_routes(services, views, confirmer), prefix="/api")
+    app.add_api_websocket_route("/ws", event_stream(services, views, confirmer))
     ui = ui_directory()
     if ui is None:
         logger.warning("the console page (debug_ui/) is not installed; only the JSON API is served")
@@ -68,9 +67,10 @@ def ui_directory() -> Path | None:
     return None
 
 
-def _api_routes(services: ConsoleServices, views: Views) -> APIRouter:
+def _api_routes(services: ConsoleServices, views: Views, confirmer: ConsoleConfirmer) -> APIRouter:
     # The guard checks the token; this only describes it, so /docs offers "Authorize".
     router = APIRouter(tags=["console"], dependencies=[Depends(HTTPBearer(auto_error=False))])
+    router.include_router(action_routes(services, views, confirmer))
 
     @router.get("/status", summary="Version, uptime, planner and task counts")
     async def status() -> dict[str, Any]:
@@ -105,15 +105,18 @@ def _api_routes(services: ConsoleServices, views: Views) -> APIRouter:
             raise HTTPException(404, f"no trace {trace_id!r}: only the most recent traces are kept")
         return found
 
-    @router.post("/tasks", summary="Run a task exactly as orchestrate_task does; returns the MCP result")
-    async def run_task(
-        task: Annotated[Any, Body(description="the input of orchestrate_task", examples=[_TASK_EXAMPLE])],
-    ) -> dict[str, Any]:
-        try:
-            outcome = await services.runner.run(task, execute=True, progress=None)
-            result = outcome_result(outcome, services.redactor)
-        except AgentifyError as exc:  # TaskRunner.run turns every failure, bugs included, into one
-            result = error_result(exc, services.redactor)
-        return views.task_result(result.model_dump(by_alias=True, mode="json", exclude_none=True))
+    @router.get("/tools", summary="Each tool of the catalog: its input schema, call_tool name and confirmation")
+    async def tools(
+        backend: Annotated[str | None, Query(description="only the tools of this backend")] = None,
+    ) -> list[dict[str, Any]]:
+        return views.tools(backend)
+
+    @router.get("/pins", summary="The tools pinning withholds or flags, with their difference")
+    async def pins() -> dict[str, Any]:
+        return views.pins()
+
+    @router.get("/audit", summary="The newest audit records, newest first")
+    async def audit(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
+        return views.audit(limit)
 
     return router

@@ -5,8 +5,8 @@ browser: a client that falls behind loses its subscription (the bus drops it), a
 socket stops draining (a send that takes longer than `SEND_SECONDS`) is disconnected. Either
 way the page reconnects and starts again from a fresh snapshot.
 
-Messages: `{"kind": "snapshot", "data": {"status", "backends", "logs", "traces"}}` first, then
-`{"kind": "log" | "trace" | "backend", "time", "data"}`.
+Messages: `{"kind": "snapshot", "data": {"status", "backends", "logs", "traces", "confirmations"}}`
+first, then `{"kind": "log" | "trace" | "backend" | "confirm", "time", "data"}`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from loguru import logger
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from agentify.console.confirmations import ConsoleConfirmer
 from agentify.console.security import SUBPROTOCOL
 from agentify.console.views import Views
 from agentify.gateway.events import Event
@@ -37,14 +38,16 @@ FELL_BEHIND = "fell behind the gateway's events; reconnect"
 STALLED = "stopped reading; reconnect"
 
 
-def event_stream(services: ConsoleServices, views: Views) -> Callable[[WebSocket], Awaitable[None]]:
+def event_stream(
+    services: ConsoleServices, views: Views, confirmer: ConsoleConfirmer
+) -> Callable[[WebSocket], Awaitable[None]]:
     async def stream(websocket: WebSocket) -> None:
         # The page offers the token as a second subprotocol: never echo that one back.
         offered = websocket.scope.get("subprotocols", [])
         await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
         events = services.bus.subscribe()
         # No await since subscribing: the stream holds exactly the events after this snapshot.
-        snapshot = {"kind": "snapshot", "time": time.time(), "data": _snapshot(views)}
+        snapshot = {"kind": "snapshot", "time": time.time(), "data": _snapshot(views, confirmer)}
         reason: str | None = None
         with events:
             async with anyio.create_task_group() as tg:
@@ -79,12 +82,13 @@ async def pump(
     return FELL_BEHIND
 
 
-def _snapshot(views: Views) -> dict[str, Any]:
+def _snapshot(views: Views, confirmer: ConsoleConfirmer) -> dict[str, Any]:
     return {
         "status": views.status(),
         "backends": views.backends(),
         "logs": views.logs(limit=SNAPSHOT_LOGS),
         "traces": views.traces(SNAPSHOT_TRACES),
+        "confirmations": views.redact(confirmer.pending()),
     }
 
 

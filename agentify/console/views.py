@@ -16,12 +16,16 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from agentify import __version__
+from agentify.console.governance import audit_of, pins_of
+from agentify.gateway.policy import confirmation_reason
 from agentify.gateway.services import TaskServices
+from agentify.planner.catalog import Catalog
 from agentify.security.credentials import mask_url
 from agentify.security.redact import MASK
 
 if TYPE_CHECKING:
     from agentify._common.logging import LogSetup
+    from agentify.backends import BackendManager
     from agentify.gateway.events import EventBus
     from agentify.gateway.traces import TraceStore
     from agentify.security.redact import Redactor
@@ -44,6 +48,9 @@ class ConsoleServices(TaskServices, Protocol):
 
     @property
     def started(self) -> float: ...
+
+    @property
+    def backends(self) -> BackendManager: ...
 
     def reading_traces(self) -> AbstractContextManager[None]: ...
 
@@ -85,6 +92,37 @@ class Views:
 
     def backends(self) -> list[dict[str, Any]]:
         return self.redact([status.as_dict() for status in self._services.status().backends])
+
+    def tools(self, backend: str | None = None) -> list[dict[str, Any]]:
+        """Every tool the planner's catalog holds now (of one backend, or all), without waiting for backends
+        that are still starting: the MCP form of the tool (`tools.overrides` applied), the name `call_tool`
+        takes (`name`), and why a call must be confirmed (`confirm`, None when it need not)."""
+        handles = [handle for supervisor in self._services.backends.enabled() for handle in supervisor.handles()]
+        shown = []
+        for entry in Catalog.from_handles(handles).tools.values():
+            if backend is not None and entry.backend != backend:
+                continue
+            handle = entry.handle
+            reason = confirmation_reason(handle.spec, handle.origin, handle.listed()) if handle else None
+            tool = entry.tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+            shown.append(
+                tool | {"name": entry.name, "backend": entry.backend, "tool": entry.tool.name, "confirm": reason}
+            )
+        return self.redact(shown)
+
+    def pins(self) -> dict[str, Any]:
+        """The tools `pinning` withholds or flags, or that it is not enabled."""
+        pins = pins_of(self._services)
+        if pins is None:
+            return {"enabled": False, "tools": []}
+        return {"enabled": True, "tools": self.redact(pins.changed_tools())}
+
+    def audit(self, limit: int = 100) -> dict[str, Any]:
+        """The newest audit records (newest first), or that the audit log is not enabled."""
+        audit = audit_of(self._services)
+        if audit is None:
+            return {"enabled": False, "records": []}
+        return {"enabled": True, "records": self.redact(audit.recent(limit))}
 
     def config(self) -> dict[str, Any]:
         """The effective config (every source merged), with the API key and every env value masked."""

@@ -31,6 +31,7 @@ from agentify.backends.state import ENDED_BADLY, BackendState
 from agentify.config import BackendConfig
 from agentify.errors import AgentifyError
 from agentify.gateway import cursors
+from agentify.team.principal import current_principal
 
 NAME_SEP = "__"  # `<backend>__<prompt>`, and a resource name two backends list
 _STARTING = (BackendState.STARTING, BackendState.RESTARTING, BackendState.STOPPED)
@@ -79,12 +80,25 @@ def not_found(uri: str) -> MCPError:
     return MCPError(types.INVALID_PARAMS, f"Resource not found: {shown}", {"uri": shown})
 
 
+Charge = Callable[[str], Awaitable[None]]
+"""Counts one operation against a backend's rate limit (`Limiter.charge_backend`); raises RateLimited."""
+
+
+async def _uncounted(backend: str) -> None:
+    return None
+
+
 class Offerings:
-    def __init__(self, backends: Backends, prefix: Callable[[], bool] = lambda: True) -> None:
+    def __init__(
+        self, backends: Backends, prefix: Callable[[], bool] = lambda: True, charge: Charge = _uncounted
+    ) -> None:
         """`prefix`: whether prompts are named `<backend>__<prompt>` even where no two backends share a name
-        (config `prefix`, read at each request so that a reloaded config applies)."""
+        (config `prefix`, read at each request so that a reloaded config applies). `charge`: every read,
+        subscription, prompt and completion that reaches a backend counts against its `perBackend` limit, as
+        its tool calls do."""
         self._backends = backends
         self._prefix = prefix
+        self._charge = charge
 
     # ----- resources -------------------------------------------------------------------------
 
@@ -99,6 +113,7 @@ class Offerings:
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         """The owner's answer, unchanged. Raises MCPError (`not_found`, or the backend's), AgentifyError."""
         owner = await self.resource_owner(uri)
+        await self._charge(owner.spec.id)
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         return await owner.request(request, types.ReadResourceResult)
 
@@ -107,9 +122,9 @@ class Offerings:
         await self.settle()
         candidates = self._offering("resources")
         by_id = {b.spec.id: b for b in candidates}
-        owner_id = self._backends.routes.owner(uri, list(by_id))
+        owner_id = self._backends.routes.owner(uri, list(by_id), current_principal())
         owner = by_id.get(owner_id) if owner_id is not None else None
-        if owner is None or not owner.spec.resources.permits(uri, self._backends.routes.name(uri)):
+        if owner is None or not owner.spec.resources.permits_resource(uri, self._backends.routes.name(uri)):
             raise not_found(uri)
         return owner
 
@@ -118,6 +133,8 @@ class Offerings:
         owner = await self.resource_owner(uri)
         if not owner.offers.offers.has("subscribe"):
             return False
+        if subscribe:
+            await self._charge(owner.spec.id)
         request: types.ClientRequest
         if subscribe:
             request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
@@ -140,7 +157,7 @@ class Offerings:
         shown = [
             r.model_copy(update={"name": f"{spec.id}{NAME_SEP}{r.name}"}) if routes.shared(str(r.uri)) else r
             for r in resources
-            if spec.resources.permits(str(r.uri), r.name)
+            if spec.resources.permits_resource(str(r.uri), r.name)
         ]
         return Page(shown, next_cursor)
 
@@ -155,7 +172,7 @@ class Offerings:
             )
             templates, next_cursor = result.resource_templates, result.next_cursor
         self._backends.routes.templates(spec.id, templates)
-        return Page([t for t in templates if spec.resources.permits(t.uri_template, t.name)], next_cursor)
+        return Page([t for t in templates if spec.resources.permits_resource(t.uri_template, t.name)], next_cursor)
 
     # ----- prompts and completions -------------------------------------------------------------
 
@@ -167,6 +184,7 @@ class Offerings:
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         backend, prompt = await self._prompt_owner(name)
+        await self._charge(backend.spec.id)
         params = types.GetPromptRequestParams(name=prompt, arguments=arguments)
         return await backend.request(types.GetPromptRequest(params=params), types.GetPromptResult)
 
@@ -180,6 +198,7 @@ class Offerings:
             backend = await self.resource_owner(ref.uri)
         if not backend.offers.offers.has("completions") and backend.offers.offers.known:
             return types.CompleteResult(completion=types.Completion(values=[]))
+        await self._charge(backend.spec.id)
         return await backend.request(types.CompleteRequest(params=params), types.CompleteResult)
 
     async def _prompt_owner(self, name: str) -> tuple[OfferingBackend, str]:

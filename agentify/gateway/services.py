@@ -36,6 +36,7 @@ from agentify.gateway.reload import watch_config
 from agentify.gateway.settings import LiveConfig, PlannerSlot
 from agentify.gateway.tasks import TaskRunner
 from agentify.gateway.traces import TraceStore
+from agentify.pinning import PinBook, open_store
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
 from agentify.team.identity import Identity
@@ -93,6 +94,8 @@ class Services:
     offerings: Offerings
     """The backends' resources, prompts and completions, as one server."""
     limiter: Limiter
+    pins: PinBook
+    """The pinned tool definitions (config `pinning`): what the console reviews and approves."""
     telemetry: Telemetry
     started: float
 
@@ -143,12 +146,15 @@ async def open_gateway(
     bus = EventBus()
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, redactor, file=config.trace_file)
+    pins = PinBook(config.pinning, open_store(config))
+    await anyio.to_thread.run_sync(pins.open)
     backends = BackendManager(
         config.backends,
         on_state=lambda status: bus.publish("backend", status.as_dict()),
         cache_dir=cache_dir(),
         secrets=redactor.add,
         identity=identity,
+        pins=pins,
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     limiter = Limiter(config.server.limits, config.server.redis)
@@ -165,6 +171,7 @@ async def open_gateway(
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     settings.listeners.append(lambda changed: limiter.configure(changed.server.limits))
+    settings.listeners.append(lambda changed: pins.set_mode(changed.pinning))
     services = Services(
         settings=settings,
         redactor=redactor,
@@ -174,8 +181,9 @@ async def open_gateway(
         backends=backends,
         planners=planners,
         runner=runner,
-        offerings=Offerings(backends, prefix=lambda: settings.current.prefix),
+        offerings=Offerings(backends, prefix=lambda: settings.current.prefix, charge=limiter.charge_backend),
         limiter=limiter,
+        pins=pins,
         telemetry=boot.telemetry,
         started=time.time(),
     )
@@ -196,6 +204,7 @@ async def open_gateway(
                     await planners.aclose()
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
                     await limiter.aclose()
+                    await pins.close()
                     if identity is not None:
                         await identity.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)

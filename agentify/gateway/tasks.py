@@ -27,19 +27,21 @@ from opentelemetry.util.types import AttributeValue
 from agentify.backends import BackendManager, ToolHandle
 from agentify.backends.logs import LogSink
 from agentify.backends.questions import Answerer
-from agentify.errors import AgentifyError, Declined, InternalError, InvalidInput, InvalidPlan
+from agentify.errors import AgentifyError, Declined, Denied, InternalError, InvalidInput, InvalidPlan
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
 from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.task_spans import as_json, call_attributes, failed, plan_attributes, step, trace_id_of
+from agentify.pinning import refusal
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
 from agentify.security.redact import Redactor
+from agentify.team import operations
 from agentify.team.limits import Limiter
 from agentify.telemetry.names import (
     BACKEND,
@@ -161,6 +163,7 @@ class TaskRunner:
 
         async def decide() -> Plan:
             with self._step("validate") as span:
+                self.refuse_withheld(raw_input.get("name") if isinstance(raw_input, dict) else None)
                 try:
                     plan = given_call(raw_input, await self.catalog())
                 except InvalidInput:
@@ -176,6 +179,11 @@ class TaskRunner:
             return plan
 
         return await self._run("call", raw_input, decide, True, progress, confirmer, answerer, logs)
+
+    def refuse_withheld(self, name: Any) -> None:
+        """Raises ToolChanged when `name` is a tool `pinning: enforce` withholds (a call would not find it)."""
+        if isinstance(name, str) and (held := self.manager.withheld(name)) is not None:
+            raise refusal(held, name)
 
     async def search(self, raw_input: Any) -> tuple[SearchInput, list[Ranked]]:
         """`search_tools`: the best-ranked tools for a query, by the index the planners use; traced."""
@@ -200,6 +208,8 @@ class TaskRunner:
         with self._task(kind, raw_input) as trace_id:
             log = logger.bind(trace=trace_id)
             plan = await decide()
+            if execute:  # the audit's target
+                operations.reached(plan.backend, plan.tool, f"{plan.backend}__{plan.tool}")
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
             # Formatted only when debug lines are written; the sink masks, then cuts.
             log.opt(lazy=True).debug("plan arguments: {}", lambda: json.dumps(plan.arguments))
@@ -306,7 +316,12 @@ class TaskRunner:
         if reason is None:
             return
         with self._step("confirm", attributes=lambda: {CONFIRM_REASON: reason}) as span:
-            await enforce(plan, _handle(plan).spec, reason, confirmer)
+            try:
+                await enforce(plan, _handle(plan).spec, reason, confirmer)
+            except Denied:
+                operations.decided("declined")
+                raise
+            operations.decided("confirmed")
             span.set_attribute(CONFIRM_ANSWER, "accept")
 
     async def _plan(self, task: TaskInput, sampler: Sampler | None, given: Plan | None = None) -> Plan:
@@ -320,6 +335,7 @@ class TaskRunner:
                 span.set_attribute(PLANNER, f"{given.planner} (planned in an earlier round)")
                 plan = given
             if plan.handle is None:  # planned in an earlier round: resolved against today's catalog
+                self.refuse_withheld(f"{plan.backend}__{plan.tool}")
                 plan = _resolved(plan, catalog)
             if span.is_recording():
                 span.set_attributes(plan_attributes(plan))
@@ -344,6 +360,7 @@ class TaskRunner:
             try:
                 # The backend is asked for progress only when someone hears it.
                 result = await handle.call(plan.arguments, relay if report else None, answerer, logs)
+                operations.answered()
             except AskingClient as asking:  # 2026-07-28: a backend's question, answered in the client's next round
                 asking.plan = plan
                 raise

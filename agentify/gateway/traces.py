@@ -28,7 +28,17 @@ from opentelemetry.trace import StatusCode
 from agentify._common import files
 from agentify.gateway.events import EventBus
 from agentify.security.redact import Redactor
-from agentify.telemetry.names import ENDUSER, ERROR_TYPE, SCOPE, TASK_INPUT, TASK_KIND, TOOL_ARGUMENTS, WAITING
+from agentify.telemetry.names import (
+    ENDUSER,
+    ERROR_TYPE,
+    SCOPE,
+    TASK_INPUT,
+    TASK_KIND,
+    TOOL_ARGUMENTS,
+    TOOL_ERROR,
+    TOOL_RESULT,
+    WAITING,
+)
 
 TEXT_LIMIT = 2000
 """Characters kept of any one string of a trace (a query, a selection, an argument, a result preview)."""
@@ -168,6 +178,10 @@ class TraceStore(SpanProcessor):
         elif ERROR_TYPE in attributes:
             trace.status = "error"
             trace.error = {"code": str(attributes[ERROR_TYPE]), "message": self._error_text(span) or ""}
+        elif (tool_error := _tool_error(trace)) is not None:
+            # The task ran, but the backend's result says the tool failed (`isError`): no success to show.
+            trace.status = "error"
+            trace.error = tool_error
         else:
             trace.status = "ok"
         self._counts.subtract(("running",))
@@ -189,6 +203,16 @@ class TraceStore(SpanProcessor):
         # Live updates matter only to a connected console; the ring above keeps every trace anyway.
         if self._bus.has_subscribers:
             self._bus.publish("trace", trace.as_dict())
+
+
+def _tool_error(trace: Trace) -> dict[str, str] | None:
+    """The failure of the backend call whose result was an error (`isError: true`), if it was."""
+    for step in trace.spans:
+        if step.attributes.get(ERROR_TYPE) == TOOL_ERROR:
+            result = step.attributes.get(TOOL_RESULT)
+            said = f": {result}" if isinstance(result, str) and result else ""
+            return {"code": TOOL_ERROR, "message": f"{step.name} returned an error{said}"[:TEXT_LIMIT]}
+    return None
 
 
 def _ours(span: ReadableSpan) -> bool:

@@ -18,11 +18,13 @@ The SDK's own 2026-07-28 path already answers this way. What is not a request ot
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from http import HTTPStatus
 from typing import Any, Protocol
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
+from loguru import logger
 from mcp.server import Server
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import (
@@ -42,6 +44,8 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
     INTERNAL_ERROR,
+    INVALID_REQUEST,
+    ErrorData,
     JSONRPCError,
     JSONRPCRequest,
     JSONRPCResponse,
@@ -49,8 +53,13 @@ from mcp_types import (
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
+
+from agentify.team.bearer import principal_of
+from agentify.team.principal import ANONYMOUS
+from agentify.team.sessions import SessionCaps
 
 MCP_PATH = "/mcp"
 QUIET_SECONDS = 15.0  # as the SDK's 2026-07-28 path and sse-starlette's pings: below common proxy idle timeouts
@@ -67,16 +76,21 @@ def mcp_app(
     security: TransportSecuritySettings | None,
     held: Held | None = None,
     idle_seconds: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+    caps: SessionCaps | None = None,
 ) -> Starlette:
     """What `server.streamable_http_app` builds (the endpoint at `MCP_PATH`, the session manager run by the
     app's lifespan, the SDK's default limits), with `QuickReplies` as every session's transport. `held` is told
     of every 2025-11-25 session from its admission until the manager discards it, which it does after
-    `idle_seconds` without a request (the SDK's default)."""
+    `idle_seconds` without a request (the SDK's default). `caps`: each principal's sessions, capped
+    (`team/sessions.py`); `app.state.sessions` ends principals' (`end_principals`)."""
     sessions = _Sessions(app=server, security_settings=security, session_idle_timeout=idle_seconds)
     sessions.held = held
-    return Starlette(
+    sessions.caps = caps
+    app = Starlette(
         routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(sessions))], lifespan=lambda _: sessions.run()
     )
+    app.state.sessions = sessions
+    return app
 
 
 class Held(Protocol):
@@ -84,8 +98,30 @@ class Held(Protocol):
     def ended(self, session: str) -> None: ...
 
 
+_OPENING: ContextVar[str | None] = ContextVar("agentify.opening_session_for", default=None)
+
+
 class _Sessions(StreamableHTTPSessionManager):
     held: Held | None = None
+    caps: SessionCaps | None = None
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request that would open a session is first counted against its principal's caps (429 past them)."""
+        caps = self.caps
+        if caps is None or MCP_SESSION_ID_HEADER.encode() in dict(scope.get("headers", [])):
+            await super()._handle_stateful_request(scope, receive, send)
+            return
+        principal = principal_of(Request(scope), ANONYMOUS)
+        if (refused := caps.refusal(principal)) is not None:
+            why, wait = refused
+            await _refused(why, wait)(scope, receive, send)
+            return
+        token = _OPENING.set(principal)
+        try:
+            await super()._handle_stateful_request(scope, receive, send)
+        finally:
+            _OPENING.reset(token)
+            caps.settled(principal)
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         transport = super()._admit_session(requestor)
@@ -94,13 +130,37 @@ class _Sessions(StreamableHTTPSessionManager):
             transport.__class__ = QuickReplies
             if self.held is not None and transport.mcp_session_id is not None:
                 self.held.opened(transport.mcp_session_id)
+            principal = _OPENING.get()
+            if self.caps is not None and principal is not None and transport.mcp_session_id is not None:
+                self.caps.admitted(principal, transport.mcp_session_id)
         return transport
 
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         """Every way a session ends comes here: its client's DELETE, its idle timeout, a failed opening."""
         if self.held is not None:
             self.held.ended(session_id)
+        if self.caps is not None:
+            self.caps.ended(session_id)
         await super()._discard_session(session_id, transport)
+
+    async def end_principals(self, principals: set[str]) -> None:
+        """Ends every session these principals hold (their tokens were removed), and so their streams."""
+        for principal in principals:
+            for session_id in self.caps.sessions_of(principal) if self.caps is not None else []:
+                transport = self._server_instances.get(session_id)
+                if transport is not None:
+                    await self._discard_session(session_id, transport)
+            logger.info("the token of {!r} was removed: its sessions and streams are ended", principal)
+
+
+def _refused(why: str, wait: int) -> Response:
+    body = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=why))
+    return Response(
+        body.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=HTTPStatus.TOO_MANY_REQUESTS,
+        media_type="application/json",
+        headers={"Retry-After": str(wait)},
+    )
 
 
 class QuickReplies(StreamableHTTPServerTransport):

@@ -7,18 +7,22 @@ A client says which levels it wants, and gets no backend logs until it does:
   of that revision, as the SDK's `allowed_log_levels` reads it). It has no session and its server may not
   write logs on any stream but a request's, so it gets them only during the calls that carry a level.
 
-During a call, the backend's messages go on that call's stream (`CallLogs`). Outside calls (or when several
-calls of the backend are in flight, so the call cannot be told: `backends/logs.py`) they go to every
-2025-11-25 connection whose level lets them through (`LogRelay`). Each message is redacted as progress is
-(the backends' known secrets), bounded (`MAX_DATA_CHARS`) and names its backend: logger `<backend>` or
-`<backend>.<logger>`.
+During a call, the backend's messages go on that call's stream (`CallLogs`). A message the gateway cannot tie
+to exactly one call (outside calls, or with several calls of the backend in flight: `backends/logs.py`) is
+nobody's: over HTTP, where the gateway serves several people, it goes to the gateway's own log and to no
+client's session; over stdio, whose one client is the user who started agentify, it goes to that client when
+its level lets it through (`LogRelay`). Each message is redacted as progress is (the backends' known secrets),
+bounded (`MAX_DATA_CHARS`) and names its backend: logger `<backend>` or `<backend>.<logger>`.
 
 A flooding backend costs bounded memory: a call keeps at most `CALL_PENDING` messages waiting for its client
 and the relay `RELAY_PENDING`; later ones are dropped and counted (the call's client is told how many).
 
-Backends on a 2025-11-25 session are asked (`logging/setLevel`) for the most verbose level a connected
-client set, so that every client can be served from one session; each client's own level is applied here.
-A 2026-07-28 backend gets each call's level with the call.
+Backends on a 2025-11-25 session have one level for all the calls of their session. Over stdio they are
+asked (`logging/setLevel`) for the level the one client set. Over HTTP a client's level never reaches them:
+they log at the gateway's own level (`logLevel`), whatever any client asks, and each client's level only
+filters what it gets of its own calls (so one person's `debug` makes no backend chattier for everyone; a
+client that wants more than the gateway's level gets no more). A 2026-07-28 backend gets each call's level
+with the call.
 """
 
 from __future__ import annotations
@@ -112,12 +116,39 @@ class CallLogs:
             logger.debug("a log message did not reach the client: {}", exc)
 
 
-class LogRelay:
-    """The level of each 2025-11-25 connection, and the messages no call owns, relayed to those that want them."""
+LOGURU_LEVELS: dict[str, str] = {"debug": "DEBUG", "info": "INFO", "notice": "INFO", "warning": "WARNING"}
+"""A protocol level as the gateway's log names it; the others (error and above) are ERROR or CRITICAL."""
 
-    def __init__(self, redactor: Redactor, tell_backends: Callable[[types.LoggingLevel], None]) -> None:
+
+def protocol_level(loguru_level: str) -> types.LoggingLevel:
+    """The gateway's own log level (`logLevel`: TRACE, DEBUG, INFO, SUCCESS, WARNING, ERROR, CRITICAL) as a
+    protocol level."""
+    named: dict[str, types.LoggingLevel] = {"TRACE": "debug", "DEBUG": "debug", "WARNING": "warning"}
+    named |= {"ERROR": "error", "CRITICAL": "critical"}
+    return named.get(loguru_level.upper(), "info")
+
+
+def _loguru_level(level: str) -> str:
+    if level in LOGURU_LEVELS:
+        return LOGURU_LEVELS[level]
+    return "ERROR" if level == "error" else "CRITICAL"
+
+
+class LogRelay:
+    """The level of each 2025-11-25 connection, and the messages no call owns: relayed to the one client over
+    stdio, written to the gateway's log over HTTP (`own_level` given: the level backends are held at)."""
+
+    def __init__(
+        self,
+        redactor: Redactor,
+        tell_backends: Callable[[types.LoggingLevel], None],
+        own_level: types.LoggingLevel | None = None,
+    ) -> None:
         self._redactor = redactor
         self._tell_backends = tell_backends
+        self._own_level = own_level
+        if own_level is not None:
+            tell_backends(own_level)
         self._levels: dict[Connection, types.LoggingLevel] = {}
         self._asked: types.LoggingLevel | None = None
         self._dropped = 0
@@ -164,7 +195,13 @@ class LogRelay:
                     await logs.settled()
 
     def heard(self, backend: str, params: Params) -> None:
-        """A message no call owns (a `LogListener`): queued for the connections that want it, or dropped."""
+        """A message no call owns (a `LogListener`): over HTTP, the gateway's log; over stdio, queued for the
+        client when it wants it, or dropped."""
+        if self._own_level is not None:
+            message = relayed(self._redactor, backend, params)
+            level = _loguru_level(params.level)
+            logger.log(level, "{} logged (no single call owns it): {}", message.logger, message.data)
+            return
         if not any(severity(params.level) >= severity(level) for level in self._levels.values()):
             return
         try:
@@ -194,8 +231,9 @@ class LogRelay:
 
     def _ask_backends(self) -> None:
         """The backends log at the most verbose level a connected client asked for (it changes nothing when
-        the last one leaves: the protocol has no way back to a backend's own default)."""
-        if not self._levels:
+        the last one leaves: the protocol has no way back to a backend's own default). Over HTTP they stay at
+        the gateway's own level."""
+        if not self._levels or self._own_level is not None:
             return
         wanted = min(self._levels.values(), key=severity)
         if wanted != self._asked:

@@ -34,12 +34,15 @@ from agentify.backends.offers import Change
 from agentify.errors import AgentifyError
 from agentify.gateway.offers import Offerings
 from agentify.security.redact import Redactor
+from agentify.team import operations
 
 SETTLE_SECONDS = 2.0
 """How long `initialize` waits for backends never seen before to say what they offer (see `capabilities`)."""
 MAX_ERROR_CHARS = 8000
 """The longest error message, and error data as JSON, that the IDE gets from a backend or the gateway."""
 _QUEUE = 256
+MAX_SUBSCRIPTIONS = 1000
+"""The most resource subscriptions one 2025-11-25 client (session) holds at once."""
 _R = TypeVar("_R", bound=types.Result)
 _EVENTS: dict[str, Callable[[Change], ServerEvent]] = {
     "tools": lambda change: ToolsListChanged(),
@@ -111,14 +114,38 @@ class ChangeRelay:
                 del self._subscribed[uri]
 
     async def subscribe(self, connection: Connection, uri: str, *, subscribe: bool) -> None:
-        """`resources/subscribe` of a 2025-11-25 client: at the owning backend, where it supports it."""
+        """`resources/subscribe` of a 2025-11-25 client: at the owning backend, where it supports it. A
+        subscription the backend side refuses (a URI nobody owns, a filter, a rate limit) is not kept, and a
+        client holds at most `MAX_SUBSCRIPTIONS` (MCPError past it)."""
         listeners = self._subscribed.setdefault(uri, set())
         first, last = not listeners, listeners == {connection}
+        if subscribe and connection not in listeners and self._count(connection) >= MAX_SUBSCRIPTIONS:
+            if not listeners:
+                del self._subscribed[uri]
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"this client holds {MAX_SUBSCRIPTIONS} resource subscriptions, the most one may: unsubscribe first",
+            )
         (listeners.add if subscribe else listeners.discard)(connection)
         if not listeners:
             del self._subscribed[uri]
         if (subscribe and first) or (not subscribe and last):
-            await self._offerings.subscribe(uri, subscribe=subscribe)
+            try:
+                await self._offerings.subscribe(uri, subscribe=subscribe)
+            except BaseException:
+                if subscribe:
+                    self._unsubscribed(connection, uri)
+                raise
+
+    def _count(self, connection: Connection) -> int:
+        return sum(connection in listeners for listeners in self._subscribed.values())
+
+    def _unsubscribed(self, connection: Connection, uri: str) -> None:
+        listeners = self._subscribed.get(uri)
+        if listeners is not None:
+            listeners.discard(connection)
+            if not listeners:
+                del self._subscribed[uri]
 
     async def listen(self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams) -> Any:
         """`subscriptions/listen` of a 2026-07-28 client: its URIs are subscribed at their backends meanwhile."""
@@ -178,6 +205,7 @@ async def answered(redactor: Redactor, work: Awaitable[_R]) -> _R:
             exc.error.code, redactor.bounded(exc.error.message, MAX_ERROR_CHARS), _data(redactor, exc.error.data)
         ) from None
     except AgentifyError as exc:
+        operations.failed(exc.code)  # the audit's outcome: the protocol error below carries no code
         raise MCPError(
             types.INTERNAL_ERROR, redactor.bounded(f"agentify {exc.code}: {exc.message}", MAX_ERROR_CHARS)
         ) from None

@@ -12,7 +12,7 @@ its principal's rate limit first.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -38,8 +38,9 @@ from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
 from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
-from agentify.mcp_server.logs import LogRelay
+from agentify.mcp_server.logs import LogRelay, protocol_level
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
+from agentify.mcp_server.operations import recording
 from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
@@ -48,6 +49,7 @@ from agentify.security.redact import Redactor
 from agentify.team.bearer import principal_of
 from agentify.team.drain import BackendReadiness, Replica
 from agentify.team.limits import Limiter
+from agentify.team.operations import OperationSink
 from agentify.team.principal import ANONYMOUS, LOCAL, acting_for, current_principal, verified_token
 
 _TASK_SCHEMA = tool_schema(TaskInput)
@@ -165,11 +167,13 @@ def build_server(
     trust_init_options: bool = True,
     questions: Questions | None = None,
     clients: Clients | None = None,
+    operations: Sequence[OperationSink] = (),
 ) -> Server[McpContext]:
     """`trust_init_options`: over stdio the client started agentify, so its `initializationOptions` are
     its own config; over HTTP any client can connect, and they change nothing.
     `questions`: how long the client's answers are awaited, and which were used (`Questions`).
-    `clients`: one (stdio, the default) or many (HTTP)."""
+    `clients`: one (stdio, the default) or many (HTTP). `operations` hear every operation a principal asked
+    for as it ends (the audit, the metrics: `mcp_server/operations.py`)."""
     questions = questions or Questions()
     clients = clients or Clients()
 
@@ -183,7 +187,8 @@ def build_server(
                         for s in services.status().backends
                     ]
                 relay = ChangeRelay(services.offerings)
-                logs = LogRelay(services.redactor, services.set_log_level)
+                own_level = None if clients.one else protocol_level(services.settings.current.log_level)
+                logs = LogRelay(services.redactor, services.set_log_level, own_level)
                 stop_hearing = services.on_change(heard(relay))
                 stop_logs = services.on_log(logs.heard)
                 services.settings.reloaded.append(_telling(relay))
@@ -216,6 +221,8 @@ def build_server(
     server.middleware.append(capabilities_writer(lambda ctx: ctx.lifespan_context.offerings))
     server.middleware.append(connection_keeper(lambda ctx: ctx.lifespan_context.relay))
     server.middleware.append(questions.boundary(server.name))
+    if operations:
+        server.middleware.append(recording(operations, {tool.name for tool in TOOLS}))
     return server
 
 
@@ -300,6 +307,10 @@ async def _call_tool(
     if name not in exposed and (tool := (await direct_tools(services, exposed)).find(name)) is not None:
         arguments, name = {"name": tool.name, "arguments": arguments}, "call_tool"  # `call_tool`'s path
     elif name not in exposed:
+        try:
+            services.runner.refuse_withheld(name)
+        except AgentifyError as withheld:
+            return error_result(withheld, services.redactor)
         offered = exposed + (["the backend tools that tools/list shows"] if "tools" in settings.expose else [])
         unknown = InvalidInput(f"unknown tool {params.name!r}; this gateway offers {', '.join(offered)}")
         return error_result(unknown, services.redactor)
@@ -411,6 +422,8 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
         if status.server:
             line += f" [server: {status.server}]"
         lines.append(line)
+        lines.extend(f"  withheld {tool} (pinning: enforce): {why}" for tool, why in status.withheld)
+        lines.extend(f"  flagged {tool} (pinning: warn, waits for approval): {why}" for tool, why in status.flagged)
     if not statuses:
         lines.append("no backends are configured: add some to the config file (see backends.example.json)")
     structured = {
@@ -427,6 +440,7 @@ def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallTool
                 "tools": list(s.tools),
                 "server": s.server,
             }
+            | s.pins_dict()
             for s in statuses
         ],
     }

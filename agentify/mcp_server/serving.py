@@ -9,6 +9,8 @@ gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-of
 of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`),
 all behind the connection gate against idle sockets; then the endpoint (`http_app`: a request whose
 result comes alone is answered with one JSON body). `initializationOptions` change nothing.
+`GET /metrics` sits beside the health routes (`team.metrics`), and every operation is handed to the
+metrics and, with `server.audit`, to the audit chain (`team.audit`, open while the server serves).
 SIGTERM drains (`Replica.drain`) before the server stops.
 """
 
@@ -17,7 +19,8 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from agentify._common.listen import EmbeddedServer
     from agentify.mcp_server.client_requests import Questions
     from agentify.mcp_server.server import OpenServices
+    from agentify.team.audit import AuditLog
     from agentify.team.drain import Replica
     from agentify.team.identity import Identity
 
@@ -93,7 +97,10 @@ async def serve_http(
     from agentify.security.bodies import BodyLimit
     from agentify.security.connections import ConnectionGate
     from agentify.team.authentication import host_check, protect
+    from agentify.team.bearer import RequireBearer
     from agentify.team.drain import Replica, ReplicaRoutes
+    from agentify.team.metrics import METRICS_PATH, TOKEN_VARIABLE, Metrics, metrics_token
+    from agentify.team.sessions import SessionCaps
     from agentify.team.shared_state import shared_state
 
     shared = shared_state(boot.config, os.environ)
@@ -101,6 +108,10 @@ async def serve_http(
     boot.redactor.add(questions.keys)
     listener = _listen(host, port)  # before anything starts: a busy port is one line, not a uvicorn log
     replica = Replica()
+    scrapers = metrics_token(os.environ.get(TOKEN_VARIABLE))
+    boot.redactor.add([scrapers] if scrapers else [])
+    metrics = Metrics(replica, scrapers)
+    audit = await _open_audit(boot)
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # (not the log level either, which is the gateway's, for every client).
     server = build_server(
@@ -108,8 +119,10 @@ async def serve_http(
         trust_init_options=False,
         questions=questions,
         clients=Clients(one=False, replica=replica),
+        operations=[metrics.operation, *([audit.operation] if audit is not None else [])],
     )
-    mcp = mcp_app(server, host_check(host, boot.config.server), held=replica)
+    caps = SessionCaps(boot.config.server.max_sessions_per_principal, boot.config.server.session_opens_per_minute)
+    mcp = mcp_app(server, host_check(host, boot.config.server), held=replica, caps=caps)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
     protected = protect(
@@ -120,14 +133,19 @@ async def serve_http(
         endpoint=url,
         shared_token=token,
     )
-    inner = protected.app
+    if isinstance(protected.app, RequireBearer):  # a removed token ends its person's sessions
+        protected.app.on_removed(mcp.state.sessions.end_principals)
+        if identity is not None:  # and their upstream tokens (auth.perPrincipal)
+            protected.app.on_removed(identity.forget)
+    public = protected.public | {METRICS_PATH: metrics.route}
+    inner: Any = metrics.counting(protected.app)
     if identity is not None:
         from agentify.mcp_server.oauth_routes import OAuthRoutes
 
         if identity.base_url is None:
             identity.base_url = url.removesuffix(MCP_PATH)
         inner = OAuthRoutes(inner, identity)
-    app = NoWebSockets(ReplicaRoutes(inner, replica, protected.public))
+    app = NoWebSockets(ReplicaRoutes(inner, replica, public))
     if not is_loopback(host):
         logger.warning("serving MCP on {}: reachable from other machines; only clients with a token get in", host)
     # Connections that never send a request time out and cannot crowd out clients with the token.
@@ -146,9 +164,42 @@ async def serve_http(
         forwarded_allow_ips=boot.config.server.trusted_proxies,
     )
     try:
-        await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
+        async with _auditing(audit):
+            await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
     finally:
         await questions.aclose()
+
+
+async def _open_audit(boot: Boot) -> AuditLog | None:
+    """The audit chain of `server.audit`, its file taken; None without it.
+
+    Raises:
+        StartFailed: the file cannot be written, or another process writes it."""
+    if boot.config.server.audit is None:
+        return None
+    from agentify.team.audit import AuditLog, replica_id
+    from agentify.telemetry.audit_logs import audit_export
+
+    export = audit_export(boot.telemetry.logs) if boot.telemetry.logs is not None else None
+    audit = AuditLog(boot.config.server.audit, replica_id(), boot.redactor.text, export)
+    await anyio.to_thread.run_sync(audit.open)
+    return audit
+
+
+@asynccontextmanager
+async def _auditing(audit: AuditLog | None) -> AsyncIterator[None]:
+    """While serving, `trust_changed` writes to `audit`; after, every line queued is written (bounded)."""
+    if audit is None:
+        yield
+        return
+    from agentify.team.audit import installed
+
+    try:
+        with installed(audit):
+            yield
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(audit.close)
 
 
 async def _serve_until_drained(

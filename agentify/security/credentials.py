@@ -24,6 +24,33 @@ def is_credential(name: str, value: str) -> bool:
     return bool(_CREDENTIAL_NAME.search(name)) or (random_looking and "/" not in value)
 
 
+# Names of arguments whose value is a credential: narrower than `_CREDENTIAL_NAME`, since `--auth-type oauth`
+# or `--session-name x` carry none, and masking such values would blank common words out of every log line.
+_SECRET_ARGUMENT = re.compile(
+    r"(?i)(api[-_]?key|apikey|token|secret|passw(or)?d?|credential|private[-_]?key|access[-_]?key|(^|[-_])key)$"
+)
+_MIN_ARGUMENT_SECRET = 6
+
+
+def argument_secrets(args: object) -> list[str]:
+    """The credentials a command line carries: `--api-key VALUE`, `--token=VALUE`, `--password VALUE` (and the
+    like) and `API_KEY=VALUE`-style arguments; values shorter than 6 characters are no credentials."""
+    if not isinstance(args, list):
+        return []
+    words = [a for a in args if isinstance(a, str)]
+    found: list[str] = []
+    for i, word in enumerate(words):
+        name, equals, value = word.partition("=")
+        if equals:
+            if _SECRET_ARGUMENT.search(name.lstrip("-")):
+                found.append(value)
+        elif word.startswith("-") and _SECRET_ARGUMENT.search(word.lstrip("-")) and i + 1 < len(words):
+            following = words[i + 1]
+            if not following.startswith("-"):
+                found.append(following)
+    return [v for v in found if len(v) >= _MIN_ARGUMENT_SECRET]
+
+
 def names_a_place(variable: str) -> bool:
     """Variables that name places or people, not secrets: masking `/home/ada` would hide every path in the log."""
     return bool(_PLACE_VARIABLES.fullmatch(variable))

@@ -6,18 +6,22 @@ from the tokens file (`TeamTokensVerifier`), or a JWT (`jwt_auth.JwtVerifier`). 
 the checked token where the SDK looks for it (`scope["user"]`, which binds a 2025-11-25 session to
 its creator, and `get_access_token()`), and answers everyone else as RFC 6750 and RFC 9728 say:
 401 with `WWW-Authenticate: Bearer error=... resource_metadata=...` and a description that says
-what to do, 403 `insufficient_scope` for a token without a required scope, and 429 while the
-address backs off after repeated 401s (`http_auth.Backoff`). No token is ever logged.
+what to do, 403 `insufficient_scope` for a token without a required scope, and 429 instead of 401 while
+the address backs off after repeated 401s (`http_auth.Backoff`): a token that verifies is never refused
+by the back-off, so one broken client behind an office NAT or a proxy locks out nobody with a valid
+token. No token is ever logged.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
 from loguru import logger
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -71,7 +75,8 @@ class TeamTokensVerifier(VerifierBase):
     """`server.auth` type `tokens`: each person's token, looked up by its sha256 in the tokens file.
 
     The file is read again when it changes (its size, time or inode), so `agentify token add` and
-    `remove` take effect on the next request without a restart. A file that turns unreadable or
+    `remove` take effect on the next request without a restart; the `removed` listeners then hear the
+    names that are gone (their requests and sessions are ended). A file that turns unreadable or
     invalid keeps the last good tokens, and the problem is logged once."""
 
     def __init__(self, path: Path) -> None:
@@ -80,11 +85,14 @@ class TeamTokensVerifier(VerifierBase):
         self._stamp = self._current_stamp()
         self._people: dict[str, Person] = people_by_digest(read_entries(path))
         self._problem: str | None = None
+        self.removed: list[Callable[[set[str]], Awaitable[None]]] = []
         if not self._people:
             logger.warning("the tokens file {} holds no tokens yet: add one with 'agentify token add NAME'", path)
 
     async def check(self, token: str) -> AccessToken | Refusal:
-        self._refresh()
+        if gone := self._refresh():
+            for listener in list(self.removed):
+                await listener(gone)
         person = self._people.get(digest(token))
         if person is None:
             return Refusal("the token is not in this gateway's tokens file (removed, or never added)")
@@ -97,11 +105,13 @@ class TeamTokensVerifier(VerifierBase):
             return None
         return info.st_mtime_ns, info.st_size, info.st_ino
 
-    def _refresh(self) -> None:
+    def _refresh(self) -> set[str]:
+        """Reads the file again when it changed: the names it no longer holds."""
         stamp = self._current_stamp()
         if stamp == self._stamp:
-            return
+            return set()
         self._stamp = stamp
+        before = {person.name for person in self._people.values()}
         try:
             if stamp is None:
                 raise TokensFileError(f"the tokens file {self._path} is gone")
@@ -110,9 +120,10 @@ class TeamTokensVerifier(VerifierBase):
             if str(exc) != self._problem:
                 logger.error("{}: the tokens read before stay in use until it is fixed", exc)
             self._problem = str(exc)
-            return
+            return set()
         self._problem = None
         logger.info("the tokens file {} changed: {} tokens", self._path, len(self._people))
+        return before - {person.name for person in self._people.values()}
 
 
 class RequireBearer:
@@ -135,26 +146,41 @@ class RequireBearer:
         self._required = required_scopes or []
         self._metadata = f'resource_metadata="{resource_metadata_url}"' if resource_metadata_url else ""
         self._backoff = backoff or Backoff()
+        self._live: dict[str, set[anyio.CancelScope]] = {}
+        self.on_removed(self._end_requests)
+
+    def on_removed(self, listener: Callable[[set[str]], Awaitable[None]]) -> None:
+        """`listener` hears the principals whose tokens were removed (tokens file only; others never remove)."""
+        if isinstance(self._verifier, TeamTokensVerifier):
+            self._verifier.removed.append(listener)
+
+    async def _end_requests(self, principals: set[str]) -> None:
+        """The requests in flight of removed principals end now: their open streams stop receiving."""
+        for principal in principals:
+            for scope in self._live.pop(principal, set()):
+                scope.cancel()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
         address = str((scope.get("client") or ("unknown",))[0])
-        if (wait := self._backoff.retry_after(address)) > 0:
-            self._backoff.failed(address)
-            await refuse(send, 429, "too_many_failures", _BACKING_OFF, challenge=self._challenge(), retry_after=wait)
-            return
         token = _bearer(scope)
         checked = await self._verifier.check(token) if token else Refusal("no bearer token was sent")
         if isinstance(checked, Refusal):
+            wait = self._backoff.retry_after(address)
             self._backoff.failed(address)
+            if wait > 0:
+                challenge = self._challenge()
+                await refuse(send, 429, "too_many_failures", _BACKING_OFF, challenge=challenge, retry_after=wait)
+                return
             error = 'error="invalid_token"' if token else ""
             await refuse(
                 send, 401, "invalid_token", f"{checked.reason}. {self._hint}", challenge=self._challenge(error)
             )
             return
-        self._backoff.succeeded(address)
+        # A token that verifies always gets in, back-off or not: the address may be a NAT, a VPN or a proxy
+        # that others share. It does not clear the address's failures either, which may be someone else's.
         if missing := [s for s in self._required if s not in checked.scopes]:
             needed = " ".join(self._required)
             message = f"the token lacks the scope {', '.join(missing)}: ask for a token with the scopes {needed}"
@@ -164,10 +190,16 @@ class RequireBearer:
         user = AuthenticatedUser(checked)
         scope["user"], scope["auth"] = user, AuthCredentials(checked.scopes)
         reset = auth_context_var.set(user)
-        try:
-            await self._app(scope, receive, send)
-        finally:
-            auth_context_var.reset(reset)
+        live = self._live.setdefault(checked.subject or checked.client_id, set())
+        with anyio.CancelScope() as cancel:
+            live.add(cancel)
+            try:
+                await self._app(scope, receive, send)
+            finally:
+                auth_context_var.reset(reset)
+                live.discard(cancel)
+                if not live and self._live.get(checked.subject or checked.client_id) is live:
+                    del self._live[checked.subject or checked.client_id]
 
     def _challenge(self, *parameters: str) -> str:
         return "Bearer " + ", ".join(p for p in ('realm="agentify"', *parameters, self._metadata) if p)

@@ -71,6 +71,14 @@ class Replica:
             self._in_flight -= 1
             self._change()
 
+    @property
+    def sessions_held(self) -> int:
+        return len(self._sessions)
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
     def holds(self, session: str) -> bool:
         """Whether the session lives here (and so may not be sent elsewhere)."""
         return session in self._sessions

@@ -7,8 +7,9 @@ shared token (`server.auth` type `token`) it comes from `AGENTIFY_HTTP_TOKEN` (a
 `MIN_TOKEN_CHARS` off loopback) or is generated per start and logged on stderr (`choose_token`).
 
 Guessing is slowed per client address (`Backoff`): after `FREE_FAILURES` refusals within a minute,
-the address is refused outright (429, `Retry-After`) for a while that doubles with each further
-failure, up to `MAX_BACKOFF_SECONDS`, whatever token it sends. Every answer is immediate, so a
+a request from the address whose token does not verify is refused with 429 (`Retry-After`) instead of 401,
+for a while that doubles with each further failure, up to `MAX_BACKOFF_SECONDS`; a token that verifies is
+never refused by it (many people may share one address: a NAT, a VPN, a proxy). Every answer is immediate, so a
 client without the token never holds a connection. Addresses are what the socket says, except from
 the proxies of `server.trustedProxies`, whose `X-Forwarded-For` names the client (uvicorn's proxy
 headers, set up by `serve`); clients behind one untrusted proxy or NAT share theirs.
@@ -95,9 +96,6 @@ class Backoff:
         self._failures[address] = (count, now, until)  # re-inserted: the dict is oldest first
         while len(self._failures) > _MAX_ADDRESSES:
             del self._failures[next(iter(self._failures))]
-
-    def succeeded(self, address: str) -> None:
-        self._failures.pop(address, None)
 
 
 class NoWebSockets:

@@ -10,9 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
+from loguru import logger
+
 from agentify.config import Config
 from agentify.team.flows import Flows, MemoryKeys, RedisKeys
-from agentify.team.vault import Vault, store_for, vault_keys
+from agentify.team.vault import Vault, VaultUnavailable, store_for, vault_keys
 
 
 @dataclass(eq=False)
@@ -33,6 +35,17 @@ class Identity:
         if self.base_url is None:
             raise RuntimeError("the gateway's /oauth routes are not served yet")
         return self.base_url.rstrip("/")
+
+    async def forget(self, principals: set[str]) -> None:
+        """Drops the upstream tokens of principals whose own tokens were removed (the tokens file changed)."""
+        for principal in principals:
+            try:
+                dropped = await self.vault.forget(principal)
+            except VaultUnavailable as exc:
+                logger.warning("the upstream tokens of a removed principal could not be dropped: {}", exc)
+                continue
+            if dropped:
+                logger.info("dropped the upstream tokens of a removed principal ({} records)", dropped)
 
     async def aclose(self) -> None:
         await self.vault.aclose()

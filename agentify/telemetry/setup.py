@@ -3,8 +3,9 @@
 Spans are recorded while something reads them, exported or not: the console and `traceFile` read
 the same spans through `Telemetry.attached` (one tracing, not two); with no reader, spans keep their
 ids but record nothing (`unread.py`). With `OTEL_EXPORTER_OTLP_ENDPOINT` (or the
-`..._TRACES_ENDPOINT` / `..._METRICS_ENDPOINT` variant) set, spans and the operation-duration metrics
-are also exported over OTLP/HTTP; the exporter reads the rest of the standard variables itself
+`..._TRACES_ENDPOINT` / `..._METRICS_ENDPOINT` / `..._LOGS_ENDPOINT` variant) set, spans, the
+operation-duration metrics and the audit's lines (`logs`: team/audit.py hands them to `audit_logs`) are
+also exported over OTLP/HTTP; the exporter reads the rest of the standard variables itself
 (headers, timeout, compression, certificates). `OTEL_SDK_DISABLED=true` turns all of it off, the
 console's traces included. The resource is `service.name=agentify` and a `service.instance.id` per
 process, unless `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` say otherwise.
@@ -44,6 +45,7 @@ from agentify.telemetry.names import ENDUSER, SCOPE, TRANSPORT
 from agentify.telemetry.unread import ReadingProvider
 
 if TYPE_CHECKING:  # the metrics SDK costs more to import than the tracing one: loaded when exported
+    from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader
 
@@ -55,8 +57,10 @@ class Telemetry:
     provider: ReadingProvider
     meters: MeterProvider | None = None
     exported: tuple[str, ...] = ()
-    """What goes to a collector: "traces", "metrics"."""
+    """What goes to a collector: "traces", "metrics", "logs"."""
     _sinks: _Sinks = field(default_factory=lambda: _Sinks())
+    logs: LoggerProvider | None = None
+    """The audit's lines as OTLP logs, when exported."""
 
     @property
     def tracer(self) -> Tracer:
@@ -92,6 +96,8 @@ class Telemetry:
             self.provider.force_flush()
             if self.meters is not None:
                 self.meters.force_flush()
+            if self.logs is not None:
+                self.logs.force_flush()
 
         _bounded(flush, seconds)
 
@@ -100,6 +106,8 @@ class Telemetry:
             self.provider.shutdown()
             if self.meters is not None:
                 self.meters.shutdown()
+            if self.logs is not None:
+                self.logs.shutdown()
 
         _bounded(shutdown, seconds)
 
@@ -112,10 +120,12 @@ def open_telemetry(
     environ: Mapping[str, str] = os.environ,
     exporter: SpanExporter | None = None,
     metric_reader: MetricReader | None = None,
+    audit: bool = False,
 ) -> Telemetry:
     """The provider for this process. `transport` is how it serves MCP ("pipe" for stdio, "tcp" for
     HTTP; None when it serves nothing). `exporter` and `metric_reader` replace what the environment
-    asks for (tests use the SDK's in-memory ones)."""
+    asks for (tests use the SDK's in-memory ones). `audit`: the process writes an audit (`server.audit`),
+    whose lines are exported as logs when the variables ask for logs."""
     route_stdlib("opentelemetry", "OpenTelemetry")  # an exporter's complaints, through the redacting sink
     resource = _resource()
     exported: list[str] = []
@@ -150,6 +160,15 @@ def open_telemetry(
         provider.add_span_processor(OperationDurations(meters.get_meter(SCOPE, __version__)))
     if processor is not None:
         provider.add_span_processor(Sanitized(processor, redactor, capture_content=capture_content))
+    logs = None
+    if audit and exporter is None and _wanted("logs", environ):
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+        logs = LoggerProvider(resource=resource, shutdown_on_exit=False)
+        logs.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
+        exported.append("logs")
     if exported:
         logger.info(
             "exporting {} over OTLP/HTTP as service.instance.id {}{}",
@@ -157,7 +176,7 @@ def open_telemetry(
             resource.attributes.get("service.instance.id"),
             " (with arguments and results: otel.captureContent)" if capture_content else "",
         )
-    return Telemetry(provider, meters, tuple(exported), sinks)
+    return Telemetry(provider, meters, tuple(exported), sinks, logs)
 
 
 def _resource() -> Resource:
@@ -167,7 +186,7 @@ def _resource() -> Resource:
 
 
 def _wanted(signal: str, environ: Mapping[str, str]) -> bool:
-    """Whether the standard variables ask for OTLP export of `signal` ("traces" or "metrics")."""
+    """Whether the standard variables ask for OTLP export of `signal` ("traces", "metrics" or "logs")."""
     upper = signal.upper()
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False

@@ -63,18 +63,40 @@ async def test_the_token_is_accepted_only_as_a_bearer_header_and_no_cookie_is_ev
     assert all("set-cookie" not in r.headers for r in (by_header, by_query, page, by_old_cookie))
 
 
-@pytest.mark.parametrize("path", ["/api/status", "/api/traces", "/api/config", "/api/logs", "/api/backends"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/status",
+        "/api/traces",
+        "/api/config",
+        "/api/logs",
+        "/api/backends",
+        "/api/tools",
+        "/api/confirmations",
+        "/api/pins",
+        "/api/audit",
+    ],
+)
 async def test_every_api_request_without_the_token_is_401_and_with_a_wrong_one_403(console: Console, path: str) -> None:
     async with console.http() as client:
         missing = await client.get(path)
         wrong_header = await client.get(path, headers={"Authorization": "Bearer not-the-token"})
         wrong_scheme = await client.get(path, headers={"Authorization": f"Basic {TOKEN}"})
-        wrong_post = await client.post("/api/tasks", json={"query": "read notes.txt"})
+        posts = [
+            await client.post(action, json=body)
+            for action, body in (
+                ("/api/tasks", {"query": "read notes.txt"}),
+                ("/api/tools/call", {"name": "fake__echo", "arguments": {"text": "hi"}}),
+                ("/api/confirmations/any", {"answer": "accept"}),
+                ("/api/backends/fs/restart", None),
+                ("/api/pins/fs/approve", None),
+            )
+        ]
     assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
     assert "token" in missing.json()["detail"]
     assert wrong_header.status_code == 403
     assert wrong_scheme.status_code == 401
-    assert wrong_post.status_code == 401
+    assert [post.status_code for post in posts] == [401] * len(posts)
 
 
 @pytest.mark.parametrize("path", ["/", "/ui/console.js", "/ui/console.css", "/openapi.json", "/docs"])
@@ -247,6 +269,100 @@ async def test_an_invalid_task_is_an_invalid_input_result_with_its_trace(console
     assert not_an_object["_meta"]["agentify/error"]["code"] == "invalid_input"
 
 
+async def test_each_tool_is_listed_with_its_schema_and_whether_a_call_asks_first(console: Console) -> None:
+    fs_tools = {tool["tool"]: tool for tool in await console.get("/api/tools", params={"backend": "fs"})}
+    everything = {tool["name"] for tool in await console.get("/api/tools")}
+    write = fs_tools["write_file"]
+    assert write["name"] == "fs__write_file" and write["backend"] == "fs"
+    assert write["inputSchema"]["required"] == ["path", "content"] and write["annotations"]["destructiveHint"] is True
+    assert write["confirm"] == "fs.write_file is marked destructive by its server"
+    assert fs_tools["read_text_file"]["confirm"] is None
+    assert {"fs__read_text_file", "fake__echo"} <= everything and set(fs_tools) < {t.split("__")[1] for t in everything}
+
+
+async def call(console: Console, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async with console.http() as client:
+        response = await client.post(
+            "/api/tools/call", json={"name": name, "arguments": arguments}, headers=console.auth
+        )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def test_a_tool_called_from_the_console_goes_the_way_of_call_tool(console: Console) -> None:
+    echoed = await call(console, "fake__echo", {"text": "hi"})
+    assert echoed["content"] == [{"type": "text", "text": "echo: hi"}] and echoed["structuredContent"] == {
+        "echoed": "hi"
+    }
+    assert echoed["_meta"]["agentify/plan"]["planner"] == "ide"
+    trace = await console.get(f"/api/traces/{trace_id_of(echoed)}")
+    assert trace["kind"] == "call" and trace["input"] == {"name": "fake__echo", "arguments": {"text": "hi"}}
+    misspelt = await call(console, "fake__ecko", {"text": "hi"})
+    assert (
+        misspelt["_meta"]["agentify/error"]["code"] == "invalid_input"
+        and "fake__echo" in misspelt["content"][0]["text"]
+    )
+    wrong = await call(console, "fake__echo", {"txt": "hi"})
+    assert "input schema of fake__echo" in wrong["content"][0]["text"]
+
+
+async def test_a_destructive_call_from_the_console_runs_only_once_accepted_in_the_console(console: Console) -> None:
+    assert console.workspace is not None
+    target = console.workspace / "written.txt"
+    answers: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+
+    async def write_and_answer(answer: str, content: str) -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def write() -> None:
+                results.append(await call(console, "fs__write_file", {"path": str(target), "content": content}))
+
+            tg.start_soon(write)
+            question = await console.open_confirmation()
+            answers.append(question)
+            assert not target.exists() or target.read_text() != content  # it waits for the answer
+            async with console.http() as client:
+                posted = await client.post(
+                    f"/api/confirmations/{question['id']}", json={"answer": answer}, headers=console.auth
+                )
+                again = await client.post(
+                    f"/api/confirmations/{question['id']}", json={"answer": answer}, headers=console.auth
+                )
+                nonsense = await client.post("/api/confirmations/x", json={"answer": "maybe"}, headers=console.auth)
+            assert posted.status_code == 200 and again.status_code == 404 and nonsense.status_code == 422
+
+    await write_and_answer("accept", "first")
+    await write_and_answer("decline", "second")
+    assert target.read_text() == "first"
+    assert f"path: {target}" in answers[0]["message"] and answers[0]["backend"] == "fs"
+    assert not results[0].get("isError") and "Successfully wrote" in results[0]["content"][0]["text"]
+    assert results[1]["_meta"]["agentify/error"]["code"] == "denied"
+    assert "you declined the confirmation for fs.write_file" in results[1]["content"][0]["text"]
+    assert await console.get("/api/confirmations") == []
+
+
+async def test_a_call_whose_backend_result_is_an_error_is_a_failed_task(console: Console) -> None:
+    assert console.workspace is not None
+    before = (await console.get("/api/status"))["tasks"]
+    result = await call(console, "fs__read_text_file", {"path": str(console.workspace / "missing.txt")})
+    assert result["isError"] is True
+    trace = await console.get(f"/api/traces/{trace_id_of(result)}")
+    assert trace["status"] == "error" and trace["error"]["code"] == "tool_error"
+    assert "ENOENT" in trace["error"]["message"]
+    after = (await console.get("/api/status"))["tasks"]
+    assert after["error"] == before["error"] + 1 and after["ok"] == before["ok"]
+
+
+async def test_without_pinning_or_an_audit_log_their_routes_say_not_enabled(console: Console) -> None:
+    assert await console.get("/api/pins") == {"enabled": False, "tools": []}
+    assert await console.get("/api/audit") == {"enabled": False, "records": []}
+    async with console.http() as client:
+        approve = await client.post("/api/pins/fs/approve", headers=console.auth)
+    assert approve.status_code == 409 and "pinning is not enabled" in approve.json()["detail"]
+
+
 async def test_an_unknown_trace_is_404(console: Console) -> None:
     async with console.http() as client:
         response = await client.get("/api/traces/0123456789abcdef", headers=console.auth)
@@ -278,6 +394,14 @@ async def test_the_openapi_docs_are_served_behind_the_token(console: Console) ->
         "/api/traces",
         "/api/traces/{trace_id}",
         "/api/tasks",
+        "/api/tools",
+        "/api/tools/call",
+        "/api/confirmations",
+        "/api/confirmations/{question_id}",
+        "/api/backends/{backend_id}/restart",
+        "/api/pins",
+        "/api/pins/{backend_id}/approve",
+        "/api/audit",
     } <= set(schema["paths"])
     assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"  # /docs offers Authorize
     async with console.http() as client:
@@ -304,7 +428,7 @@ async def test_the_websocket_sends_a_snapshot_then_live_trace_and_log_events(con
     async with console.websocket() as ws:
         snapshot = json.loads(await ws.recv())
         assert snapshot["kind"] == "snapshot"
-        assert set(snapshot["data"]) == {"status", "backends", "logs", "traces"}
+        assert set(snapshot["data"]) == {"status", "backends", "logs", "traces", "confirmations"}
         assert {b["id"] for b in snapshot["data"]["backends"]} == {"fs", "fake"}
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_notes, console)
@@ -335,6 +459,7 @@ async def test_secrets_never_appear_in_anything_the_console_serves(console: Cons
         "/api/config",
         "/api/traces",
         f"/api/traces/{trace_id}",
+        "/api/tools",
         "/openapi.json",
     ):
         served.append(json.dumps(await console.get(path)))

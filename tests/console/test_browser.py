@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, async_playwright, expect
+from playwright.async_api import Browser, expect
 
 from tests.conftest import REPO, fs_backend, gateway_env, write_config
-from tests.console.conftest import TOKEN, console_gateway, free_port, make_workspace
+from tests.console.conftest import TOKEN, console_gateway, free_port, make_workspace, open_page
 from tests.fakes.model_server import ModelServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -24,44 +23,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 SCREENSHOTS = (REPO / "test-artifacts" / "console.png",) + (
     (REPO / "docs" / "console.png",) if os.environ.get("AGENTIFY_UPDATE_SCREENSHOT") == "1" else ()
 )
-# Running as root in a container: no sandbox, no GPU, and nothing that phones home.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-WAIT_MS = 15_000
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail("chromium is not installed: run scripts/setup.sh --browser (it installs Debian's chromium)")
-    expect.set_options(timeout=WAIT_MS)
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            await browser.close()
-
-
-async def open_page(opener: Browser | BrowserContext, problems: list[str]) -> Page:
-    page = await opener.new_page()
-    await page.set_viewport_size({"width": 1440, "height": 900})
-    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-
-    def on_console(message: ConsoleMessage) -> None:
-        if message.type == "error":  # CSP violations and failed requests land here too
-            problems.append(f"console: {message.text}")
-
-    page.on("console", on_console)
-    return page
 
 
 async def test_a_task_run_from_the_page_shows_its_trace_and_log_lines_live(

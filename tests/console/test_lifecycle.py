@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
-from tests.conftest import fake_backend, fs_backend, gateway, gateway_env, text_of, wait_until, write_config
-from tests.console.conftest import TOKEN, Console, console_gateway, console_url, free_port, make_workspace
+from tests.conftest import (
+    fake_backend,
+    fs_backend,
+    gateway,
+    gateway_env,
+    pid_alive,
+    text_of,
+    wait_until,
+    write_config,
+)
+from tests.console.conftest import (
+    TOKEN,
+    Console,
+    console_gateway,
+    console_url,
+    free_port,
+    make_workspace,
+    silent_gateway,
+)
 from tests.fakes.model_server import ModelServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -30,6 +50,58 @@ async def test_a_random_token_is_made_per_start_and_only_its_start_line_shows_it
     assert stderr.read_text().count(console.token) == 1
     assert console.token not in json.dumps(logs) + str(snapshot)
     assert "plan: fake.echo" in json.dumps(logs)
+
+
+@pytest.mark.parametrize("stdout", [subprocess.PIPE, subprocess.DEVNULL], ids=["stdout-pipe", "stdout-devnull"])
+async def test_the_console_serves_from_the_start_before_any_client_speaks(tmp_path: Path, stdout: int) -> None:
+    config = write_config(tmp_path, [fake_backend()])
+    stderr = tmp_path / "stderr.log"
+    async with silent_gateway(config, gateway_env(None), stderr, stdout=stdout) as console:
+        status = await console.get("/api/status")
+        async with console.http() as client:
+            refused = await client.get("/api/status")
+        backend = await console.wait_for_state("fake", "ready")  # the inspector starts the backends: nobody else will
+        assert console.process is not None
+        console.process.send_signal(signal.SIGTERM)  # a person's Ctrl-C or an IDE's stop, before the client spoke
+        with anyio.fail_after(15):
+            code = await console.process.wait()
+    assert status["console"]["url"] == f"{console.url}/" and status["tasks"]["total"] == 0
+    assert refused.status_code == 401
+    assert stderr.read_text().count(console.token) == 1
+    assert code == 0 and not pid_alive(backend["pid"])  # a clean stop, and its backend stopped with it
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called_from_there(
+    tmp_path: Path, era: str
+) -> None:
+    backends = [
+        fake_backend(protocol=era),
+        fake_backend("later", start="lazy", protocol=era),
+        fake_backend("off", enabled=False),
+    ]
+    config = write_config(tmp_path, backends)
+    async with silent_gateway(config, gateway_env(None), tmp_path / "stderr.log") as console:
+        before = await console.wait_for_state("fake", "ready")
+        await console.wait_for_state("later", "idle")
+        async with console.http() as client:
+            asked = await client.post("/api/backends/fake/restart", headers=console.auth)
+            started = await client.post("/api/backends/later/restart", headers=console.auth)
+            disabled = await client.post("/api/backends/off/restart", headers=console.auth)
+            unknown = await client.post("/api/backends/nope/restart", headers=console.auth)
+            without_token = await client.post("/api/backends/fake/restart")
+        after = await console.wait_for_state("fake", "ready")
+        woken = await console.wait_for_state("later", "ready")
+        async with console.http() as client:
+            echo = {"name": "fake__echo", "arguments": {"text": "after the restart"}}
+            echoed = (await client.post("/api/tools/call", json=echo, headers=console.auth)).json()
+    assert echoed["content"] == [{"type": "text", "text": "echo: after the restart"}], echoed
+    assert asked.status_code == 202 and asked.json()["state"] in ("restarting", "ready")
+    assert after["pid"] != before["pid"] and after["restarts"] == 1 and after["lastError"] is None
+    assert started.status_code == 202 and woken["pid"] is not None  # an idle backend is started
+    assert disabled.status_code == 409 and "disabled in the config" in disabled.json()["detail"]
+    assert unknown.status_code == 404 and "no backend 'nope'" in unknown.json()["detail"]
+    assert without_token.status_code == 401
 
 
 async def test_a_port_in_use_gives_a_warning_and_the_gateway_keeps_serving(tmp_path: Path) -> None:

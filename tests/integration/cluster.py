@@ -57,7 +57,11 @@ def alive(pid: int) -> bool:
 async def team(config: Path, logs: Path, replicas: int = 3, env: dict[str, str] | None = None) -> AsyncIterator[Team]:
     """`scripts/team.sh` serving; SIGTERM (then SIGKILL) by its pid on the way out."""
     full_env = os.environ | gateway_env(
-        None, AGENTIFY_CACHE_DIR=str(logs / "cache"), AGENTIFY_BIN=str(AGENTIFY), AGENTIFY_TEAM_READY_SECONDS="280"
+        None,
+        AGENTIFY_CACHE_DIR=str(logs / "cache"),
+        AGENTIFY_STATE_DIR=str(logs / "state"),
+        AGENTIFY_BIN=str(AGENTIFY),
+        AGENTIFY_TEAM_READY_SECONDS="280",
     )
     command = ["bash", str(TEAM_SH), "--replicas", str(replicas), "--port", str(free_port())]
     command += ["--config", str(config), "--logs", str(logs)]

@@ -56,6 +56,7 @@ async def ask_for_logs(client: Client, mode: str) -> None:
 async def ide_client(
     config: Path, env: dict[str, str], stderr: Path, mode: str, **options: Any
 ) -> AsyncIterator[Client]:
+    env = {"AGENTIFY_STATE_DIR": str(stderr.parent / "state")} | env  # never the user's pins
     params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config)], env=env)
     with stderr.open("a") as errlog, warnings.catch_warnings():
         # Roots and sampling are deprecated in 2026-07-28, but still what a client declares to offer them.

@@ -56,7 +56,8 @@ async def http_gateway(
 ) -> AsyncIterator[HttpGateway]:
     """Serving once `/healthz` answers; stopped (SIGTERM, then SIGKILL) by pid on the way out."""
     port = port or free_port()
-    full_env = os.environ | gateway_env(None, AGENTIFY_CACHE_DIR=str(stderr.parent / "cache")) | (env or {})
+    dirs = {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache"), "AGENTIFY_STATE_DIR": str(stderr.parent / "state")}
+    full_env = os.environ | gateway_env(None, **dirs) | (env or {})
     command = [str(AGENTIFY), "serve", "--transport", "http", "--port", str(port), "--config", str(config)]
     with stderr.open("a") as errlog:
         async with await anyio.open_process(

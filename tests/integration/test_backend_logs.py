@@ -1,6 +1,6 @@
 """A backend's log messages through the gateway, as IDEs on either protocol era get them: at the level each
-client asked for (never another client's), during a call on its stream and outside calls, redacted, named
-for the backend, and bounded when the backend floods."""
+client asked for (never another client's), during a call on its stream (and outside calls over stdio, whose
+one client is the user's), redacted, named for the backend, and bounded when the backend floods."""
 
 from __future__ import annotations
 
@@ -89,10 +89,10 @@ async def test_the_typescript_client_gets_a_backends_logs_in_either_era(tmp_path
 
 
 @asynccontextmanager
-async def http_gateway(tmp_path: Path, backends: list[dict[str, Any]]) -> AsyncIterator[str]:
+async def http_gateway(tmp_path: Path, backends: list[dict[str, Any]], **env_extra: str) -> AsyncIterator[str]:
     port = free_port()
     config = write_config(tmp_path, backends)
-    env = os.environ | gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"))
+    env = os.environ | gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"), **env_extra)
     argv = [str(AGENTIFY), "serve", "--transport", "http", "--no-auth", "--port", str(port), "--config", str(config)]
     with server_process(argv, tmp_path / "gateway.log", env):
         await wait_accepting(port, 60)
@@ -108,31 +108,39 @@ async def legacy_session(stack: AsyncExitStack, url: str, logs: Logs) -> ClientS
     return session
 
 
-async def test_over_http_each_session_gets_the_backend_logs_at_its_own_level_in_and_outside_calls(
+async def test_over_http_each_session_gets_only_its_own_calls_logs_at_its_level_and_no_one_raises_the_backends(
     tmp_path: Path,
 ) -> None:
-    """Two people on one gateway: the backend (a 2025-11-25 session) logs at the more verbose of their levels,
-    and each gets only what their own level lets through."""
+    """Two people on one gateway (a 2025-11-25 backend session shared by both): the backend stays at the
+    gateway's own level whatever a client asks; each gets its own calls' messages at its own level; a message
+    no single call owns (after a call, or while both have a call in flight) reaches neither."""
     backend = fake_backend(protocol="2025-11-25")
-    verbose, quiet = Logs(), Logs()
+    alice_logs, bob_logs = Logs(), Logs()
     with anyio.fail_after(120):
-        async with http_gateway(tmp_path, [backend]) as url, AsyncExitStack() as stack:
-            alice = await legacy_session(stack, url, verbose)
-            bob = await legacy_session(stack, url, quiet)
+        async with http_gateway(tmp_path, [backend], AGENTIFY_LOG_LEVEL="INFO") as url, AsyncExitStack() as stack:
+            alice = await legacy_session(stack, url, alice_logs)
+            bob = await legacy_session(stack, url, bob_logs)
             await alice.set_logging_level("debug")
             await bob.set_logging_level("error")
             for session in (alice, bob):
+                await session.call_tool("call_tool", log_call(1, "debug", "call-debug"))
                 await session.call_tool("call_tool", log_call(1, "info", "call-info"))
                 await session.call_tool("call_tool", log_call(1, "error", "call-error"))
             set_at = await alice.call_tool("call_tool", {"name": "fake__log_level", "arguments": {}})
             entries = [["info", "later-info"], ["error", "later-error"]]
             await bob.call_tool("call_tool", {"name": "fake__log_later", "arguments": {"entries": entries}})
-            await verbose.until("later-error")
-            await quiet.until("later-error")
-    assert text_of(set_at) == "debug"
-    assert [log.data for log in verbose] == ["call-info", "call-error", "later-info", "later-error"]
-    assert [log.data for log in quiet] == ["call-error", "later-error"]  # the same messages, in order: never more
-    assert {log.logger for log in verbose + quiet} == {"fake"}
+            await anyio.sleep(1)  # the backend sends them a moment after the call
+            async with anyio.create_task_group() as tg:  # Bob keeps a call open while Alice's call logs
+                tg.start_soon(bob.call_tool, "call_tool", {"name": "fake__slow", "arguments": {"seconds": 3}})
+                await anyio.sleep(1)
+                await alice.call_tool("call_tool", log_call(1, "error", "alice-private"))
+            for session, logs in ((alice, alice_logs), (bob, bob_logs)):
+                await session.call_tool("call_tool", log_call(1, "error", "the end"))
+                await logs.until("the end")
+    assert text_of(set_at) == "info"  # the gateway's level, not Alice's debug
+    assert [log.data for log in alice_logs] == ["call-info", "call-error", "the end"]
+    assert [log.data for log in bob_logs] == ["call-error", "the end"]
+    assert {log.logger for log in alice_logs + bob_logs} == {"fake"}
 
 
 async def test_every_message_of_a_flood_reaches_the_ide_or_is_counted_as_dropped(tmp_path: Path) -> None:

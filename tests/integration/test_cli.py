@@ -87,7 +87,7 @@ def test_doctor_exits_1_when_a_backend_is_broken(tmp_path: Path, model: ModelSer
         ('{"backends": [{"id": "a", "command": "x"}, {"id": "a", "command": "y"}]}', "used twice"),
         ('{"planner": {"provider": "magic"}}', "planner.provider"),
         ('{"backends": [', "not valid JSON"),
-        ('{"mcpServers": {"a": {"command": "${AGENTIFY_TEST_UNSET_VAR}"}}}', "AGENTIFY_TEST_UNSET_VAR"),
+        ('{"planner": {"apiKey": "${AGENTIFY_TEST_UNSET_VAR}"}}', "AGENTIFY_TEST_UNSET_VAR"),
     ],
     ids=["bad-id", "no-command", "negative-timeout", "duplicate-id", "bad-provider", "bad-json", "missing-var"],
 )
@@ -144,8 +144,9 @@ def test_a_missing_arbigent_cli_is_reported_once_in_short(tmp_path: Path) -> Non
     row = next(line for line in doctor.stdout.splitlines() if line.startswith("arbigent"))
     assert "failed" in row and "arbigent CLI was not found" in row and "brew install" in row
     assert (doctor.stdout + doctor.stderr).count("arbigent CLI was not found") == 1  # the table says it
-    warnings = [line for line in run.stderr.splitlines() if "arbigent CLI was not found" in line]
-    assert len(warnings) == 1 and "WARNING" in warnings[0]
+    (said,) = [line for line in run.stderr.splitlines() if "arbigent" in line]
+    assert said.startswith("agentify run: backend arbigent did not start: the arbigent CLI was not found"), said
+    assert len(said) < 200 and "agentify doctor" in said
     for output in (doctor.stdout, doctor.stderr, run.stdout, run.stderr):
         assert env["PATH"] not in output  # the searched PATH is not dumped
 

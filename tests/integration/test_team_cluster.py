@@ -34,7 +34,7 @@ def _config(tmp_path: Path, **limits: Any) -> Path:
         fake_backend("fake", "--marker", str(tmp_path / "backends.log"), tools={"confirm": ["echo"]}),
         fake_backend("limited", "--marker", str(tmp_path / "backends.log")),
     ]
-    server = {"auth": {"type": "tokens", "file": "tokens.json"}, "limits": limits, "trustedProxies": ["127.0.0.1"]}
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}, "limits": limits}  # team.sh: trustedProxies
     return write_config(tmp_path, backends, planner={"provider": "offline"}, server=server)
 
 
@@ -70,7 +70,10 @@ async def test_a_team_spreads_modern_calls_keeps_sessions_shares_confirmations_l
             limited = [await modern.call_tool("call_tool", echo) for _ in range(4)]
         async with http_client(member.url, alice, "legacy") as legacy:
             stuck = [text_of(await legacy.call_tool("call_tool", PARENT)) for _ in range(6)]
-        guesses, spoofing, alice_meanwhile = await anyio.to_thread.run_sync(_guesses_then_others, member.url, alice)
+        guesses, spoofing, guesser_valid, alice_meanwhile = await anyio.to_thread.run_sync(
+            _guesses_then_others, member.url, alice
+        )
+        direct = await anyio.to_thread.run_sync(_direct_spoofing, next(iter(member.replicas.values())))
         os.kill(member.others["redis"], signal.SIGKILL)
         async with http_client(member.url, alice, "auto") as modern:
             refused = await modern.call_tool("call_tool", echo)
@@ -87,7 +90,11 @@ async def test_a_team_spreads_modern_calls_keeps_sessions_shares_confirmations_l
     # Every request reaches a replica from HAProxy's 127.0.0.1: the back-off counts the forwarded address.
     assert guesses[:5] == [401] * 5 and guesses[-3:] == [429] * 3, guesses
     assert spoofing == 429  # the guesser's own X-Forwarded-For is not the right-most address
+    assert guesser_valid == 200  # a token that verifies is never refused by the back-off (a NAT's colleagues)
     assert alice_meanwhile == 200  # without server.trustedProxies: 429, everyone shares HAProxy's address
+    # Straight to a replica from 127.0.0.1 (not HAProxy's address): its X-Forwarded-For is not believed, so
+    # it backs off as itself and picking a fresh address each time does not help it.
+    assert direct[:5] == [401] * 5 and direct[-3:] == [429] * 3, direct
 
 
 async def _load(url: str, token: str, workers: int, stop: anyio.Event, outcomes: list[str]) -> None:
@@ -158,14 +165,21 @@ async def test_sigterm_of_a_replica_under_load_loses_no_call_and_a_sigkill_loses
     assert killed[after_kill:].count("ok") >= 10 - workers, killed[after_kill:]
 
 
-def _guesses_then_others(url: str, token: str) -> tuple[list[int], int, int]:
+def _guesses_then_others(url: str, token: str) -> tuple[list[int], int, int, int]:
     """Wrong tokens from 127.0.0.2 until every replica backs it off (each counts alone), and a few more;
-    then the guesser with a valid token and an X-Forwarded-For of its own, and `token` from 127.0.0.3."""
+    then the guesser with a wrong token and an X-Forwarded-For of its own, the guesser with a valid token,
+    and `token` from 127.0.0.3."""
     guesses: list[int] = []
     while guesses[-3:] != [429] * 3 and len(guesses) < 40:
         guesses.append(_initialize_from("127.0.0.2", url, "wrong-token"))
     guesses += [_initialize_from("127.0.0.2", url, "wrong-token") for _ in range(6)]
-    return guesses, _initialize_from("127.0.0.2", url, token, "10.9.8.7"), _initialize_from("127.0.0.3", url, token)
+    spoofing = _initialize_from("127.0.0.2", url, "wrong-token", "10.9.8.7")
+    return guesses, spoofing, _initialize_from("127.0.0.2", url, token), _initialize_from("127.0.0.3", url, token)
+
+
+def _direct_spoofing(replica_url: str) -> list[int]:
+    """Wrong tokens sent straight to a replica from 127.0.0.1, each with a new X-Forwarded-For."""
+    return [_initialize_from("127.0.0.1", replica_url, "wrong-token", f"10.1.1.{n}") for n in range(8)]
 
 
 def _initialize_from(source: str, url: str, token: str, forwarded: str | None = None) -> int:

@@ -103,8 +103,32 @@ def test_variables_expand_with_defaults_and_missing_ones_are_named(tmp_path: Pat
     path = write(tmp_path, {"backends": [{"id": "a", "command": "${CMD}", "args": ["${ARG:-fallback}"]}]})
     config = load_sources(path, {}, {"CMD": "node"}).resolve()
     assert config.backends[0].command == "node" and config.backends[0].args == ["fallback"]
-    with pytest.raises(ConfigError, match=r"config\.backends\.0\.command uses \$\{CMD\}"):
-        load_sources(path, {}, {})
+    with pytest.raises(ConfigError, match=r"config\.planner\.model uses \$\{MODEL\}"):
+        load_sources(write(tmp_path, {"planner": {"model": "${MODEL}"}}), {}, {})
+
+
+def test_a_variable_missing_in_one_backend_fails_that_backend_only(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "backends": [{"id": "a", "command": "${CMD}"}, {"id": "b", "command": "node"}],
+            "mcpServers": {
+                "gh": {"command": "npx", "env": {"TOKEN": "${GH_TOKEN}", "OTHER": "${SET}"}},
+                "remote": {"url": "${REMOTE_URL}"},
+                "vs": {"command": "npx", "env": {"KEY": "${input:key}"}},
+            },
+        },
+    )
+    config = load_sources(path, {}, {"SET": "set-value-1"}).resolve()
+    backends = {b.id: b for b in config.backends}
+    assert list(backends) == ["a", "b", "gh", "remote", "vs"]
+    assert backends["b"].problem is None and backends["b"].command == "node"
+    assert backends["a"].problem is not None and "config.backends.0.command uses ${CMD}" in backends["a"].problem
+    assert "environment variable GH_TOKEN is not set" in (backends["gh"].problem or "")
+    assert backends["gh"].env == {"TOKEN": "", "OTHER": "set-value-1"}  # what was set is still a secret
+    assert "set-value-1" in config.secrets()
+    assert "config.mcpServers.remote.url uses ${REMOTE_URL}" in (backends["remote"].problem or "")
+    assert "${input:key}" in (backends["vs"].problem or "")
 
 
 def test_init_options_backends_replace_the_file_list(tmp_path: Path) -> None:

@@ -71,3 +71,22 @@ def test_jsonc_keeps_strings_and_line_numbers() -> None:
     with pytest.raises(json.JSONDecodeError) as caught:
         jsonc.loads('{\n/* x\n y */\n "a": }')
     assert caught.value.lineno == 4
+
+
+def test_under_uvx_the_ide_entry_runs_uvx_again_never_a_path_in_uvs_cache(tmp_path: Path) -> None:
+    from agentify.connect.launch import uvx_command
+
+    cache = tmp_path / "uv-cache"
+    script = cache / "archive-v0" / "5mledyZnvLs75xlCg" / "bin" / "agentify"
+    wheel = {"url": "file:///home/me/dist/mcp_agentify-0.1.0-py3-none-any.whl", "archive_info": {}}
+    command = uvx_command(script, [cache], wheel, console=False)
+    assert command is not None and Path(command[0]).name == "uvx" and command[-1] == "agentify"
+    assert command[1:3] == ["--from", "mcp-agentify @ file:///home/me/dist/mcp_agentify-0.1.0-py3-none-any.whl"]
+    assert not any(str(cache) in part for part in command)
+
+    git = {"url": "https://example.org/agentify.git", "vcs_info": {"vcs": "git", "requested_revision": "v0.1.0"}}
+    from_git = uvx_command(script, [cache], git, console=True)
+    assert from_git is not None
+    assert from_git[2] == "mcp-agentify[console] @ git+https://example.org/agentify.git@v0.1.0"
+    assert uvx_command(script, [cache], None, console=False) == [from_git[0], "--from", "mcp-agentify", "agentify"]
+    assert uvx_command(tmp_path / "venv" / "bin" / "agentify", [cache], wheel, console=False) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,9 +61,9 @@ def test_vscode_servers_with_comments_schema_env_workspace_folder_and_env_file(i
     ]
 
 
-def test_an_unresolved_vscode_input_is_an_error_that_names_it(ides: Path) -> None:
-    with pytest.raises(ConfigError, match=r"\$\{input:perplexity-key\}.*only VS Code can ask.*\$\{env:NAME\}"):
-        load(ides / "vscode-inputs/.vscode/mcp.json")
+def test_an_unresolved_vscode_input_fails_its_server_with_a_message_that_names_it(ides: Path) -> None:
+    (server,) = load(ides / "vscode-inputs/.vscode/mcp.json").backends
+    assert re.search(r"\$\{input:perplexity-key\}.*only VS Code can ask.*\$\{env:NAME\}", server.problem or "")
 
 
 def test_cursor_env_file_and_env_vars_with_paths_in_the_workspace(ides: Path) -> None:
@@ -167,3 +168,43 @@ def test_the_ides_own_agentify_entry_is_skipped_before_its_inputs_are_read(tmp_p
     assert [b.id for b in load(path).backends] == ["runner"]  # the arbigent runner is a backend like any other
     skipped = [line for line in log if "starts agentify itself: skipped" in line]
     assert len(skipped) == 2 and "'agentify'" in skipped[0] and "'python-agentify'" in skipped[1], skipped
+
+
+def test_zed_context_servers_load_in_both_command_forms_and_its_other_settings_are_ignored(
+    ides: Path, log: list[str]
+) -> None:
+    config = load(ides / "zed/settings.json")
+    backends = {b.id: b for b in config.backends}
+    assert list(backends) == ["local-files", "older-form"]
+    assert (backends["local-files"].command, backends["local-files"].args) == ("node", ["tools/server.js", "docs"])
+    assert backends["local-files"].env == {"LOG_LEVEL": "info"}
+    older = backends["older-form"]
+    assert (older.command, older.args) == ("npx", ["-y", "@modelcontextprotocol/server-github"])
+    assert older.env == {"GITHUB_PERSONAL_ACCESS_TOKEN": ENV["GITHUB_TOKEN"]}
+    assert any("mcp-server-postgres" in line and "extension" in line for line in log), log
+    ignored = next(line for line in log if "ignored keys" in line)
+    assert "theme" in ignored and "languages" in ignored
+
+
+def test_an_unknown_key_suggests_only_a_key_that_looks_like_it(tmp_path: Path) -> None:
+    path = tmp_path / "agentify.json"
+    path.write_text(json.dumps({"contextServers": {}}))
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    assert "maxContextChars" not in str(caught.value).split("valid here")[0], caught.value
+
+
+def test_gemini_settings_expand_dollar_var_and_braced_var_in_url_headers_env_and_args(ides: Path) -> None:
+    env = {"API_HOST": "api.example.org", "API_TOKEN": "tok-123", "TEAM": "blue", "API_KEY": "k-9", "HOME_DIR": "/h"}
+    remote, local = load(ides / "gemini-vars/.gemini/settings.json", env).backends
+    assert remote.url == "https://api.example.org/mcp"
+    assert remote.headers == {"Authorization": "Bearer tok-123", "X-Team": "blue"}
+    assert local.args == ["-m", "server", "--token", "tok-123"]
+    assert local.env == {"API_KEY": "k-9", "HOME_DIR": "/h"}
+
+
+def test_a_bare_dollar_stays_as_it_is_outside_gemini_files(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"a": {"command": "sh", "args": ["-c", "echo $HOME"]}}}))
+    (backend,) = load(path, {"HOME": "/home/me"}).backends
+    assert backend.args == ["-c", "echo $HOME"]

@@ -4,6 +4,7 @@ routing table, the filters, and real supervisors over memory connections to real
 from __future__ import annotations
 
 import base64
+import tracemalloc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,8 +22,12 @@ from agentify.backends.state import BackendState
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.supervisor import Supervisor
 from agentify.config import BackendConfig, ItemFilter
+from agentify.config.server import LimitsConfig
+from agentify.errors import RateLimited
 from agentify.gateway import cursors
 from agentify.gateway.offers import Offerings
+from agentify.mcp_server.offers import ChangeRelay
+from agentify.team.limits import Limiter
 from tests.fakes.memory_connection import MemoryConnection
 
 pytestmark = pytest.mark.anyio
@@ -71,19 +76,65 @@ def test_a_filter_denies_by_uri_or_name_and_allows_by_either() -> None:
     assert ItemFilter().permits("anything", None)
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "SECRET://vault/key",
+        "secret://VAULT/key",
+        "file:///./etc/passwd",
+        "file:///srv/../etc/passwd",
+        "file:///%65tc/passwd",
+        "file:///srv/..%2Fetc/passwd",
+        "file:///srv/%252e%252e/etc/passwd",
+        "file:///etc//passwd",
+        "file:///srv\\..\\etc/passwd",
+    ],
+)
+def test_a_resource_deny_or_allow_holds_for_every_spelling_of_a_uri(uri: str) -> None:
+    denied = ItemFilter(deny=["secret://*", "file:///etc/*"])
+    assert not denied.permits_resource(uri, None)
+    only_srv = ItemFilter(allow=["file:///srv/*", "secret://public/*"])
+    assert not only_srv.permits_resource(uri, None)
+
+
+def test_normalising_keeps_what_a_filter_lets_through() -> None:
+    only_srv = ItemFilter(allow=["file:///srv/*"], deny=["file:///srv/private/*"])
+    for uri in ("file:///srv/a.txt", "FILE:///srv/./b/../a.txt", "file:///srv/my%20file", "file:///%73rv/x"):
+        assert only_srv.permits_resource(uri, None), uri
+    assert not only_srv.permits_resource("file:///srv/public/../private/key", None)
+    assert ItemFilter(allow=["file:///srv/my%20file"]).permits_resource("file:///srv/my%20file", None)
+    assert ItemFilter(allow=["report"]).permits_resource("demo://x/../y", "report")  # allowed by its name
+
+
 def links(*uris: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.ResourceLink(uri=u, name=u) for u in uris])
 
 
-def test_a_carried_uri_goes_to_the_backend_whose_result_carried_it() -> None:
+def test_a_carried_uri_goes_to_the_carrier_among_those_that_list_it_for_its_caller_only() -> None:
     routes = ResourceRoutes()
     routes.listed("a", [types.Resource(uri="x://shared", name="shared")])
     routes.listed("b", [types.Resource(uri="x://shared", name="shared")])
     assert routes.shared("x://shared")
     assert routes.owner("x://shared", ["a", "b"]) == "b"  # the later listing
-    routes.carried("a", links("x://shared"))
-    assert routes.owner("x://shared", ["a", "b"]) == "a"
-    assert routes.owner("x://shared", ["b"]) == "b"  # only among those that offer resources now
+    routes.carried("a", links("x://shared"), "bob")
+    assert routes.owner("x://shared", ["a", "b"], "bob") == "a"
+    assert routes.owner("x://shared", ["a", "b"], "alice") == "b"  # Bob's call taught Alice nothing
+    assert routes.owner("x://shared", ["b"], "bob") == "b"  # only among those that offer resources now
+
+
+def test_a_link_never_takes_a_uri_another_backend_lists_or_templates_for_anyone() -> None:
+    """A hostile backend's tool links to another backend's resources: neither its caller nor anyone else reads
+    them from it."""
+    routes = ResourceRoutes()
+    routes.listed("demo", [types.Resource(uri="demo://resource/static/1", name="one")])
+    routes.templates("demo", [types.ResourceTemplate(uri_template="demo://resource/dynamic/{id}", name="item")])
+    routes.carried("hostile", links("demo://resource/static/1", "demo://resource/dynamic/7", "demo://other"), "bob")
+    for principal in ("bob", "alice", None):
+        assert routes.owner("demo://resource/static/1", ["demo", "hostile"], principal) == "demo"
+        assert routes.owner("demo://resource/dynamic/7", ["demo", "hostile"], principal) == "demo"
+    assert routes.owner("demo://other", ["demo", "hostile"], "bob") == "hostile"  # its own link, no one else's
+    assert routes.owner("demo://other", ["demo", "hostile"], "alice") == "demo"  # by scheme: only demo, for her
+    assert routes.owner("demo://unknown", ["demo", "hostile"], "bob") is None  # the scheme is two backends' for Bob
 
 
 def test_an_unlisted_uri_goes_by_template_then_by_scheme_then_to_a_lone_backend() -> None:
@@ -93,7 +144,8 @@ def test_an_unlisted_uri_goes_by_template_then_by_scheme_then_to_a_lone_backend(
     routes.carried("c", links("arbigent://runs/1/report.html"))
     assert routes.owner("demo://item/7", ["a", "b", "c"]) == "a"
     assert routes.owner("demo://item/special/7", ["a", "b", "c"]) == "b"  # the longer literal prefix
-    assert routes.owner("arbigent://runs/2/result.yml", ["a", "b", "c"]) == "c"
+    assert routes.owner("arbigent://runs/2/result.yml", ["a", "b", "c"]) == "c"  # stdio's one user
+    assert routes.owner("arbigent://runs/2/result.yml", ["a", "b", "c"], "alice") is None  # not hers
     assert routes.owner("file:///tmp/x", ["a", "b", "c"]) is None
     assert routes.owner("file:///tmp/x", ["a"]) == "a"
 
@@ -227,13 +279,32 @@ async def test_denied_resources_and_prompts_are_neither_listed_nor_read() -> Non
         offerings = Offerings(backends)
         uris, _ = await every_resource(offerings)
         assert uris == ["a://r/0", "a://r/2"]
-        for uri in ("a://r/1", "a://r/3"):
+        spellings = ("A://r/1", "a://R/1", "a://r/./1", "a://r/x/../1", "a://r/%31", "a://r/%2531")
+        for uri in ("a://r/1", "a://r/3", *spellings):  # the backend would read each as a://r/1
             with pytest.raises(MCPError) as denied:
                 await offerings.read_resource(uri)
             assert denied.value.error.code == types.INVALID_PARAMS
         assert [p.name for p in (await offerings.list_prompts(None)).prompts] == ["a__greet"]
         with pytest.raises(MCPError, match="Unknown prompt"):
             await offerings.get_prompt("a__secret", None)
+
+
+async def test_reads_prompts_and_completions_count_against_the_backends_limit_as_calls_do() -> None:
+    """`perBackend` counts every operation that reaches the backend, with the real limiter (in memory)."""
+    limiter = Limiter(LimitsConfig(per_backend={"a": "3/minute"}))
+    async with fleet(None, a=({}, paged_server("a", 2, 10)), b=({}, paged_server("b", 1, 10))) as backends:
+        offerings = Offerings(backends, charge=limiter.charge_backend)
+        await every_resource(offerings)  # listing is not counted: it serves every client's view
+        argument = types.CompletionArgument(name="who", value="y")
+        prompt = types.CompleteRequestParams(ref=types.PromptReference(name="a__greet"), argument=argument)
+        await offerings.read_resource("a://r/0")
+        await offerings.get_prompt("a__greet", None)
+        await offerings.complete(prompt)
+        with pytest.raises(RateLimited, match="backend 'a' is over its limit of 3 per minute"):
+            await offerings.read_resource("a://r/1")
+        with pytest.raises(RateLimited, match="backend 'a' is over its limit"):
+            await offerings.get_prompt("a__greet", None)
+        assert (await offerings.read_resource("b://r/0")).contents  # another backend's limit is its own
 
 
 async def test_prompts_and_completions_reach_the_backend_under_its_own_names() -> None:
@@ -323,6 +394,28 @@ async def test_a_cursor_naming_a_backend_learnt_to_offer_nothing_goes_on_to_the_
         assert ([str(r.uri) for r in page.resources], page.next_cursor) == (["c://r/0"], None)
         with pytest.raises(MCPError, match="'gone' is gone"):
             await offerings.list_resources(cursors.encode("resources", cursors.Position("gone", None)))
+
+
+async def test_refused_subscriptions_are_not_kept() -> None:
+    """60 subscriptions to 100 KB URIs nobody owns: each is refused, and nothing of them stays in memory."""
+    async with fleet(None, a=({}, paged_server("a", 1, 10)), b=({}, paged_server("b", 1, 10))) as backends:
+        relay = ChangeRelay(Offerings(backends))
+        async with anyio.create_task_group() as tg:
+            await tg.start(relay.run)
+            client: Any = object()  # a client's connection: only its identity counts here
+            with pytest.raises(MCPError):  # warms up what every refusal uses
+                await relay.subscribe(client, "nobody://warm-up", subscribe=True)
+            tracemalloc.start()
+            try:
+                before = tracemalloc.take_snapshot()
+                for n in range(60):
+                    with pytest.raises(MCPError):
+                        await relay.subscribe(client, f"nobody://{n}/" + "x" * 100_000, subscribe=True)
+                grown = sum(stat.size_diff for stat in tracemalloc.take_snapshot().compare_to(before, "filename"))
+            finally:
+                tracemalloc.stop()
+            relay.close()
+    assert grown < 1_000_000, grown  # kept, they were 6 MB
 
 
 def test_the_routing_table_and_a_not_found_error_stay_bounded() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import re
 import subprocess
 import sys
 import tomllib
@@ -21,7 +22,12 @@ the feature is used."""
 
 
 def _requirements(names: list[str]) -> dict[str, Requirement]:
-    return {req.name.lower(): req for req in map(Requirement, names)}
+    return {_normal(req.name): req for req in map(Requirement, names)}
+
+
+def _normal(name: str) -> str:
+    """A distribution's name as PEP 503 compares them (`prometheus_client` is `prometheus-client`)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _imported(path: Path) -> set[str]:
@@ -41,7 +47,7 @@ def test_every_imported_distribution_is_declared() -> None:
         extras = [name for name, folder in EXTRA_ONLY.items() if folder in path.parents]
         allowed = set(core) | {r for e in extras for r in _requirements(PROJECT["optional-dependencies"][e])}
         for module in _imported(path):
-            dists = {d.lower() for d in owners.get(module, [module])}
+            dists = {_normal(d) for d in owners.get(module, [module])}
             if not dists & allowed:
                 missing.append(f"{path.relative_to(REPO)} imports {module} ({', '.join(sorted(dists))})")
     assert not missing, "declare these in pyproject.toml:\n" + "\n".join(missing)
@@ -50,7 +56,7 @@ def test_every_imported_distribution_is_declared() -> None:
 def test_bounds_are_no_looser_than_the_mcp_sdks() -> None:
     ours = _requirements(PROJECT["dependencies"])
     for theirs in map(Requirement, importlib.metadata.requires("mcp") or []):
-        mine = ours.get(theirs.name.lower())
+        mine = ours.get(_normal(theirs.name))
         if mine is None or theirs.marker is not None and not theirs.marker.evaluate():
             continue
         floor = [Version(s.version) for s in theirs.specifier if s.operator == ">="]

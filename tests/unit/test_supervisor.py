@@ -233,10 +233,25 @@ def test_illegal_transitions_raise_and_leave_the_state_as_it_was() -> None:
         lifecycle.enter(READY)
     assert lifecycle.state is STOPPED
     lifecycle.enter(STARTING)
+    with pytest.raises(IllegalTransition, match="from starting to idle"):
+        lifecycle.enter(IDLE)
     lifecycle.enter(READY)
-    with pytest.raises(IllegalTransition, match="from ready to restarting"):
-        lifecycle.enter(RESTARTING)
     lifecycle.enter(READY)  # staying is no transition
+
+
+async def test_a_restart_asked_for_ends_the_session_and_starts_a_new_one_at_once() -> None:
+    connection = MemoryConnection()
+    async with supervised(spec(), connection) as (supervisor, states):
+        await states.until(supervisor, READY)
+        assert supervisor.restart() and supervisor.restart()  # asked twice before it began: one restart
+        await states.wait(lambda: states.seen[-2:] == [RESTARTING, READY])
+    assert states.seen == [STARTING, READY, RESTARTING, READY, STOPPED]
+    assert connection.opens == 2 and supervisor.restarts == 1 and supervisor.last_error is None
+
+
+async def test_a_disabled_backend_does_not_restart() -> None:
+    async with supervised(spec(enabled=False), MemoryConnection()) as (supervisor, _):
+        assert not supervisor.restart()
 
 
 def test_the_backoff_doubles_after_quick_failures_and_starts_over_after_a_clean_end() -> None:

@@ -1,0 +1,376 @@
+"""The gateway's pins (config `pinning`): which of a backend's tools are trusted, and why any other is held.
+
+A backend's first listing is trusted on first use: each tool's definition is recorded, except one
+whose description speaks to the model as an instruction or names another backend's tool
+(`patterns`). From then on a tool whose definition differs from the recorded one, and a tool the
+backend adds, is held until a person approves it (`agentify pins approve`), and so is a suspect
+description, also one trusted on first use and found to name a backend that came later. Only an
+approval by a person silences the patterns. Under `enforce` a held tool is withheld (listed nowhere,
+its call refused as `tool_changed`); under `warn` it is listed, flagged and logged once; the recorded
+definition stays until approved either way.
+
+`judge` and `observe` work on memory and never wait: writes are queued and `run` (a background task)
+stores them and re-reads the store whenever another process changed it, so an approval reaches a
+running gateway within `POLL_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+import mcp_types as types
+from loguru import logger
+
+from agentify.errors import ToolChanged
+from agentify.pinning.digest import changed_parts, definition, difference, digest
+from agentify.pinning.patterns import MAX_SCANNED, distinctive, instruction_like, named_tools
+from agentify.pinning.records import BackendPins, PinStoreError, Record
+from agentify.pinning.store import PinStore
+
+Mode = Literal["off", "warn", "enforce"]
+POLL_SECONDS = 0.5
+CLOSE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Held:
+    """A tool that waits for approval: `tool` is the backend's own name for it."""
+
+    backend: str
+    tool: str
+    reason: str
+
+
+@dataclass
+class _Write:
+    first_use: dict[str, Record] = field(default_factory=dict)
+    pending: dict[str, Record] = field(default_factory=dict)
+    settled: set[str] = field(default_factory=set)
+
+    def merge(self, other: _Write) -> None:
+        for name, record in other.first_use.items():
+            self.first_use.setdefault(name, record)
+        self.pending = {k: v for k, v in self.pending.items() if k not in other.settled} | other.pending
+        self.settled = (self.settled - set(other.pending)) | other.settled
+
+
+class PinBook:
+    def __init__(self, mode: Mode, store: PinStore, on_change: Callable[[], None] | None = None) -> None:
+        """`on_change` is called (synchronously) whenever what `judge` says may have changed."""
+        self.mode: Mode = mode
+        self.store = store
+        self.on_change = on_change
+        self.generation = 0
+        """Raised with every change of the pins or of the backends' names: a cache key for judgments."""
+        self._snapshot: dict[str, BackendPins] = {}
+        self._stamp: object = None
+        self._failure: str | None = None
+        """Why the pins could never be read: every tool is held until they can."""
+        self._loaded = False
+        self._unreachable: str | None = None
+        self._listed: dict[str, list[types.Tool]] = {}
+        self._queued: dict[str, _Write] = {}
+        self._logged: set[tuple[str, str, str]] = set()
+        self._wake = anyio.Event()
+
+    def open(self) -> None:
+        """Reads the store once, before any backend lists (blocking: called at start-up)."""
+        if self.mode == "off":
+            return
+        try:
+            self._stamp = self.store.stamp()
+            self._snapshot = dict(self.store.load())
+            self._loaded = True
+        except PinStoreError as exc:
+            self._fail(str(exc))
+
+    def set_mode(self, mode: Mode) -> None:
+        """A reloaded config's `pinning`; switched on, the store is read (blocking) and this run's listings judged."""
+        if mode == self.mode:
+            return
+        was, self.mode = self.mode, mode
+        if was == "off":
+            self.open()
+            for backend, listed in list(self._listed.items()):
+                self._record(backend, listed)
+        logger.info("pinning is now {}", mode)
+        self._changed()
+
+    def judge(self, backend: str, tools: list[types.Tool]) -> dict[str, Held]:
+        """The tools of `tools` (as `backend` lists them) that wait for approval, by name."""
+        if self.mode == "off":
+            return {}
+        if self._failure is not None:
+            reason = f"the pins cannot be read ({self._failure})"
+            return {t.name: Held(backend, t.name, reason) for t in tools}
+        pins = self._snapshot.get(backend)
+        others = self._other_names(backend, {t.name for t in tools})
+        held: dict[str, Held] = {}
+        for tool in tools:
+            reason = self._reason(tool, pins, others)
+            if reason:
+                held[tool.name] = Held(backend, tool.name, reason)
+        return held
+
+    def observe(self, backend: str, tools: list[types.Tool]) -> None:
+        """What a session of `backend` listed: recorded on first use, held tools queued as pending, and
+        logged once. Other backends' tools are judged again when this one brings new names."""
+        before = self._names(backend)
+        self._listed[backend] = list(tools)
+        if self.mode == "off":
+            return
+        self._record(backend, tools)
+        if self._names(backend) != before:
+            for other, listed in list(self._listed.items()):
+                if other != backend:
+                    self._record(other, listed)
+        self._changed()
+
+    async def run(self) -> None:
+        """Stores what `observe` queued and follows other processes' changes; runs until cancelled."""
+        while True:
+            if self.mode != "off":
+                await self._flush()
+                await self._poll()
+            with anyio.move_on_after(POLL_SECONDS):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+
+    async def sync(self) -> None:
+        """One round of `run` (tests, and a gateway that wants the store current now)."""
+        await self._flush()
+        await self._poll()
+
+    async def close(self) -> None:
+        """Stores what is still queued (bounded: a gateway that stops soon after a listing keeps its pins)."""
+        if self.mode != "off":
+            with anyio.move_on_after(CLOSE_SECONDS):
+                await self._flush()
+        await anyio.to_thread.run_sync(self.store.close)
+
+    def changed_tools(self) -> list[dict[str, Any]]:
+        """Each tool of this run's listings that waits for approval (what the console shows): `backend`, `tool`,
+        `reason`, `difference` (a unified diff of the pinned and the current definition) and `withheld`."""
+        out: list[dict[str, Any]] = []
+        for backend, listed in sorted(self._listed.items()):
+            held = self.judge(backend, listed)
+            pins = self._snapshot.get(backend)
+            for tool in listed:
+                if tool.name not in held:
+                    continue
+                pinned = pins.approved.get(tool.name) if pins is not None else None
+                old = dict(pinned.definition) if pinned is not None else None
+                out.append(
+                    {
+                        "backend": backend,
+                        "tool": tool.name,
+                        "reason": held[tool.name].reason,
+                        "difference": difference(old, definition(tool), tool.name),
+                        "withheld": self.mode == "enforce",
+                    }
+                )
+        return out
+
+    async def approve(self, backend: str, tool: str | None = None) -> int:
+        """Accepts what waits of `backend` (or of its one `tool`), as `agentify pins approve` does; returns how
+        many definitions were accepted.
+
+        Raises:
+            KeyError: nothing of it waits for approval.
+            PinStoreError: the store cannot be written.
+        """
+        await self._flush()  # what this gateway saw waits in the store too
+        accepted = await anyio.to_thread.run_sync(self.store.approve, backend, [tool] if tool else None)
+        if not accepted:
+            raise KeyError(backend if tool is None else f"{backend}.{tool}")
+        await self._poll()
+        return len(accepted)
+
+    # ----- judging ---------------------------------------------------------------------------
+
+    def _reason(self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str]) -> str:
+        defined = definition(tool)
+        now = digest(defined)
+        approved = pins.approved.get(tool.name) if pins is not None else None
+        if approved is not None and approved.digest == now:
+            return "" if approved.how == "approved" else _suspect(defined, others)
+        if approved is not None:
+            parts = ", ".join(changed_parts(dict(approved.definition), defined)) or "its definition"
+            return _joined(f"changed since it was pinned ({parts})", _suspect(defined, others))
+        waiting = pins.pending.get(tool.name) if pins is not None else None
+        if waiting is not None and waiting.digest == now and waiting.reason:
+            return waiting.reason
+        if pins is not None:
+            return _joined("added after the backend's first listing", _suspect(defined, others))
+        return _suspect(defined, others)
+
+    def _other_names(self, backend: str, own: set[str]) -> dict[str, str]:
+        """The names of other backends' tools a description could mention, each with the gateway's name for it."""
+        names: dict[str, str] = {}
+        for other in set(self._listed) | set(self._snapshot):
+            if other == backend:
+                continue
+            for name in self._names(other):
+                names[f"{other}__{name}"] = f"{other}__{name}"
+                if distinctive(name) and name not in own:
+                    names.setdefault(name, f"{other}__{name}")
+        return names
+
+    def _names(self, backend: str) -> set[str]:
+        listed = {t.name for t in self._listed.get(backend, [])}
+        pins = self._snapshot.get(backend)
+        return listed | (set(pins.approved) if pins is not None else set())
+
+    # ----- recording -------------------------------------------------------------------------
+
+    def _record(self, backend: str, tools: list[types.Tool]) -> None:
+        held = self.judge(backend, tools)
+        if self._failure is not None:
+            return
+        pins = self._snapshot.get(backend)
+        write = _Write()
+        at = time.time()
+        for tool in tools:
+            defined = definition(tool)
+            now = digest(defined)
+            if tool.name in held:
+                reason = held[tool.name].reason
+                waiting = pins.pending.get(tool.name) if pins is not None else None
+                if waiting is None or waiting.digest != now or waiting.reason != reason:
+                    write.pending[tool.name] = Record(digest=now, definition=defined, at=at, reason=reason)
+                self._log_held(held[tool.name])
+                continue
+            if pins is None or tool.name not in pins.approved:
+                write.first_use[tool.name] = Record(digest=now, definition=defined, at=at)
+            if pins is not None and tool.name in pins.pending:
+                write.settled.add(tool.name)
+        if pins is None or write.first_use or write.pending or write.settled:
+            self._snapshot[backend] = _applied(pins, write)
+            self._queued.setdefault(backend, _Write()).merge(write)
+            self._wake.set()
+
+    def _log_held(self, held: Held) -> None:
+        key = (held.backend, held.tool, held.reason)
+        if key in self._logged:
+            return
+        self._logged.add(key)
+        what = "withheld" if self.mode == "enforce" else "flagged (pinning is warn: still listed)"
+        logger.bind(backend=held.backend).warning(
+            "tool {!r} is {}: {}. Read the difference and accept it with: agentify pins approve {} {}",
+            held.tool,
+            what,
+            held.reason,
+            held.backend,
+            held.tool,
+        )
+
+    # ----- the store -------------------------------------------------------------------------
+
+    async def _flush(self) -> None:
+        queued, self._queued = self._queued, {}
+        for backend, write in queued.items():
+            try:
+                await anyio.to_thread.run_sync(self._store_write, backend, write)
+            except PinStoreError as exc:
+                if str(exc) != self._unreachable:
+                    logger.error("pins not stored (kept, and stored once the store answers): {}", exc)
+                    self._unreachable = str(exc)
+                newer, self._queued = self._queued, queued  # kept, with what came meanwhile on top
+                for rest, again in newer.items():
+                    self._queued.setdefault(rest, _Write()).merge(again)
+                return
+
+    def _store_write(self, backend: str, write: _Write) -> None:
+        self.store.update(backend, first_use=write.first_use, pending=write.pending, settled=write.settled)
+
+    async def _poll(self) -> None:
+        try:
+            stamp = await anyio.to_thread.run_sync(self.store.stamp)
+            if stamp == self._stamp and self._failure is None:
+                return
+            loaded = dict(await anyio.to_thread.run_sync(self.store.load))
+        except PinStoreError as exc:
+            self._fail(str(exc))
+            return
+        self._stamp = stamp
+        self._loaded, self._unreachable = True, None
+        for backend, write in self._queued.items():  # not stored yet: still true in memory
+            loaded[backend] = _applied(loaded.get(backend), write)
+        if loaded != self._snapshot or self._failure is not None:
+            if self._failure is not None:
+                logger.info("the pins can be read again ({})", self.store.where)
+            self._failure = None
+            self._snapshot = loaded
+            for backend, listed in list(self._listed.items()):
+                self._record(backend, listed)
+            self._changed()
+
+    def _fail(self, message: str) -> None:
+        """Pins never read hold every tool; pins read once are kept (and judged by) while the store is away."""
+        if self._loaded:
+            if message != self._unreachable:
+                logger.warning("{}; judging by the pins read last until the store answers again", message)
+            self._unreachable = message
+            return
+        if message != self._failure:
+            logger.error(
+                "{}; until they can be read every backend tool is {}",
+                message,
+                "withheld (pinning: enforce)" if self.mode == "enforce" else "flagged",
+            )
+        if self._failure is None:
+            self._failure = message
+            self._changed()
+
+    def _changed(self) -> None:
+        self.generation += 1
+        if self.on_change is not None:
+            self.on_change()
+
+
+def _applied(pins: BackendPins | None, write: _Write) -> BackendPins:
+    pins = pins or BackendPins()
+    approved = dict(pins.approved)
+    for name, record in write.first_use.items():
+        approved.setdefault(name, record)
+    pending = {k: v for k, v in pins.pending.items() if k not in write.settled} | write.pending
+    return BackendPins(approved, pending)
+
+
+def _suspect(defined: Mapping[str, Any], others: Mapping[str, str]) -> str:
+    text = "\n".join(_texts({k: v for k, v in defined.items() if k != "name"}))[:MAX_SCANNED]
+    found = []
+    if (label := instruction_like(text)) is not None:
+        found.append(f"its description speaks to the model as an instruction ({label})")
+    if named := named_tools(text, others):
+        found.append("its description names another backend's tool (" + ", ".join(others[n] for n in named) + ")")
+    return "; ".join(found)
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string of a definition: the description, and those inside its schemas and annotations."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+
+
+def _joined(*reasons: str) -> str:
+    return "; ".join(r for r in reasons if r)
+
+
+def refusal(held: Held, name: str) -> ToolChanged:
+    """The error of a call to a withheld tool, which the client knows as `name`."""
+    return ToolChanged(
+        f"{name} is withheld (pinning: enforce): {held.reason}. Nothing was run. A person who may change the "
+        f"gateway's trust reads the difference and accepts it with `agentify pins approve {held.backend} "
+        f"{held.tool}`; the gateway picks the approval up without a restart."
+    )
