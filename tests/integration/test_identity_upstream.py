@@ -21,9 +21,9 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from tests.conftest import REPO, error_code, text_of, write_config
-from tests.integration.ide_client import MODES
-from tests.integration.team import add_token, http_client, http_gateway
+from tests.conftest import REPO, error_code, gateway_env, text_of, wait_until, write_config
+from tests.integration.ide_client import MODES, ide_client
+from tests.integration.team import add_token, http_client, http_gateway, token_command
 from tests.servers import free_port, server_process, wait_accepting
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -246,3 +246,38 @@ async def test_metadata_naming_another_resource_says_so_without_asking_anyone(tm
     assert error_code(result) == "backend_unavailable", result
     assert "names another resource" in text_of(result) and "cannot fix this" in text_of(result), text_of(result)
     assert alice.asked == []
+
+
+async def test_a_removed_token_drops_that_persons_upstream_tokens_by_the_next_request(tmp_path: Path) -> None:
+    async with team(tmp_path) as (gateway, tokens, _):
+        alice, bob = Person(Browser("alice")), Person(Browser("bob"))
+        for name, person in (("alice", alice), ("bob", bob)):
+            async with http_client(gateway.url, tokens[name], "legacy", elicitation_callback=person.elicit) as client:
+                await whoami(client)
+        vault = tmp_path / "cache" / "vault"
+        assert len(list(vault.iterdir())) == 2
+        # --file without the config: the command itself cannot know the vault, the serving gateway does.
+        done = await token_command("remove", "alice", "--file", str(tmp_path / "tokens.json"))
+        assert done.returncode == 0, done.stderr
+        async with http_client(gateway.url, tokens["bob"], "legacy", elicitation_callback=bob.elicit) as client:
+            still = await whoami(client)
+        await wait_until(lambda: len(list(vault.iterdir())) == 1, 10)
+    assert text_of(still).startswith("you are bob"), still
+    assert len(bob.asked) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_over_stdio_the_person_authorizes_through_a_loopback_listener(tmp_path: Path, mode: str) -> None:
+    with people_backend(tmp_path) as (url, _):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        backend = {"id": "gh", "url": url, "auth": {"type": "oauth", "perPrincipal": True}}
+        config = write_config(tmp_path, [backend], planner={"provider": "offline"})
+        env = gateway_env(None, AGENTIFY_VAULT_KEY=VAULT_KEY, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"))
+        carol = Person(Browser("carol"))
+        async with ide_client(config, env, tmp_path / "e.log", mode, elicitation_callback=carol.elicit) as client:
+            first = await whoami(client)
+            again = await whoami(client)
+    assert text_of(first).startswith("you are carol") and text_of(again).startswith("you are carol"), first
+    (asked,) = carol.asked
+    assert isinstance(asked, types.ElicitRequestURLParams) and asked.url.startswith("http://127.0.0.1:"), asked
+    assert "/oauth/start/" in asked.url
