@@ -124,7 +124,7 @@ class PrincipalBackend(Supervisor):
     def status(self) -> BackendStatus:
         """What the caller sees: their own session's state (another person's is none of theirs), and the scope the
         backend asked them for, if a step-up is pending."""
-        own = super().status()
+        own = replace(super().status(), start="lazy")  # a person's call starts it, never the replica (readiness)
         person = self._people.get(current_principal() or LOCAL)
         if person is None:
             hint = "each person authorizes as themselves (auth.perPrincipal): your first call asks you to open a URL"

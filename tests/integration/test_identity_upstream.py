@@ -281,3 +281,10 @@ async def test_over_stdio_the_person_authorizes_through_a_loopback_listener(tmp_
     (asked,) = carol.asked
     assert isinstance(asked, types.ElicitRequestURLParams) and asked.url.startswith("http://127.0.0.1:"), asked
     assert "/oauth/start/" in asked.url
+
+
+async def test_a_replica_with_a_per_person_backend_is_ready_before_anyone_authorized(tmp_path: Path) -> None:
+    async with team(tmp_path) as (gateway, _, _):
+        with httpx2.Client(timeout=30) as http:
+            answer = http.get(gateway.at("/readyz"))
+    assert answer.status_code == 200, answer.text
