@@ -28,12 +28,11 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from agentify.security.credentials import mask_url
+from agentify.team.redis_link import REDIS_SECONDS, redis_link
 
 FLOW_SECONDS = 600.0
 START_WAIT_SECONDS = 10.0  # how long /oauth/start waits for the driving replica to reach the authorization URL
 POLL_SECONDS = 0.2
-REDIS_SECONDS = 2.0
 _PREFIX = "agentify:flow:"
 
 
@@ -103,24 +102,19 @@ class MemoryKeys:
 
 class RedisKeys:
     def __init__(self, url: str) -> None:
-        from redis.asyncio import Redis  # imported here: costly, and only team gateways need it
-        from redis.exceptions import RedisError
-
-        self._where = mask_url(url)
-        self._client = Redis.from_url(url, socket_connect_timeout=REDIS_SECONDS, socket_timeout=REDIS_SECONDS)
-        self._unreachable = (RedisError, OSError, TimeoutError)
+        self._redis = redis_link(url)
 
     async def _do(self, command: Any) -> Any:
         try:
             with anyio.fail_after(REDIS_SECONDS):
                 return await command
-        except self._unreachable as exc:
+        except self._redis.unreachable as exc:
             raise FlowStoreUnavailable(
-                f"the authorizations in progress in {self._where} cannot be reached ({type(exc).__name__})"
+                f"the authorizations in progress in {self._redis.where} cannot be reached ({type(exc).__name__})"
             ) from None
 
     async def get(self, key: str) -> dict[str, Any] | None:
-        raw = await self._do(self._client.get(_PREFIX + key))
+        raw = await self._do(self._redis.client.get(_PREFIX + key))
         try:
             value = json.loads(raw) if raw is not None else None
         except ValueError:
@@ -128,17 +122,17 @@ class RedisKeys:
         return value if isinstance(value, dict) else None
 
     async def put(self, key: str, value: dict[str, Any], seconds: float) -> None:
-        await self._do(self._client.set(_PREFIX + key, json.dumps(value), px=max(1, int(seconds * 1000))))
+        await self._do(self._redis.client.set(_PREFIX + key, json.dumps(value), px=max(1, int(seconds * 1000))))
 
     async def claim(self, key: str, seconds: float) -> bool:
-        return bool(await self._do(self._client.set(_PREFIX + key, b"1", nx=True, px=max(1, int(seconds * 1000)))))
+        milliseconds = max(1, int(seconds * 1000))
+        return bool(await self._do(self._redis.client.set(_PREFIX + key, b"1", nx=True, px=milliseconds)))
 
     async def delete(self, key: str) -> None:
-        await self._do(self._client.delete(_PREFIX + key))
+        await self._do(self._redis.client.delete(_PREFIX + key))
 
     async def aclose(self) -> None:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(REDIS_SECONDS):
-            await self._client.aclose()
+        await self._redis.aclose()
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,11 @@ from agentify._common.dirs import user_dir
 from agentify._common.errors import ConfigError
 from agentify._common.private_files import private_dir, read_private, write_private
 from agentify.config import Config, OAuthSettings
-from agentify.security.credentials import mask_url
+from agentify.team.redis_link import REDIS_SECONDS, redis_link
 from agentify.team.shared_state import state_keys
 
 VAULT_KEY_ENV = "AGENTIFY_VAULT_KEY"
 MAKE_KEY = 'python3 -c "import secrets; print(secrets.token_hex(32))"'
-REDIS_SECONDS = 2.0
 _VERSION = b"v1"
 _NONCE_BYTES = 12
 _PREFIX = "agentify:vault:"
@@ -162,46 +161,41 @@ class RedisStore:
     """Records as Redis keys `agentify:vault:<slot>`, shared by every replica."""
 
     def __init__(self, url: str) -> None:
-        from redis.asyncio import Redis  # imported here: costly, and only team gateways need it
-        from redis.exceptions import RedisError
-
-        self._where = mask_url(url)
-        self._client = Redis.from_url(url, socket_connect_timeout=REDIS_SECONDS, socket_timeout=REDIS_SECONDS)
-        self._unreachable = (RedisError, OSError, TimeoutError)
+        self._redis = redis_link(url)
 
     def _failed(self, exc: BaseException) -> VaultUnavailable:
         return VaultUnavailable(
-            f"the vault in {self._where} cannot be reached ({type(exc).__name__}); try again once Redis is back"
+            f"the vault in {self._redis.where} cannot be reached ({type(exc).__name__}); try again once Redis is back"
         )
 
     async def get(self, slot: str) -> bytes | None:
         try:
             with anyio.fail_after(REDIS_SECONDS):
-                value = await self._client.get(_PREFIX + slot)
-        except self._unreachable as exc:
+                value = await self._redis.client.get(_PREFIX + slot)
+        except self._redis.unreachable as exc:
             raise self._failed(exc) from None
         return value if isinstance(value, bytes) else None
 
     async def put(self, slot: str, blob: bytes) -> None:
         try:
             with anyio.fail_after(REDIS_SECONDS):
-                await self._client.set(_PREFIX + slot, blob)
-        except self._unreachable as exc:
+                await self._redis.client.set(_PREFIX + slot, blob)
+        except self._redis.unreachable as exc:
             raise self._failed(exc) from None
 
     async def drop(self, prefix: str) -> int:
+        client = self._redis.client
         try:
             with anyio.fail_after(REDIS_SECONDS * 5):
-                keys = [key async for key in self._client.scan_iter(match=_PREFIX + prefix + "*", count=500)]
+                keys = [key async for key in client.scan_iter(match=_PREFIX + prefix + "*", count=500)]
                 if keys:
-                    await self._client.delete(*keys)
-        except self._unreachable as exc:
+                    await client.delete(*keys)
+        except self._redis.unreachable as exc:
             raise self._failed(exc) from None
         return len(keys)
 
     async def aclose(self) -> None:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(REDIS_SECONDS):
-            await self._client.aclose()
+        await self._redis.aclose()
 
 
 def store_for(config: Config) -> VaultStore:
