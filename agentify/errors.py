@@ -14,6 +14,7 @@
     ├── Denied                         denied
     │   └── Declined                   denied (the user said no: logged at INFO, not as a failure)
     ├── RateLimited                    rate_limited (with retry_after_seconds)
+    ├── Forbidden                      forbidden (server.access refuses the principal this item)
     ├── ToolChanged                    tool_changed (a pinned tool changed, or is suspect: withheld until approved)
     └── InternalError                  internal_error (a bug in agentify itself: see its log by trace id)
 
@@ -38,6 +39,7 @@ __all__ = [
     "ConfigError",
     "Declined",
     "Denied",
+    "Forbidden",
     "InternalError",
     "InvalidInput",
     "InvalidPlan",
@@ -68,7 +70,14 @@ class InvalidInput(AgentifyError):
 
 
 class NoPlan(AgentifyError):
+    """No tool fits clearly; `candidates` are the planner's best guesses (name, backend, tool, description),
+    best first, shown in `_meta["agentify/error"]["candidates"]` so the client's model or the user can pick."""
+
     code = "no_plan"
+
+    def __init__(self, message: str, candidates: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.candidates = candidates or []
 
 
 class PlannerUnavailable(AgentifyError):
@@ -124,6 +133,12 @@ class RateLimited(AgentifyError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class Forbidden(AgentifyError):
+    """`server.access` does not let the principal use the item: refused before anything ran."""
+
+    code = "forbidden"
+
+
 class ToolChanged(AgentifyError):
     """A backend tool withheld by `pinning: enforce`: it changed since it was pinned, was added after the
     backend's first listing, or its description is suspect. Nothing was run; a person approves it with
@@ -151,6 +166,7 @@ ERROR_CODES: tuple[str, ...] = tuple(
         TaskCancelled,
         Denied,
         RateLimited,
+        Forbidden,
         ToolChanged,
         InternalError,
     )

@@ -146,6 +146,7 @@ function receive(event) {
   } else if (event.kind === "backend") {
     state.backends.set(event.data.id, event.data);
     renderBackends();
+    loadPinsSoon();  // a new listing may hold a changed tool
   } else if (event.kind === "confirm") {
     if (event.data.state === "asked") state.confirmations.set(event.data.id, event.data);
     else state.confirmations.delete(event.data.id);

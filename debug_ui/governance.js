@@ -10,6 +10,12 @@ function notEnabled(name, data, text) {
   return !data.enabled;
 }
 
+let pinsTimer = null;
+function loadPinsSoon() {
+  clearTimeout(pinsTimer);
+  pinsTimer = setTimeout(loadPins, 300);
+}
+
 async function loadPins() {
   const box = $("pins");
   try {

@@ -178,7 +178,7 @@ def redis(tmp_path: Path) -> Iterator[Any]:
     from tests.servers import RedisServer
 
     if shutil.which("redis-server") is None:
-        pytest.fail("redis-server is missing: run scripts/setup.sh")
+        pytest.fail("redis-server is missing: run scripts/setup.sh --tests")
     server = RedisServer(tmp_path).start()
     yield server
     server.stop()

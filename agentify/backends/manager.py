@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 import anyio
@@ -73,12 +73,14 @@ class BackendManager:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                following = anyio.CancelScope()  # the pins follow the store until the backends stop
                 if self.pins is not None:
-                    tg.start_soon(self.pins.run)
+                    tg.start_soon(_within, following, self.pins.run)
                 for supervisor in self._supervisors.values():
                     tg.start_soon(supervisor.run)
                 task_status.started()
                 await self._stopping.wait()
+                following.cancel()
         finally:
             self._tg = None
             self.closed.set()  # also when cancelled (a signal): nobody may wait for a close that never comes
@@ -263,6 +265,11 @@ class BackendManager:
         for supervisor in self._supervisors.values():
             supervisor.stop()
         self._stopping.set()
+
+
+async def _within(scope: anyio.CancelScope, run: Callable[[], Awaitable[None]]) -> None:
+    with scope:
+        await run()
 
 
 def _why_none(supervisor: Supervisor) -> str:

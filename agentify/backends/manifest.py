@@ -9,6 +9,9 @@ edited). The cache dir and its manifests/ are private to the user (`_common.priv
 unreadable or stale file is ignored (and logged); writing is atomic and never follows a link.
 Beside the tools it keeps what else the backend offers (`offers`: capabilities, resources, templates,
 prompts; `offers.py`), under a key older readers ignore; a file without it is still a valid manifest.
+It also keeps the tools' vectors for semantic search (`vectors`, by digest of the text they embed;
+`_common.vectors`, made by the planner) when the model is loaded, so a lazy backend's tools rank by meaning before it
+starts without being embedded again; a vector whose text changed is simply not used.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import mcp_types as types
 from loguru import logger
 from pydantic import ValidationError
 
+from agentify._common import vectors
 from agentify._common.dirs import user_dir
 from agentify._common.private_files import private_dir, read_private, write_private
 from agentify.backends.offers import Offers
@@ -71,7 +75,9 @@ class ManifestStore:
             data = json.loads(content)
             if data.get("format") != FORMAT:
                 return None
-            return [types.Tool.model_validate(tool) for tool in data["tools"]]
+            tools = [types.Tool.model_validate(tool) for tool in data["tools"]]
+            vectors.restore(data.get("vectors"))
+            return tools
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             logger.bind(backend=spec.id).warning("ignoring the unusable tool manifest of {}: {}", spec.id, why)
@@ -92,14 +98,15 @@ class ManifestStore:
         """The tools, keeping the offers already in the file."""
         previous = self._read(spec) or {}
         dumped = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
-        self._write(spec, dumped, previous.get("offers"))
+        kept = vectors.keep(spec.description or "", tools)
+        self._write(spec, dumped, previous.get("offers"), kept or previous.get("vectors"))
 
     def save_offers(self, spec: BackendConfig, offers: Offers) -> None:
         """The offers, beside the tools already in the file; nothing before the tools were saved (a manifest
         without tools would read as a backend that has none)."""
         previous = self._read(spec)
         if previous is not None and isinstance(previous.get("tools"), list):
-            self._write(spec, previous["tools"], offers.to_json())
+            self._write(spec, previous["tools"], offers.to_json(), previous.get("vectors"))
 
     def _read(self, spec: BackendConfig) -> dict[str, Any] | None:
         if self.directory is None:
@@ -111,12 +118,14 @@ class ManifestStore:
             return None
         return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
-    def _write(self, spec: BackendConfig, tools: list[Any], offers: dict[str, Any] | None) -> None:
+    def _write(self, spec: BackendConfig, tools: list[Any], offers: dict[str, Any] | None, kept: Any = None) -> None:
         if self._cache is None or self.directory is None:
             return
         data = {"format": FORMAT, "backend": spec.id, "tools": tools}
         if offers is not None:
             data["offers"] = offers
+        if kept:
+            data["vectors"] = kept
         try:
             private_dir(self._cache)
             write_private(self.directory, _name(spec), json.dumps(data).encode())

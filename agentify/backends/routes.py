@@ -129,7 +129,7 @@ class ResourceRoutes:
                 del known[next(iter(known))]
 
 
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_SCHEME = re.compile(r"\A([A-Za-z][A-Za-z0-9+.-]*):")  # anchored: linear also where it is searched
 
 
 def _scheme_of(uri: str) -> str:

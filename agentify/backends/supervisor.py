@@ -187,8 +187,8 @@ class Supervisor:
             self._starts.ask()
 
     def restart(self) -> bool:
-        """Ends the live session and starts a new one at once (a person asked: the console's button); a backend
-        that is not running is started. Counted as a restart, without backoff. False when it cannot restart:
+        """Ends the live session and starts a new one at once (a person asked: the console's button), counted as a
+        restart; a backend that is not running is started. No backoff either way. False when it cannot restart:
         disabled, stopping, or already starting."""
         if not self.spec.enabled or self._starts.stopping.is_set() or self.state in STARTING:
             return False
@@ -287,9 +287,10 @@ class Supervisor:
 
     async def _attempt(self) -> None:
         """One start attempt: sessions until one ends for good (ready and then ended, or failed)."""
-        # A start after a failure is a restart; RESTARTING already is one, entered by `kick` or `restart`.
-        asked, self._restart = self._restart.is_set(), anyio.Event()
-        if self.state in ENDED_BADLY or self.state is BackendState.RESTARTING or asked:
+        # A start after a failure is a restart; RESTARTING already is one, entered by `kick` or by `_serve` when a
+        # restart was asked for (a backend that was not running just starts).
+        self._restart = anyio.Event()
+        if self.state in ENDED_BADLY or self.state is BackendState.RESTARTING:
             self.restarts += 1
             self._lifecycle.enter(BackendState.RESTARTING)
         else:

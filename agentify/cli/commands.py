@@ -96,6 +96,9 @@ async def doctor(boot: Boot) -> int:
         shown = services.status()
     choice, statuses = shown.planner, shown.backends
     say(f"planner: {choice.reason}")
+    from agentify.planner import embedding
+
+    say(f"tool search: {embedding.status()}")
     width = max([len(s.id) for s in statuses] + [7])
     say(f"\n{'BACKEND':<{width}}  {'STATE':<10}  {'TOOLS':>5}  DETAIL")
     broken = choice.name is None
@@ -110,6 +113,11 @@ async def doctor(boot: Boot) -> int:
         if status.server:
             # The backend describes itself: shown escaped and cut, so it cannot fake lines of this report.
             say(f"{'':<{width}}  server: {escaped(boot.redactor.bounded(status.server, 300))}")
+        for word, held in (("withheld", status.withheld), ("flagged", status.flagged)):
+            for tool, why in held:  # what the backend wrote is shown escaped: it cannot fake lines of this report
+                line = escaped(boot.redactor.bounded(f"{word} {tool}: {why}", 500))
+                say(f"{'':<{width}}  {line} (agentify pins approve {status.id} {tool})")
+        broken = broken or bool(status.withheld)
         if spec.enabled and status.last_error and spec.command and spec.problem is None:
             say(f"{'':<{width}}  relative paths resolve against: {spec.cwd}")
     if not statuses:
@@ -150,6 +158,30 @@ def auth(config: Config, backend_id: str, redactor: Redactor) -> int:
     return code
 
 
+def _evaluate_public(args: argparse.Namespace) -> int:
+    """`eval --mode public`: the public sets in process (recorded tools; no backend is started)."""
+    from agentify.eval.public import evaluate_sets, load_many, report_lines
+    from agentify.eval.routing import EvalFileError
+
+    try:
+        sets = load_many(args.file)
+    except EvalFileError as exc:
+        raise UsageError(str(exc)) from None
+    if args.sample is not None and args.sample < 1:
+        raise UsageError("--sample must be at least 1")
+    reports: list[Any] = []
+
+    async def measure() -> int:
+        reports.extend(await evaluate_sets(sets, args.part, args.shortlist or 24, args.sample))
+        return EXIT_OK
+
+    code = one_shot("eval", measure)
+    if code != EXIT_OK:
+        return code
+    say(json.dumps([r.as_json() for r in reports], indent=2) if args.json else "\n".join(report_lines(reports)))
+    return EXIT_OK
+
+
 def _login_problem(exc: BaseException, expected: type[Exception]) -> str:
     known = first(exc, expected)
     if known is not None:
@@ -165,6 +197,8 @@ def evaluate(boot: Boot, args: argparse.Namespace) -> int:
     from agentify.eval.search import SearchReport, evaluate_gateway_search
     from agentify.gateway.services import open_gateway
 
+    if args.mode == "public":
+        return _evaluate_public(args)
     try:
         cases = load_cases(Path(args.file), os.path.abspath(args.cwd or os.getcwd()))
         extra = [backend for path in args.extra_tools for backend in load_backends(Path(path))]

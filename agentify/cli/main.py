@@ -105,6 +105,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         note(f"{prog}: {found.message}")
     sources = load_sources(found.path, flags)
     config = sources.resolve()
+    if config.server.access is not None:  # a bad policy file stops every command here, naming its line
+        from agentify.team.access import AccessGate
+
+        AccessGate(config.server.access)
     redactor.add(config.secrets())
     # run and eval print their own output: their log is quiet unless asked for. doctor's table
     # already reports every backend's problem, so only errors are logged beside it.

@@ -95,10 +95,15 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.add_argument(
         "--mode",
-        choices=["plan", "search"],
+        choices=["plan", "search", "public"],
         default="plan",
-        help="plan: the planner's top-1 accuracy (default); search: recall at k of search_tools",
+        help="plan: the planner's top-1 accuracy (default); search: recall at k of search_tools; public: FILE names "
+        "public tool-retrieval sets (metatool, toolalpaca, restbench, all, or converted files), measured beside BM25",
     )
+    evaluate.add_argument(
+        "--part", choices=["heldout", "tune", "all"], default="heldout", help="--mode public: which part"
+    )
+    evaluate.add_argument("--sample", type=int, help="--mode public: only the first N queries of each part")
     evaluate.add_argument("--limit", type=int, default=5, help="--mode search: k, how many tools an answer holds")
 
     auth = sub.add_parser("auth", help="authorize agentify with an OAuth backend (opens the browser)")
@@ -121,6 +126,9 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     add = token_actions.add_parser("add", help="make a token for NAME, print it once and store its hash")
     add.add_argument("name", help="who it is for: a person or a bot, as logs and traces will show it")
     add.add_argument("--scope", action="append", default=[], help="a scope the token carries (may be repeated)")
+    add.add_argument(
+        "--group", action="append", default=[], help="a group of server.access rules NAME is in (may be repeated)"
+    )
     remove = token_actions.add_parser("remove", help="remove NAME's token: it stops working at once")
     remove.add_argument("name")
     token_actions.add_parser("list", help="the names (and scopes) that have a token")

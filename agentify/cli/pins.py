@@ -55,7 +55,7 @@ def pins_command(args: argparse.Namespace) -> int:
         store.close()
     note(
         f"agentify pins approve: accepted {len(accepted)} definition(s) of {args.backend} in {store.where}; "
-        "running gateways use them within a second"
+        "running gateways use them without a restart"
     )
     return EXIT_OK
 

@@ -32,8 +32,9 @@ def token_command(args: argparse.Namespace) -> int:
     try:
         if args.action == "list":
             for entry in read_entries(path):
-                scopes = ", ".join(entry.get("scopes", []))
-                say(entry["name"] + (f" (scopes: {scopes})" if scopes else ""))
+                scopes, groups = (", ".join(entry.get(key, [])) for key in ("scopes", "groups"))
+                listed = (f" (scopes: {scopes})" if scopes else "") + (f" (groups: {groups})" if groups else "")
+                say(entry["name"] + listed)
             return EXIT_OK
         with _locked(path):
             entries = read_entries(path)
@@ -53,6 +54,7 @@ def token_command(args: argparse.Namespace) -> int:
                 )
             token = new_token()
             entry = {"name": name, "sha256": digest(token)} | ({"scopes": args.scope} if args.scope else {})
+            entry |= {"groups": [check_name(group) for group in args.group]} if args.group else {}
             _write(path, [*entries, entry])
     except TokensFileError as exc:
         raise UsageError(str(exc)) from None

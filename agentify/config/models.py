@@ -346,6 +346,11 @@ class Config(Model):
         description="Which tools the IDE sees: orchestrate (orchestrate_task, plan_task, list_backends), "
         "search (search_tools, call_tool) and tools (every backend tool, listed directly).",
     )
+    listed_tools: list[str] = Field(
+        default_factory=list,
+        description="Backend tools listed directly beside search_tools and call_tool, by their name "
+        "'<backend>__<tool>' as search_tools gives it: the few an agent needs all the time.",
+    )
     pinning: Literal["off", "warn", "enforce"] = Field(
         default="warn",
         description="Pinned tool definitions: a backend tool that changes, is added after the backend's first "

@@ -1,14 +1,15 @@
 """Config `server`: how `serve --transport http` serves a team (DESIGN.md, "Team gateway").
 
 Who the clients are (`auth`), the URL they use (`publicUrl`), the rate limits and where their counts
-live (`limits`, `redis`), how long a SIGTERM waits for calls in flight (`drainSeconds`), and which
-peers are proxies whose `X-Forwarded-For` names the client (`trustedProxies`), and where the audit
-chain is written (`audit`).
+live (`limits`, `redis`), how long a SIGTERM waits for calls in flight (`drainSeconds`), which
+peers are proxies whose `X-Forwarded-For` names the client (`trustedProxies`), where the audit
+chain is written (`audit`), and what each principal may use (`access`, DESIGN.md "Who may do what").
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -33,6 +34,9 @@ class TokensAuth(Model):
 
     type: Literal["tokens"]
     file: str = Field(min_length=1, description="The tokens file, relative to the config file.")
+    required_scopes: list[str] = Field(
+        default_factory=list, description="Scopes every token must carry (`agentify token add --scope`); else 403."
+    )
 
 
 class JwtAuth(Model):
@@ -50,6 +54,61 @@ class JwtAuth(Model):
         if value is not None and (urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc):
             raise ValueError(f"{mask_url(value)!r} is not an http:// or https:// URL")
         return value
+
+
+PRINCIPAL_PREFIXES = ("group:", "scope:")
+_PATTERN = re.compile(r"[A-Za-z0-9_*?.-]{1,200}")
+
+
+class AccessRule(Model):
+    """Who (`principals`) may use which backends and tools (`allow`), and which not (`deny`)."""
+
+    principals: list[str] = Field(
+        min_length=1,
+        description='A principal\'s own name, "group:<name>", "scope:<name>" or "*" (everyone).',
+    )
+    allow: list[str] = Field(
+        default_factory=list,
+        description='Backend ids (all they offer) or tools as the gateway names them ("fs__read_*"); * globs.',
+    )
+    deny: list[str] = Field(default_factory=list, description="As allow; a deny beats every allow.")
+
+    @field_validator("principals")
+    @classmethod
+    def _principals(cls, value: list[str]) -> list[str]:
+        for principal in value:
+            kind, _, name = principal.partition(":")
+            named = bool(name) or f"{kind}:" not in PRINCIPAL_PREFIXES
+            if not named or not principal.strip() or principal != principal.strip():
+                raise ValueError(
+                    f"{principal!r} names no principal: write a name (alice), group:<name>, scope:<name> or *"
+                )
+        return value
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not _PATTERN.fullmatch(pattern):
+                raise ValueError(
+                    f"{pattern[:80]!r} is not a backend id or gateway tool name: use letters, digits, _ - . and "
+                    'the globs * and ? (e.g. "filesystem" or "filesystem__read_*")'
+                )
+        return value
+
+
+class AccessConfig(Model):
+    groups_claim: str = Field(
+        default="groups",
+        min_length=1,
+        description="The JWT claim that lists a principal's groups (a list, or a space-separated string).",
+    )
+    rules: list[AccessRule] = Field(default_factory=list)
+    policy_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Cedar policies for conditions on arguments (relative to the config file).",
+    )
 
 
 class LimitsConfig(Model):
@@ -97,6 +156,9 @@ class ServerConfig(Model):
     )
     redis: str | None = Field(default=None, repr=False, description="redis:// URL of the counts replicas share.")
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    access: AccessConfig | None = Field(
+        default=None, description="Who may use what; unset: every principal may use everything."
+    )
     drain_seconds: float = Field(
         default=DRAIN_SECONDS, gt=0, le=300, description="How long SIGTERM waits for calls in flight."
     )

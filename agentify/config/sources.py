@@ -87,6 +87,9 @@ class ConfigSources:
             backend.cwd = str((base / backend.cwd).resolve()) if backend.cwd else str(base.resolve())
         if isinstance(config.server.auth, TokensAuth):
             config.server.auth.file = str((base / Path(config.server.auth.file).expanduser()).resolve())
+        access = config.server.access
+        if access is not None and access.policy_file:
+            access.policy_file = str((base / Path(access.policy_file).expanduser()).resolve())
         if config.server.audit is not None:
             config.server.audit.file = str((base / Path(config.server.audit.file).expanduser()).resolve())
         if config.trace_file:

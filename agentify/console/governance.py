@@ -1,7 +1,7 @@
 """What the console shows of the gateway's governance: the tools `pinning` withholds or flags, and the
-recent audit records. Both are optional services the gateway may carry (`services.pins`,
-`services.audit`); a gateway without them (today's, or one without `pinning`/`audit` configured)
-is shown as "not enabled", never as an error.
+recent audit records. Both are optional services the gateway may carry (`services.pins`, the gateway's
+`PinBook`; `services.audit`, not carried yet); a gateway without them, or with `pinning` off, is shown
+as "not enabled", never as an error.
 
 The protocols are the whole seam: the gateway's pin store and audit log satisfy them, and the console
 reads them only through `pins_of` and `audit_of`. What they return is plain JSON-ready data; the
@@ -16,6 +16,9 @@ from typing import Any, Protocol, runtime_checkable
 @runtime_checkable
 class PinReview(Protocol):
     """The tools `pinning` did not accept as they are now, and how a person accepts them."""
+
+    mode: str
+    """`off`, `warn` or `enforce` (the config's `pinning`): with `off` the console shows pinning as not enabled."""
 
     def changed_tools(self) -> list[dict[str, Any]]:
         """Each tool withheld (`enforce`) or flagged (`warn`): `backend`, `tool`, `reason` (what changed, in
@@ -41,9 +44,9 @@ class AuditTrail(Protocol):
 
 
 def pins_of(services: object) -> PinReview | None:
-    """The gateway's pin review, or None when it has none (pinning off, or a gateway without it)."""
+    """The gateway's pin review, or None when it has none or pinning is `off` (read now: a reload may change it)."""
     pins = getattr(services, "pins", None)
-    return pins if isinstance(pins, PinReview) else None
+    return pins if isinstance(pins, PinReview) and pins.mode != "off" else None
 
 
 def audit_of(services: object) -> AuditTrail | None:

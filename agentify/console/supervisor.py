@@ -102,7 +102,10 @@ class ConsoleSupervisor:
                 from agentify.console.serve import serve_console
             except ModuleNotFoundError as exc:
                 logger.warning(
-                    "debug console not started: the module {} is missing; install agentify[console]", exc.name
+                    "debug console not started: the module {} is missing; install the console extra of agentify's "
+                    "distribution: pip install 'mcp-agentify[console]' "
+                    "(pipx: pipx inject mcp-agentify fastapi websockets)",
+                    exc.name,
                 )
                 return
             with self._services.reading_traces():  # tasks are recorded while a console can show them

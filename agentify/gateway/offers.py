@@ -8,6 +8,8 @@ reads and completions go to the owner that `ResourceRoutes` learnt. Prompts are 
 keep their own name with config `prefix: false` where no other backend lists a prompt of that name (the
 names are compared in what each backend's offers know, so a listing does not depend on paging).
 The `resources` and `prompts` filters of a backend hide what they deny from lists and from reads.
+What `server.access` does not let the request's principal use is left out of its lists, and using it
+is refused (`Forbidden`, before the backend is asked).
 
 Errors: `MCPError` with the JSON-RPC code the IDE should see (a backend's own refusal is passed on);
 `AgentifyError` when a backend cannot answer at all (the adapter turns it into an internal error).
@@ -31,6 +33,8 @@ from agentify.backends.state import ENDED_BADLY, BackendState
 from agentify.config import BackendConfig
 from agentify.errors import AgentifyError
 from agentify.gateway import cursors
+from agentify.team.access import Access
+from agentify.team.policy import Target
 from agentify.team.principal import current_principal
 
 NAME_SEP = "__"  # `<backend>__<prompt>`, and a resource name two backends list
@@ -90,15 +94,20 @@ async def _uncounted(backend: str) -> None:
 
 class Offerings:
     def __init__(
-        self, backends: Backends, prefix: Callable[[], bool] = lambda: True, charge: Charge = _uncounted
+        self,
+        backends: Backends,
+        prefix: Callable[[], bool] = lambda: True,
+        charge: Charge = _uncounted,
+        access: Callable[[], Access] = lambda: Access(None),
     ) -> None:
         """`prefix`: whether prompts are named `<backend>__<prompt>` even where no two backends share a name
         (config `prefix`, read at each request so that a reloaded config applies). `charge`: every read,
         subscription, prompt and completion that reaches a backend counts against its `perBackend` limit, as
-        its tool calls do."""
+        its tool calls do. `access`: the `server.access` decisions in force."""
         self._backends = backends
         self._prefix = prefix
         self._charge = charge
+        self._access = access
 
     # ----- resources -------------------------------------------------------------------------
 
@@ -113,6 +122,7 @@ class Offerings:
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         """The owner's answer, unchanged. Raises MCPError (`not_found`, or the backend's), AgentifyError."""
         owner = await self.resource_owner(uri)
+        self._access().check(Target("read", "Resource", uri, owner.spec.id, uri), {"uri": uri})
         await self._charge(owner.spec.id)
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         return await owner.request(request, types.ReadResourceResult)
@@ -131,6 +141,8 @@ class Offerings:
     async def subscribe(self, uri: str, *, subscribe: bool = True) -> bool:
         """(Un)subscribes at the owner where it supports it; False where it does not (nothing to relay)."""
         owner = await self.resource_owner(uri)
+        if subscribe:
+            self._access().check(Target("read", "Resource", uri, owner.spec.id, uri), {"uri": uri})
         if not owner.offers.offers.has("subscribe"):
             return False
         if subscribe:
@@ -154,10 +166,12 @@ class Offerings:
             result = await backend.request(types.ListResourcesRequest(params=params), types.ListResourcesResult)
             resources, next_cursor = result.resources, result.next_cursor
         routes.listed(spec.id, resources)
+        access = self._access()
         shown = [
             r.model_copy(update={"name": f"{spec.id}{NAME_SEP}{r.name}"}) if routes.shared(str(r.uri)) else r
             for r in resources
             if spec.resources.permits_resource(str(r.uri), r.name)
+            and access.shows(Target("read", "Resource", str(r.uri), spec.id, str(r.uri)))
         ]
         return Page(shown, next_cursor)
 
@@ -172,7 +186,16 @@ class Offerings:
             )
             templates, next_cursor = result.resource_templates, result.next_cursor
         self._backends.routes.templates(spec.id, templates)
-        return Page([t for t in templates if spec.resources.permits_resource(t.uri_template, t.name)], next_cursor)
+        access = self._access()
+        return Page(
+            [
+                t
+                for t in templates
+                if spec.resources.permits_resource(t.uri_template, t.name)
+                and access.shows(Target("read", "Resource", t.uri_template, spec.id, t.uri_template))
+            ],
+            next_cursor,
+        )
 
     # ----- prompts and completions -------------------------------------------------------------
 
@@ -184,6 +207,7 @@ class Offerings:
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         backend, prompt = await self._prompt_owner(name)
+        self._access().check(_prompt_target("prompt", backend, prompt), {"arguments": arguments or {}})
         await self._charge(backend.spec.id)
         params = types.GetPromptRequestParams(name=prompt, arguments=arguments)
         return await backend.request(types.GetPromptRequest(params=params), types.GetPromptResult)
@@ -191,11 +215,14 @@ class Offerings:
     async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Routes a prompt argument's completion by the prompt's name, a template's by its URI."""
         ref = params.ref
+        argument = {"argument": {"name": params.argument.name, "value": params.argument.value}}
         if isinstance(ref, types.PromptReference):
             backend, prompt = await self._prompt_owner(ref.name)
+            self._access().check(_prompt_target("complete", backend, prompt), argument)
             params = params.model_copy(update={"ref": ref.model_copy(update={"name": prompt})})
         else:
             backend = await self.resource_owner(ref.uri)
+            self._access().check(Target("complete", "Resource", ref.uri, backend.spec.id, ref.uri), argument)
         if not backend.offers.offers.has("completions") and backend.offers.offers.known:
             return types.CompleteResult(completion=types.Completion(values=[]))
         await self._charge(backend.spec.id)
@@ -240,10 +267,11 @@ class Offerings:
             result = await backend.request(types.ListPromptsRequest(params=params), types.ListPromptsResult)
             prompts, next_cursor = result.prompts, result.next_cursor
         bare = self._bare_prompts()
+        access = self._access()
         shown = [
             p if bare.get(p.name) == spec.id else p.model_copy(update={"name": f"{spec.id}{NAME_SEP}{p.name}"})
             for p in prompts
-            if spec.prompts.permits(p.name)
+            if spec.prompts.permits(p.name) and access.shows(_prompt_target("prompt", backend, p.name))
         ]
         return Page(shown, next_cursor)
 
@@ -320,6 +348,11 @@ class Offerings:
                 return Page(page.items, cursors.encode(listing, cursors.Position(ids[at], page.next_cursor)))
             index, inner = at + 1, None
         return Page(page.items, None)
+
+
+def _prompt_target(action: str, backend: OfferingBackend, prompt: str) -> Target:
+    """A prompt as `server.access` knows it: `<backend>__<prompt>`, whatever name the list shows."""
+    return Target(action, "Prompt", f"{backend.spec.id}{NAME_SEP}{prompt}", backend.spec.id, prompt)
 
 
 def _next_offering(backends: Sequence[OfferingBackend], start: int, what: str) -> int | None:

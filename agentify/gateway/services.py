@@ -39,6 +39,9 @@ from agentify.gateway.traces import TraceStore
 from agentify.pinning import PinBook, open_store
 from agentify.planner.select import PlannerChoice, PlannerSelector
 from agentify.security.redact import Redactor
+from agentify.team.access import AccessGate
+from agentify.team.audit import AuditLog
+from agentify.team.audit import current as current_audit
 from agentify.team.identity import Identity
 from agentify.team.limits import Limiter
 from agentify.telemetry.setup import Telemetry
@@ -94,14 +97,26 @@ class Services:
     offerings: Offerings
     """The backends' resources, prompts and completions, as one server."""
     limiter: Limiter
-    pins: PinBook
-    """The pinned tool definitions (config `pinning`): what the console reviews and approves."""
+    access: AccessGate
+    """What each principal may use (`server.access`), as the config and the policy file say now."""
+    pin_book: PinBook
+    """The pinned tool definitions (config `pinning`), also while it is off (a reload may switch it on)."""
     telemetry: Telemetry
     started: float
+
+    @property
+    def audit(self) -> AuditLog | None:
+        """The audit chain this process writes (`server.audit`, while it serves over HTTP), or None."""
+        return current_audit()
 
     def status(self, sampling_available: bool = False) -> GatewayStatus:
         """`sampling_available`: whether the client asking offers MCP sampling (it may change the planner)."""
         return GatewayStatus(self.planners.current.describe(sampling_available), self.backends.statuses())
+
+    @property
+    def pins(self) -> PinBook | None:
+        """What the console reviews and approves (`console/governance.py`); None while `pinning` is off."""
+        return self.pin_book if self.pin_book.mode != "off" else None
 
     def reading_traces(self) -> AbstractContextManager[None]:
         """While inside, every task is recorded in `traces` (the console, while it serves). Unread,
@@ -158,6 +173,7 @@ async def open_gateway(
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
     limiter = Limiter(config.server.limits, config.server.redis)
+    access = AccessGate(config.server.access)
     runner = TaskRunner(
         backends,
         planners,
@@ -168,9 +184,11 @@ async def open_gateway(
         config.max_context_chars,
         limiter=limiter,
         reading=boot.telemetry.reading,
+        access=lambda: access.current,
     )
     settings = LiveConfig(boot.sources, config, redactor=redactor, logs=boot.logs, planners=planners, backends=backends)
     settings.listeners.append(lambda changed: limiter.configure(changed.server.limits))
+    settings.listeners.append(lambda changed: access.configure(changed.server.access))
     settings.listeners.append(lambda changed: pins.set_mode(changed.pinning))
     services = Services(
         settings=settings,
@@ -181,9 +199,15 @@ async def open_gateway(
         backends=backends,
         planners=planners,
         runner=runner,
-        offerings=Offerings(backends, prefix=lambda: settings.current.prefix, charge=limiter.charge_backend),
+        offerings=Offerings(
+            backends,
+            prefix=lambda: settings.current.prefix,
+            charge=limiter.charge_backend,
+            access=lambda: access.current,
+        ),
         limiter=limiter,
-        pins=pins,
+        pin_book=pins,
+        access=access,
         telemetry=boot.telemetry,
         started=time.time(),
     )

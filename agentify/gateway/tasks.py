@@ -34,6 +34,7 @@ from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
 from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.task_spans import as_json, call_attributes, failed, plan_attributes, step, trace_id_of
+from agentify.gateway.visible import CatalogViews, check_plan, hidden_tool
 from agentify.pinning import refusal
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
@@ -42,6 +43,7 @@ from agentify.planner.sampling import Sampler
 from agentify.planner.search import search_tools
 from agentify.security.redact import Redactor
 from agentify.team import operations
+from agentify.team.access import Access
 from agentify.team.limits import Limiter
 from agentify.telemetry.names import (
     BACKEND,
@@ -96,9 +98,11 @@ class TaskRunner:
         max_context_chars: int = 20_000,
         limiter: Limiter | None = None,
         reading: Callable[[], bool] = lambda: True,
+        access: Callable[[], Access] = lambda: Access(None),
     ) -> None:
         """`reading`: whether anything records spans now (`Telemetry.reading`); when nothing does, a task
-        keeps its root span (its trace id) and skips the steps' spans and attributes."""
+        keeps its root span (its trace id) and skips the steps' spans and attributes. `access`: the
+        `server.access` decisions in force (`AccessGate.current`)."""
         self.manager = manager
         self._reading = reading
         self.limiter = limiter
@@ -109,10 +113,17 @@ class TaskRunner:
         self.max_context_chars = max_context_chars
         self.max_result_chars = max_result_chars
         self._catalog: tuple[Any, Catalog] | None = None
+        self.access = access
+        self._views = CatalogViews()
 
-    async def catalog(self) -> Catalog:
+    async def catalog(self, *, everyone: bool = False) -> Catalog:
         """The tools of every usable backend (`BackendManager.catalog` waits, bounded, for starting ones),
-        and the backends that offer none, so a planner can say so when a task is clearly for one."""
+        and the backends that offer none, so a planner can say so when a task is clearly for one.
+        Only those the request's principal may see (`server.access`), unless `everyone`."""
+        full = await self._full_catalog()
+        return full if everyone else self._views.of(full, self.access())
+
+    async def _full_catalog(self) -> Catalog:
         tools = await self.manager.catalog()
         if self._catalog is None or self._catalog[0] != (tools.key, tools.missing):
             # Rebuilt only when a backend's tools changed, so compiled argument validators are kept.
@@ -164,11 +175,17 @@ class TaskRunner:
         async def decide() -> Plan:
             with self._step("validate") as span:
                 self.refuse_withheld(raw_input.get("name") if isinstance(raw_input, dict) else None)
+                visible = await self.catalog()
                 try:
-                    plan = given_call(raw_input, await self.catalog())
+                    plan = given_call(raw_input, visible)
                 except InvalidInput:
+                    name = raw_input.get("name") if isinstance(raw_input, dict) else None
+                    everyone = await self.catalog(everyone=True)
+                    hidden = hidden_tool(self.access(), name, everyone) if isinstance(name, str) else None
+                    if hidden is not None:
+                        self.access().check(hidden, {"arguments": raw_input.get("arguments")})
                     # A backend reached as each person lists no tools before someone authorized: its caller is
-                    # asked to, and its tools are known from then on.
+                    # asked to, and its tools are known from then on (the catalog below applies access again).
                     if not await self.manager.learn_for_caller(_called_name(raw_input), answerer):
                         raise
                     plan = given_call(raw_input, await self.catalog())
@@ -208,8 +225,9 @@ class TaskRunner:
         with self._task(kind, raw_input) as trace_id:
             log = logger.bind(trace=trace_id)
             plan = await decide()
-            if execute:  # the audit's target
+            if execute:  # the audit's target (also of a call server.access refuses)
                 operations.reached(plan.backend, plan.tool, f"{plan.backend}__{plan.tool}")
+            check_plan(self.access(), plan, await self.catalog(everyone=True))
             log.info("plan: {}.{} with {}", plan.backend, plan.tool, ", ".join(plan.arguments) or "no arguments")
             # Formatted only when debug lines are written; the sink masks, then cuts.
             log.opt(lazy=True).debug("plan arguments: {}", lambda: json.dumps(plan.arguments))

@@ -1,4 +1,4 @@
-"""Backend tools in the gateway's own `tools/list` (config `expose` with "tools"), and
+"""Backend tools in the gateway's own `tools/list` (config `expose` with "tools", or `listedTools`), and
 `notifications/tools/list_changed` when what that list shows changes.
 
 The names come from `gateway.exposed.DirectTools`; a call goes through `TaskRunner.call`, the path
@@ -22,12 +22,20 @@ class DirectServices(TaskServices, Protocol):
     async def backends_changed(self) -> None: ...
 
 
-async def direct_tools(services: TaskServices, reserved: list[str]) -> DirectTools:
-    """The backend tools as listed; waits (bounded) for backends still starting, as every catalog does."""
+async def direct_tools(services: TaskServices, reserved: list[str], *, everyone: bool = False) -> DirectTools:
+    """The backend tools as listed to the request's principal (every one's with `everyone`: what a call
+    may name, refused by `server.access` if it is not theirs); waits (bounded) for backends still starting,
+    as every catalog does."""
     config = services.settings.current
     if "tools" not in config.expose:
-        return DirectTools({})
-    direct = DirectTools.of(await services.runner.catalog(), prefix=config.prefix, reserved=reserved)
+        if not config.listed_tools:
+            return DirectTools({})
+        chosen = DirectTools.chosen(await services.runner.catalog(everyone=everyone), config.listed_tools)
+        if unknown := [name for name in config.listed_tools if name not in chosen.listed]:
+            logger.warning("listedTools not offered by any backend (yet): {}", ", ".join(unknown))
+        return chosen
+    catalog = await services.runner.catalog(everyone=everyone)
+    direct = DirectTools.of(catalog, prefix=config.prefix, reserved=reserved)
     if direct.clashes:
         logger.warning(
             "more than one tool is called {}: listed as <backend>__<tool> (prefix is false)", ", ".join(direct.clashes)
@@ -41,7 +49,8 @@ def listed(direct: DirectTools) -> list[types.Tool]:
 
 
 async def follow_tools(services: DirectServices, relay: ChangeRelay) -> None:
-    """Tells the clients whenever a backend's tools change while "tools" is exposed; runs until cancelled.
+    """Tells the clients whenever a backend's tools change while "tools" is exposed or `listedTools` are; runs
+    until cancelled.
 
     Compared by the backends' tool names once the gateway has listed them again, so a backend that restarts
     with the same tools says nothing, and a client that lists at once sees the new tools. (A backend's own
@@ -50,7 +59,8 @@ async def follow_tools(services: DirectServices, relay: ChangeRelay) -> None:
     while True:
         await services.backends_changed()
         now = _shown_tools(services)
-        if now != shown and "tools" in services.settings.current.expose:
+        config = services.settings.current
+        if now != shown and ("tools" in config.expose or config.listed_tools):
             logger.info("the backends' tools changed: telling the clients (notifications/tools/list_changed)")
             relay.changed(Change("*", "tools"))
         shown = now

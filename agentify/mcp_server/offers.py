@@ -31,7 +31,7 @@ from mcp.shared.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentify.backends.offers import Change
-from agentify.errors import AgentifyError
+from agentify.errors import AgentifyError, Forbidden
 from agentify.gateway.offers import Offerings
 from agentify.security.redact import Redactor
 from agentify.team import operations
@@ -204,6 +204,10 @@ async def answered(redactor: Redactor, work: Awaitable[_R]) -> _R:
         raise MCPError(
             exc.error.code, redactor.bounded(exc.error.message, MAX_ERROR_CHARS), _data(redactor, exc.error.data)
         ) from None
+    except Forbidden as exc:  # the client's request, not the gateway, is what failed
+        operations.failed(exc.code)  # the audit's decision and outcome
+        data = {"agentify/error": {"code": exc.code}}
+        raise MCPError(types.INVALID_REQUEST, redactor.bounded(exc.message, MAX_ERROR_CHARS), data) from None
     except AgentifyError as exc:
         operations.failed(exc.code)  # the audit's outcome: the protocol error below carries no code
         raise MCPError(

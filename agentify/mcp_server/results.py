@@ -7,7 +7,7 @@ from typing import Any
 
 import mcp_types as types
 
-from agentify.errors import AgentifyError, RateLimited
+from agentify.errors import AgentifyError, NoPlan, RateLimited
 from agentify.gateway.tasks import TaskOutcome
 from agentify.planner.retrieval import Ranked
 from agentify.security.redact import Redactor
@@ -58,6 +58,8 @@ def error_result(error: AgentifyError, redactor: Redactor) -> types.CallToolResu
     meta: dict[str, Any] = {"code": error.code, "traceId": error.trace_id}
     if isinstance(error, RateLimited):
         meta["retryAfterSeconds"] = error.retry_after_seconds
+    if isinstance(error, NoPlan) and error.candidates:
+        meta["candidates"] = redactor.data(error.candidates)
     return types.CallToolResult(
         content=[
             types.TextContent(type="text", text=redactor.bounded(f"agentify {error.code}: {error.message}", 8000))

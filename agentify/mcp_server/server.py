@@ -14,7 +14,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -29,13 +29,16 @@ from agentify._common.background import background
 from agentify._common.schemas import tool_schema
 from agentify.backends.logs import LogListener
 from agentify.backends.offers import Change, ChangeListener
+from agentify.backends.state import BackendStatus
 from agentify.config import Config
 from agentify.errors import AgentifyError, InvalidInput
 from agentify.gateway.backend_questions import BackendQuestionRelay
+from agentify.gateway.exposed import search_description
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.offers import Offerings
 from agentify.gateway.policy import AskingClient
 from agentify.gateway.services import GatewayStatus, TaskServices
+from agentify.gateway.visible import visible_backends
 from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
 from agentify.mcp_server.logs import LogRelay, protocol_level
@@ -46,7 +49,7 @@ from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
 from agentify.security.display import escaped
 from agentify.security.redact import Redactor
-from agentify.team.bearer import principal_of
+from agentify.team.bearer import who_of
 from agentify.team.drain import BackendReadiness, Replica
 from agentify.team.limits import Limiter
 from agentify.team.operations import OperationSink
@@ -96,11 +99,16 @@ SEARCH_TOOLS = [
 TOOLS = ORCHESTRATE_TOOLS + SEARCH_TOOLS
 
 
-def exposed_tools(config: Config) -> list[types.Tool]:
-    """The gateway's tools that config `expose` turns on, in a stable order."""
+def exposed_tools(config: Config, backends: Sequence[BackendStatus] = ()) -> list[types.Tool]:
+    """The gateway's tools that config `expose` turns on, in a stable order; with `backends`, search_tools
+    says what is behind it (`exposed.search_description`)."""
+    search = SEARCH_TOOLS
+    if backends:
+        described = search_description([(b.id, b.description, b.tools) for b in backends if b.enabled])
+        search = [SEARCH_TOOLS[0].model_copy(update={"description": described}), *SEARCH_TOOLS[1:]]
     return [
         *(ORCHESTRATE_TOOLS if "orchestrate" in config.expose else []),
-        *(SEARCH_TOOLS if "search" in config.expose else []),
+        *(search if "search" in config.expose else []),
     ]
 
 
@@ -258,7 +266,9 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
 
 def _per_request(replica: Replica | None) -> Callable[..., Any]:
     async def run_as_principal(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        with acting_for(principal_of(ctx.request, ANONYMOUS), verified_token(ctx.request)):
+        access = ctx.lifespan_context.services.settings.current.server.access
+        who = who_of(ctx.request, ANONYMOUS, access.groups_claim if access is not None else "groups")
+        with acting_for(who.name, groups=who.groups, scopes=who.scopes, token=verified_token(ctx.request)):
             if replica is None or ctx.request_id is None:  # a notification is no work to drain
                 return await call_next(ctx)
             async with replica.handling():
@@ -288,8 +298,9 @@ async def _list_tools(
     ctx: ServerRequestContext[McpContext], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     services = ctx.lifespan_context.services
-    own = exposed_tools(services.settings.current)
-    direct = await direct_tools(services, [t.name for t in own])
+    config = services.settings.current
+    direct = await direct_tools(services, [t.name for t in exposed_tools(config)])
+    own = exposed_tools(config, services.status().backends)  # after direct_tools, which may wait for the backends
     return types.ListToolsResult(tools=own + listed(direct))
 
 
@@ -304,7 +315,7 @@ async def _call_tool(
     settings = services.settings.current
     exposed = [t.name for t in exposed_tools(settings)]
     name = params.name
-    if name not in exposed and (tool := (await direct_tools(services, exposed)).find(name)) is not None:
+    if name not in exposed and (tool := (await direct_tools(services, exposed, everyone=True)).find(name)) is not None:
         arguments, name = {"name": tool.name, "arguments": arguments}, "call_tool"  # `call_tool`'s path
     elif name not in exposed:
         try:
@@ -332,9 +343,11 @@ async def _call_tool(
         await services.limiter.charge_principal(current_principal() or LOCAL)
         if name == "list_backends":
             validate_input(NoInput, arguments, "{}")
-            return _backends_result(
-                services.status(sampling_available=exchange.sampler() is not None), services.redactor
-            )
+            status = services.status(sampling_available=exchange.sampler() is not None)
+            everyone = await services.runner.catalog(everyone=True) if services.runner.access().active else None
+            if everyone is not None:
+                status = replace(status, backends=visible_backends(services.runner.access(), status.backends, everyone))
+            return _backends_result(status, services.redactor)
         if name == "search_tools":
             request, found = await services.runner.search(arguments)
             return search_result(request.query, found, services.redactor)

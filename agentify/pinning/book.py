@@ -17,7 +17,7 @@ running gateway within `POLL_SECONDS`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ from agentify.pinning.digest import changed_parts, definition, difference, diges
 from agentify.pinning.patterns import MAX_SCANNED, distinctive, instruction_like, named_tools
 from agentify.pinning.records import BackendPins, PinStoreError, Record
 from agentify.pinning.store import PinStore
+from agentify.team.audit import trust_changed
 
 Mode = Literal["off", "warn", "enforce"]
 POLL_SECONDS = 0.5
@@ -136,9 +137,22 @@ class PinBook:
             if self.mode != "off":
                 await self._flush()
                 await self._poll()
-            with anyio.move_on_after(POLL_SECONDS):
-                await self._wake.wait()
+            await self._pause()
             self._wake = anyio.Event()
+
+    async def _pause(self) -> None:
+        """Until a write is queued here, or the store says another process wrote, at most POLL_SECONDS."""
+        async with anyio.create_task_group() as tg:
+
+            async def first(waiting: Callable[[], Awaitable[None]]) -> None:
+                await waiting()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(first, self._wake.wait)
+            if self.mode != "off":
+                tg.start_soon(first, lambda: self.store.wait_changed(POLL_SECONDS))
+            else:
+                tg.start_soon(first, lambda: anyio.sleep(POLL_SECONDS))
 
     async def sync(self) -> None:
         """One round of `run` (tests, and a gateway that wants the store current now)."""
@@ -150,7 +164,7 @@ class PinBook:
         if self.mode != "off":
             with anyio.move_on_after(CLOSE_SECONDS):
                 await self._flush()
-        await anyio.to_thread.run_sync(self.store.close)
+        await self.store.aclose()
 
     def changed_tools(self) -> list[dict[str, Any]]:
         """Each tool of this run's listings that waits for approval (what the console shows): `backend`, `tool`,
@@ -304,6 +318,7 @@ class PinBook:
             if self._failure is not None:
                 logger.info("the pins can be read again ({})", self.store.where)
             self._failure = None
+            _audit_approvals(self._snapshot, loaded)
             self._snapshot = loaded
             for backend, listed in list(self._listed.items()):
                 self._record(backend, listed)
@@ -374,3 +389,13 @@ def refusal(held: Held, name: str) -> ToolChanged:
         f"gateway's trust reads the difference and accepts it with `agentify pins approve {held.backend} "
         f"{held.tool}`; the gateway picks the approval up without a restart."
     )
+
+
+def _audit_approvals(before: Mapping[str, BackendPins], after: Mapping[str, BackendPins]) -> None:
+    """Each definition a person approved since `before` (here, in the console, or with `agentify pins approve`
+    in another process) is a change of trust in the audit (`server.audit`), with its digest."""
+    for backend, pins in after.items():
+        known = before.get(backend)
+        for tool, record in pins.approved.items():
+            if record.how == "approved" and (known is None or known.approved.get(tool) != record):
+                trust_changed("pins_approved", f"{backend}__{tool}", {"digest": record.digest})

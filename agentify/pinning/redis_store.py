@@ -3,8 +3,10 @@ an approval made anywhere counts everywhere at once.
 
 Keys: `agentify:pins:backends` (the set of backends that listed once), `agentify:pins:approved:<id>`
 and `agentify:pins:pending:<id>` (hashes, tool name to a JSON record), `agentify:pins:generation`
-(raised by every write: what a replica watches). A change is one MULTI/EXEC transaction; an approval
-watches the pending hash so two approvals never accept one record twice.
+(raised by every write: what a replica compares), and the channel `agentify:pins:changed`, published
+by every write, so a replica hears an approval at once (the generation is the fallback, read every
+`POLL_SECONDS`). A change is one MULTI/EXEC transaction; an approval watches the pending hash so two
+approvals never accept one record twice.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
+import anyio
+
 from agentify.pinning.records import BackendPins, PinStoreError, Record, Snapshot, decode, encode
 from agentify.security.credentials import mask_url
 
@@ -20,6 +24,7 @@ REDIS_SECONDS = 2.0
 PREFIX = "agentify:pins:"
 BACKENDS = PREFIX + "backends"
 GENERATION = PREFIX + "generation"
+CHANNEL = PREFIX + "changed"
 
 
 def _approved(backend: str) -> str:
@@ -37,8 +42,11 @@ class RedisStore:
         from redis.exceptions import RedisError
 
         self.where = mask_url(url)
+        self._url = url
         self._client: Any = Redis.from_url(url, socket_connect_timeout=REDIS_SECONDS, socket_timeout=REDIS_SECONDS)
         self._errors = (RedisError, OSError, TimeoutError)
+        self._listener: Any = None
+        """The async client and its subscription, made by the first `wait_changed` (the gateway's only)."""
 
     def stamp(self) -> object:
         return self._run("read the pins' generation", lambda: self._client.get(GENERATION))
@@ -72,6 +80,7 @@ class RedisStore:
             if pending:
                 pipe.hset(_pending(backend), mapping={k: encode(v) for k, v in pending.items()})
             pipe.incr(GENERATION)
+            pipe.publish(CHANNEL, b"1")
             pipe.execute()
 
         self._run("record pins", write)
@@ -86,6 +95,7 @@ class RedisStore:
                 pipe.hset(_approved(backend), mapping={k: encode(v.approved(at)) for k, v in chosen.items()})
                 pipe.hdel(_pending(backend), *chosen)
                 pipe.incr(GENERATION)
+                pipe.publish(CHANNEL, b"1")
             return list(chosen.values())
 
         def run() -> list[Record]:
@@ -95,8 +105,37 @@ class RedisStore:
         accepted: list[Record] = self._run("approve pins", run)
         return accepted
 
+    async def wait_changed(self, seconds: float) -> None:
+        """Returns when any process wrote the pins, or after `seconds`; Redis unreachable: after `seconds`."""
+        with anyio.move_on_after(seconds):
+            try:
+                if self._listener is None:
+                    from redis.asyncio import Redis
+
+                    client = Redis.from_url(self._url, socket_connect_timeout=REDIS_SECONDS)
+                    listener = client.pubsub(ignore_subscribe_messages=True)
+                    self._listener = (client, listener)
+                    await listener.subscribe(CHANNEL)
+                listener = self._listener[1]
+                while await listener.get_message(ignore_subscribe_messages=True, timeout=seconds) is None:
+                    pass
+            except self._errors:
+                await self._drop_listener()
+                await anyio.sleep(seconds)
+
     def close(self) -> None:
         self._client.close()
+
+    async def aclose(self) -> None:
+        await self._drop_listener()
+        await anyio.to_thread.run_sync(self._client.close)
+
+    async def _drop_listener(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(REDIS_SECONDS):
+                await listener[1].aclose()
+                await listener[0].aclose()
 
     def _records(self, raw: Mapping[bytes, bytes], backend: str) -> dict[str, Record]:
         return {k.decode(): decode(v, f"{self.where}: {backend}.{k.decode()}") for k, v in raw.items()}

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
+
 from agentify._common import files
 from agentify._common.dirs import user_dir
 from agentify._common.locking import try_lock
@@ -51,7 +53,15 @@ class PinStore(Protocol):
         accepted. Raises PinStoreError."""
         ...
 
+    async def wait_changed(self, seconds: float) -> None:
+        """Returns when another process may have written the pins, at the latest after `seconds`."""
+        ...
+
     def close(self) -> None: ...
+
+    async def aclose(self) -> None:
+        """`close`, and what `wait_changed` holds."""
+        ...
 
 
 def state_dir() -> Path:
@@ -106,7 +116,13 @@ class FileStore:
             self._write(pins)
             return list(chosen.values())
 
+    async def wait_changed(self, seconds: float) -> None:
+        await anyio.sleep(seconds)  # a file says nothing: its stamp is compared after the pause
+
     def close(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
         return None
 
     def _parsed(self, raw: bytes | None) -> Snapshot:

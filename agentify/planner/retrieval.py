@@ -1,4 +1,4 @@
-"""Retrieval over the tool catalog: a BM25F-style index, pure Python, no model download.
+"""Retrieval over the tool catalog: BM25F over the tools' words, fused with a static embedding model.
 
 Each tool is a document of weighted fields: the words of its name (snake, camel and kebab
 case split), its description, its parameter names, their descriptions and the values they
@@ -6,9 +6,17 @@ choose among (`level`: "error", so "the console errors" meets it), and its backe
 description. Words are lower-cased, lightly stemmed (plurals, -ing, -ed, final e) and
 stop words dropped, so "list the files" meets `list_directory`'s "files and directories".
 
-The same index ranks tools for the model's shortlist (`shortlist.py`) and for the offline
-planner. An index is cached by the catalog's content (`IndexCache`), so it is rebuilt exactly
-when tools change.
+`ToolIndex.search` is the hybrid ranking that `search_tools`, the model planner's shortlist and
+the offline planner share: the lexical score (normalised by the query's best) plus the cosine
+of the query's and the tool's vectors (`embedding.py`), plus a bonus for the share of a tool's
+name the query says, each by a weight in `FITTED`. Those weights, and the weight of a name's
+words against a description's, were fitted on the tuning parts of the public sets only
+(scripts/fit_retrieval.py; agentify/eval/public.py). Without the model, the ranking is lexical.
+Tool vectors are embedded once per text and kept (`embedding.remember`), also from a backend's
+manifest, so a lazy backend's tools rank by meaning before it starts.
+
+An index is cached by the catalog's content (`IndexCache`), so it is rebuilt exactly when tools
+change.
 """
 
 from __future__ import annotations
@@ -20,11 +28,45 @@ import re
 from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+import mcp_types as types
+
+from agentify._common import vectors
+from agentify.planner import embedding
 from agentify.planner.catalog import Catalog, CatalogTool, enum_values
 
-# Field weights: a word of the tool's name says more than one of a parameter's description.
-NAME_WEIGHT = 3.0
+if TYPE_CHECKING:
+    from agentify.planner.embedding import Vectors
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How the hybrid score is made; see `FITTED`."""
+
+    name: float
+    """Lexical weight of a word of the tool's name (a description's word weighs 1)."""
+    lexical: float
+    """Weight of the lexical score divided by the query's best lexical score."""
+    semantic: float
+    """Weight of the cosine of the query's and the tool's vectors."""
+    coverage: float
+    """Weight of the share of the tool's name words that the query says."""
+    whole_name: float = 0.0
+    """Weight of the query saying every word of the tool's name ("run all tests": `run-test-all`)."""
+
+
+# Fitted by scripts/fit_retrieval.py: a grid search maximising the mean over the public sets of
+# (recall@1 + recall@5) / 2 on their tuning parts only (agentify/eval/public.py), never on the
+# project's own sets. Rerun it after changing the index or the sets.
+FITTED = Weights(name=0.5, lexical=0.3, semantic=1.0, coverage=0.1, whole_name=0.1)
+LEXICAL_ONLY = Weights(
+    name=FITTED.name, lexical=1.0, semantic=0.0, coverage=FITTED.coverage, whole_name=FITTED.whole_name
+)
+
+# Field weights. A name's word weighs `Weights.name` in the hybrid ranking (fitted), and RULES_NAME_WEIGHT in
+# `rank`, the lexical ranking the offline planner's rules and margins were built on (examples/eval).
+RULES_NAME_WEIGHT = 3.0
 DESCRIPTION_WEIGHT = 1.0
 PARAMETER_NAME_WEIGHT = 1.0
 PARAMETER_DESCRIPTION_WEIGHT = 0.3
@@ -151,22 +193,19 @@ class ToolIndex:
     to the tools that share a word with it, not to the catalog's size; and the words of each tool's
     own name, which the offline planner and `search_tools` weigh by what the task says."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, weights: Weights = FITTED) -> None:
         self.catalog = catalog
+        self.weights = weights
         self._tools = list(catalog.tools.values())
-        docs = [_document(tool) for tool in self._tools]
+        self._vectors: Vectors | None = None
+        docs = [_document(tool, RULES_NAME_WEIGHT) for tool in self._tools]
         self._docs = {tool.name: doc for tool, doc in zip(self._tools, docs, strict=True)}
-        count = len(docs) or 1
-        lengths = [sum(doc.values()) for doc in docs]
-        mean_length = sum(lengths) / count or 1.0
-        postings: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)
-        for i, doc in enumerate(docs):
-            norm = K1 * (1 - B + B * lengths[i] / mean_length)
-            for term, tf in doc.items():
-                postings[term].append((i, tf * (K1 + 1) / (tf + norm)))
-        self._postings = {
-            term: [(i, _idf(count, len(found)) * weight) for i, weight in found] for term, found in postings.items()
-        }
+        self._postings = _postings(docs)
+        self._hybrid = (
+            self._postings
+            if weights.name == RULES_NAME_WEIGHT
+            else _postings([_document(tool, weights.name) for tool in self._tools])
+        )
         self.name_words: dict[str, frozenset[str]] = {
             tool.name: frozenset(words(tool.tool.name)) - frozenset(words(tool.backend)) for tool in self._tools
         }
@@ -181,14 +220,79 @@ class ToolIndex:
 
     def rank(self, terms: Mapping[str, float]) -> list[Ranked]:
         """Every tool for the weighted `terms` (see `query_terms`), best first; ties keep the catalog's order."""
-        scores: dict[int, float] = {}
-        for term, weight in terms.items():
-            for i, score in self._postings.get(term, ()):
-                scores[i] = scores.get(i, 0.0) + weight * score
+        scores = self._lexical(terms)
         best = sorted(scores, key=lambda i: (-scores[i], i))
         return [Ranked(self._tools[i], scores[i]) for i in best] + [
             Ranked(tool, 0.0) for i, tool in enumerate(self._tools) if i not in scores
         ]
+
+    @property
+    def semantic(self) -> bool:
+        """Whether `search` ranks by meaning too (the model is installed and weighted)."""
+        return self.weights.semantic > 0 and embedding.embedder() is not None
+
+    def search(
+        self,
+        text: str,
+        terms: Mapping[str, float] | None = None,
+        limit: int | None = None,
+        said: frozenset[str] = frozenset(),
+    ) -> list[Ranked]:
+        """The best `limit` tools (all by default) for `text`, best first, by the hybrid score (see the module's
+        docstring); ties keep the catalog's order, and tools that score nothing come last with 0. `said`: words
+        that count as said for the name bonuses though not in `terms` (a question says "list" and "read")."""
+        terms = query_terms(text) if terms is None else terms
+        w = self.weights
+        sparse = self._lexical(terms, self._hybrid)
+        best = max(sparse.values(), default=0.0) or 1.0
+        if w.coverage or w.whole_name:
+            said = said | set(terms)
+            for i in sparse:
+                name = self.name_words[self._tools[i].name]
+                share = len(name & said) / len(name) if name else 0.0
+                sparse[i] = w.lexical * sparse[i] / best + w.coverage * share + (w.whole_name if share == 1 else 0.0)
+        else:
+            for i in sparse:
+                sparse[i] = w.lexical * sparse[i] / best
+        similarity = self.similarity(text) if w.semantic else None
+        count = len(self._tools) if limit is None else min(limit, len(self._tools))
+        if similarity is None:
+            order = sorted(sparse, key=lambda i: (-sparse[i], i))[:count]
+            rest = (i for i in range(len(self._tools)) if i not in sparse)
+            chosen = [(i, sparse[i]) for i in order] + [(i, 0.0) for i in rest][: count - len(order)]
+            return [Ranked(self._tools[i], score) for i, score in chosen]
+        import numpy as np
+
+        scores = np.maximum(similarity, 0.0) * w.semantic
+        for i, value in sparse.items():
+            scores[i] += value
+        if count < len(scores):
+            picked: list[int] = np.argpartition(-scores, count - 1)[:count].tolist() if count else []
+        else:
+            picked = list(range(len(scores)))
+        values = {i: float(scores[i]) for i in picked}
+        picked.sort(key=lambda i: (-values[i], i))  # ties keep the catalog's order
+        return [Ranked(self._tools[i], values[i]) for i in picked]
+
+    def _lexical(self, terms: Mapping[str, float], postings: Postings | None = None) -> dict[int, float]:
+        scores: dict[int, float] = {}
+        for term, weight in terms.items():
+            for i, score in (self._postings if postings is None else postings).get(term, ()):
+                scores[i] = scores.get(i, 0.0) + weight * score
+        return scores
+
+    def similarity(self, text: str) -> Any:
+        """The cosine of `text`'s vector with each tool's (catalog order), or None without the model."""
+        model = embedding.embedder()
+        if model is None or not self._tools:
+            return None
+        if self._vectors is None:
+            self._vectors = embedding.vectors(model, [embedding_text(t) for t in self._tools])
+        import numpy as np
+
+        # einsum, not `@`: a matrix-vector product through BLAS spreads over threads, which costs tens of
+        # milliseconds on a busy machine for what one core does in one.
+        return np.einsum("ij,j->i", self._vectors, model.embed([text])[0])
 
     def matched(self, tool: CatalogTool, text: str) -> tuple[list[str], list[str]]:
         """(the words of `text` that `tool`'s document holds, themselves or by a synonym; all its words)."""
@@ -203,18 +307,45 @@ class ToolIndex:
         return {b for b, ws in self._backend_words.items() if ws and ws <= present}
 
 
+Postings = dict[str, list[tuple[int, float]]]
+
+
+def _postings(docs: list[dict[str, float]]) -> Postings:
+    """For each word, the tools (by position) that hold it and its BM25 weight there."""
+    count = len(docs) or 1
+    lengths = [sum(doc.values()) for doc in docs]
+    mean_length = sum(lengths) / count or 1.0
+    found: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)
+    for i, doc in enumerate(docs):
+        norm = K1 * (1 - B + B * lengths[i] / mean_length)
+        for term, tf in doc.items():
+            found[term].append((i, tf * (K1 + 1) / (tf + norm)))
+    return {term: [(i, _idf(count, len(hits)) * weight) for i, weight in hits] for term, hits in found.items()}
+
+
 def _idf(count: int, found: int) -> float:
     return math.log(1 + (count - found + 0.5) / (found + 0.5))
 
 
-def _document(tool: CatalogTool) -> dict[str, float]:
+def embedding_text(tool: CatalogTool) -> str:
+    """What a tool's vector is made of: its name's words, its description and its backend's."""
+    return text_to_embed(tool.tool, tool.backend_description)
+
+
+def text_to_embed(tool: types.Tool, backend_description: str) -> str:
+    name = " ".join(w for w, _ in _pairs(tool.name))
+    described = tool.description or tool.title or ""
+    return f"{name}: {described} ({backend_description})" if backend_description else f"{name}: {described}"
+
+
+def _document(tool: CatalogTool, name_weight: float) -> dict[str, float]:
     terms: defaultdict[str, float] = defaultdict(float)
 
     def add(text: str | None, weight: float) -> None:
         for word in words(text or ""):
             terms[word] += weight
 
-    add(tool.tool.name, NAME_WEIGHT)
+    add(tool.tool.name, name_weight)
     add(tool.tool.title, DESCRIPTION_WEIGHT)
     add(tool.tool.description, DESCRIPTION_WEIGHT)
     for name, spec in (tool.input_schema.get("properties") or {}).items():
@@ -265,3 +396,14 @@ class IndexCache:
         else:
             self._indexes.move_to_end(key)
         return index
+
+
+def _keep(backend_description: str, tools: list[types.Tool]) -> dict[str, str]:
+    return embedding.encode(embedding.known([text_to_embed(tool, backend_description) for tool in tools]))
+
+
+def _restore(data: Any) -> None:
+    embedding.remember(embedding.decode(data))
+
+
+vectors.register(_keep, _restore)  # a manifest keeps its tools' vectors (see `_common.vectors`)

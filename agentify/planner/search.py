@@ -1,18 +1,58 @@
-"""`search_tools`: the best tools of every backend for a query, ranked by the planners' index.
+"""`search_tools`: the best tools of every backend for a query, by the index's hybrid ranking.
 
-The ranking is the offline planner's (`offline.rank`: the retrieval index weighted by how
-much of a tool's name the query says), so what the IDE's model is shown is what a planner
-would consider first. Tools with no matching word at all are never returned.
+The ranking is `ToolIndex.search` (lexical and semantic, see `retrieval`), the one the planners
+use, so what the IDE's model is shown is what a planner would consider first. A query that asks
+for several things ("read the config and open the login page") is also split at its
+conjunctions, and the best tools of each part are interleaved with those of the whole query, so
+every part's tool is in the answer. Tools that score nothing are never returned.
 """
 
 from __future__ import annotations
 
+import re
+from itertools import zip_longest
+
 from agentify.planner import TaskInput
-from agentify.planner.offline import rank
-from agentify.planner.offline.extract import analyse
-from agentify.planner.retrieval import Ranked, ToolIndex
+from agentify.planner.offline.extract import ASKED, analyse
+from agentify.planner.offline.planner import DEPRECATED_FACTOR
+from agentify.planner.retrieval import Ranked, ToolIndex, words
+
+# "and then", "then", "and", "also", ";" and ", and": where one request ends and the next begins.
+_SPLIT = re.compile(
+    r"\s*(?:[;\n]|,?\s+and\s+then\s+|,?\s+then\s+|,?\s+and\s+also\s+|,?\s+also\s+|,?\s+and\s+)\s*", re.I
+)
+MIN_PART_WORDS = 2  # a part with fewer words is a list's item ("salt and pepper"), not a request
+
+
+def parts(query: str) -> list[str]:
+    """The requests of a query that asks for several; [] when it asks for one."""
+    found = [p for p in _SPLIT.split(query) if len(words(p)) >= MIN_PART_WORDS]
+    return found if len(found) > 1 else []
+
+
+def ranked(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
+    """The query's best `limit` tools. As for the offline planner, a tool that says it is deprecated counts
+    half, and a question says "list" and "read", and is answered by a tool that declares itself destructive
+    only after every other."""
+    mentions = analyse(TaskInput(query=query))
+    said = frozenset(ASKED) if mentions.asks else frozenset()
+    found = [
+        Ranked(r.tool, r.score * DEPRECATED_FACTOR) if r.tool.name in index.deprecated else r
+        for r in index.search(mentions.query, mentions.terms(), limit + len(index.deprecated), said)
+        if r.score > 0
+    ]
+    found.sort(key=lambda r: (mentions.asks and r.tool.name in index.destructive, -r.score))
+    return found[:limit]
 
 
 def search_tools(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
-    mentions = analyse(TaskInput(query=query))
-    return [r for r in rank(index, mentions) if r.score > 0][:limit]
+    whole = ranked(index, query, limit)
+    pieces = [ranked(index, p, limit) for p in parts(query)]
+    if not pieces:
+        return whole
+    merged: dict[str, Ranked] = {}
+    for row in zip_longest(whole, *pieces):
+        for r in row:
+            if r is not None:
+                merged.setdefault(r.tool.name, r)
+    return list(merged.values())[:limit]

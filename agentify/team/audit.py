@@ -15,7 +15,8 @@ One process writes a file: it holds `FILE.lock`, and a second process that opens
 at start (replicas sharing a folder put `{replica}` in the name).
 
 A change of trust is recorded wherever it happens through `trust_changed(kind, target)`, which writes
-to the audit this process opened (`installed`), and does nothing when there is none.
+to the audit this process opened (`installed`), and does nothing when there is none. The newest records
+stay in memory for the console (`recent`, through `current`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import re
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -61,6 +63,8 @@ FIELDS = (
     "prev",
 )
 CLOSE_SECONDS = 10.0
+RECENT = 1000
+"""Records kept in memory for the console (`AuditLog.recent`)."""
 _TARGET_CHARS = 2000
 _STOP = object()
 
@@ -102,6 +106,8 @@ class AuditLog:
         self._size = 0
         self._prev = GENESIS
         self._lost = 0
+        self._recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
+        self._recent_lock = threading.Lock()
 
     def open(self) -> None:
         """Takes the file (its lock), finds where its chain stands, and starts the writer.
@@ -152,6 +158,12 @@ class AuditLog:
                 trace_id=None,
             )
         )
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        """At most `limit` of the newest records written, newest first (the console's audit panel)."""
+        with self._recent_lock:
+            newest = list(self._recent)[-limit:]
+        return newest[::-1]
 
     def close(self, seconds: float = CLOSE_SECONDS) -> None:
         """Writes what is queued (waiting at most `seconds`), then releases the file. Blocking."""
@@ -204,6 +216,8 @@ class AuditLog:
             return
         self._size += len(line) + 1
         self._prev = hashlib.sha256(line).hexdigest()
+        with self._recent_lock:
+            self._recent.append(fields)
         if self._export is not None:
             try:
                 self._export(line.decode("ascii"), fields)
@@ -319,6 +333,11 @@ def installed(log: AuditLog) -> Iterator[AuditLog]:
         yield log
     finally:
         _INSTALLED.remove(log)
+
+
+def current() -> AuditLog | None:
+    """The audit this process writes now (`installed`), or None."""
+    return _INSTALLED[-1] if _INSTALLED else None
 
 
 def trust_changed(kind: str, target: str, details: Any = NO_ARGUMENTS) -> None:

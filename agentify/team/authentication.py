@@ -87,7 +87,7 @@ def protect(
             raise StartFailed(f"{exc}; create or fix it with 'agentify token add NAME'") from None
         logger.info("clients must send their own token (server.auth: the tokens file {})", auth.file)
         hint = "Send 'Authorization: Bearer <your token>': whoever runs the gateway gives one with 'agentify token add'"
-        return Protected(RequireBearer(app, verifier, hint=hint))
+        return Protected(RequireBearer(app, verifier, hint=hint, required_scopes=auth.required_scopes))
     if shared_token is None:
         logger.warning("serving MCP on {} without authentication (--no-auth): any local process can use it", endpoint)
         return Protected(app)

@@ -29,7 +29,7 @@ from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 
 from agentify.team.http_auth import Backoff, refuse
-from agentify.team.principal import SHARED
+from agentify.team.principal import SHARED, Who
 from agentify.team.tokens_file import Person, TokensFileError, digest, people_by_digest, read_entries
 
 
@@ -96,7 +96,13 @@ class TeamTokensVerifier(VerifierBase):
         person = self._people.get(digest(token))
         if person is None:
             return Refusal("the token is not in this gateway's tokens file (removed, or never added)")
-        return AccessToken(token=token, client_id=person.name, scopes=list(person.scopes), subject=person.name)
+        return AccessToken(
+            token=token,
+            client_id=person.name,
+            scopes=list(person.scopes),
+            subject=person.name,
+            claims={TOKENS_FILE_GROUPS: list(person.groups)},
+        )
 
     def _current_stamp(self) -> tuple[int, int, int] | None:
         try:
@@ -203,6 +209,28 @@ class RequireBearer:
 
     def _challenge(self, *parameters: str) -> str:
         return "Bearer " + ", ".join(p for p in ('realm="agentify"', *parameters, self._metadata) if p)
+
+
+TOKENS_FILE_GROUPS = "agentify/groups"
+"""Where a tokens-file principal's groups are kept among its access token's claims."""
+JWT_CLAIMS = "agentify/jwt"
+"""Where a JWT's own claims are kept among them."""
+
+
+def who_of(request: Any, default: str, groups_claim: str) -> Who:
+    """The principal of an MCP request with its groups and scopes: `groups_claim` names the JWT claim that
+    lists the groups (a list, or a space-separated string); the tokens file's own are kept apart."""
+    user = request.scope.get("user") if request is not None else None
+    if not isinstance(user, AuthenticatedUser):
+        return Who(default)
+    token = user.access_token
+    claims = token.claims or {}
+    jwt_claims = claims.get(JWT_CLAIMS)
+    groups = jwt_claims.get(groups_claim) if isinstance(jwt_claims, dict) else claims.get(TOKENS_FILE_GROUPS)
+    if isinstance(groups, str):
+        groups = groups.split()
+    listed = frozenset(g for g in groups if isinstance(g, str) and g) if isinstance(groups, list) else frozenset()
+    return Who(token.subject or token.client_id, listed, frozenset(token.scopes))
 
 
 def principal_of(request: Any, default: str) -> str:

@@ -25,7 +25,7 @@ from loguru import logger
 from mcp.server.auth.provider import AccessToken
 
 from agentify.config.server import JwtAuth
-from agentify.team.bearer import Refusal, VerifierBase
+from agentify.team.bearer import JWT_CLAIMS, Refusal, VerifierBase
 
 ASYMMETRIC = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES256K", "ES384", "ES512", "EdDSA"}
@@ -173,7 +173,8 @@ class JwtVerifier(VerifierBase):
             expires_at=int(claims["exp"]),
             resource=self._audience,
             subject=subject,
-            claims={"iss": claims["iss"]},
+            # The groups claim is read per request (server.access.groupsClaim may change): `bearer.who_of`.
+            claims={"iss": claims["iss"], JWT_CLAIMS: claims},
         )
 
 

@@ -6,7 +6,8 @@ shared token and `ANONYMOUS` for `--no-auth`; over stdio no request has one (the
 started agentify; rate limits count it as `LOCAL`). It lives in a context variable, so nothing passes
 it along: spans carry it as `enduser.id` (setup.py), the console's traces and `traceFile` as
 `principal` (read from that attribute), every log line as `principal=` (loguru's context), and the
-rate limits count by it.
+rate limits count by it. Beside the name, `Who` carries the principal's groups and its token's scopes,
+which access rules (`access.py`) read through `current_who`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
@@ -22,7 +24,18 @@ LOCAL = "local"
 SHARED = "shared-token"
 ANONYMOUS = "anonymous"
 
+
+@dataclass(frozen=True)
+class Who:
+    """A principal as access decisions see it: its name, its groups and its token's scopes."""
+
+    name: str
+    groups: frozenset[str] = frozenset()
+    scopes: frozenset[str] = frozenset()
+
+
 _PRINCIPAL: ContextVar[str | None] = ContextVar("agentify.principal", default=None)
+_WHO: ContextVar[Who | None] = ContextVar("agentify.who", default=None)
 _INBOUND: ContextVar[str | None] = ContextVar("agentify.inbound_token", default=None)
 
 
@@ -31,6 +44,11 @@ def current_principal() -> str | None:
 
     Called when each span starts, in the request's own context: a context variable is cheap enough."""
     return _PRINCIPAL.get()
+
+
+def current_who() -> Who:
+    """The principal of the request this task serves with its groups and scopes; `LOCAL` outside a request."""
+    return _WHO.get() or Who(_PRINCIPAL.get() or LOCAL)
 
 
 def inbound_token() -> str | None:
@@ -48,13 +66,22 @@ def verified_token(request: Any) -> str | None:
 
 
 @contextmanager
-def acting_for(principal: str, token: str | None = None) -> Iterator[None]:
-    """Everything inside runs, and logs, as `principal`; `token`: the verified token it came with."""
+def acting_for(
+    principal: str,
+    *,
+    groups: frozenset[str] = frozenset(),
+    scopes: frozenset[str] = frozenset(),
+    token: str | None = None,
+) -> Iterator[None]:
+    """Everything inside runs, and logs, as `principal` (in `groups`, with `scopes`); `token`: the verified token
+    the request came with (for the token exchange only)."""
     mark = _PRINCIPAL.set(principal)
+    who = _WHO.set(Who(principal, groups, scopes))
     held = _INBOUND.set(token)
     try:
         with logger.contextualize(principal=principal):
             yield
     finally:
         _INBOUND.reset(held)
+        _WHO.reset(who)
         _PRINCIPAL.reset(mark)

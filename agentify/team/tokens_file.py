@@ -1,6 +1,6 @@
 """The tokens file of `server.auth` type `tokens`: one bearer token per person, stored as its sha256.
 
-    {"tokens": [{"name": "alice", "sha256": "<hex sha256 of the token>", "scopes": ["..."]}]}
+    {"tokens": [{"name": "alice", "sha256": "<hex sha256 of the token>", "scopes": ["..."], "groups": ["qa"]}]}
 
 A token is shown once, by `agentify token add`, and never stored: whoever reads the file (a backup,
 a config repository) cannot call the gateway with what is in it. Tokens start with `TOKEN_PREFIX`,
@@ -31,6 +31,7 @@ class TokensFileError(Exception):
 class Person:
     name: str
     scopes: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
 
 
 def new_token() -> str:
@@ -72,13 +73,14 @@ def read_entries(path: Path) -> list[dict[str, Any]]:
     for index, entry in enumerate(entries):
         where = f"the tokens file {path}, tokens[{index}]"
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            raise TokensFileError(f'{where} must be {{"name", "sha256", "scopes"?}}')
+            raise TokensFileError(f'{where} must be {{"name", "sha256", "scopes"?, "groups"?}}')
         check_name(entry["name"])
         if not isinstance(entry.get("sha256"), str) or not _HEX.fullmatch(entry["sha256"]):
             raise TokensFileError(f"{where} ({entry['name']}): sha256 must be 64 lowercase hex digits")
-        scopes = entry.get("scopes", [])
-        if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
-            raise TokensFileError(f"{where} ({entry['name']}): scopes must be a list of strings")
+        for key in ("scopes", "groups"):
+            listed = entry.get(key, [])
+            if not isinstance(listed, list) or not all(isinstance(s, str) and s for s in listed):
+                raise TokensFileError(f"{where} ({entry['name']}): {key} must be a list of names")
         if entry["name"] in names:
             raise TokensFileError(f"{where}: the name {entry['name']!r} is there twice")
         names.add(entry["name"])
@@ -86,7 +88,7 @@ def read_entries(path: Path) -> list[dict[str, Any]]:
 
 
 def people_by_digest(entries: list[dict[str, Any]]) -> dict[str, Person]:
-    return {e["sha256"]: Person(e["name"], tuple(e.get("scopes", []))) for e in entries}
+    return {e["sha256"]: Person(e["name"], tuple(e.get("scopes", [])), tuple(e.get("groups", []))) for e in entries}
 
 
 def encode(entries: list[dict[str, Any]]) -> bytes:

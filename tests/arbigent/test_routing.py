@@ -7,7 +7,7 @@ import pytest
 from agentify.arbigent.catalog import build_catalog
 from agentify.arbigent.project import load_project
 from agentify.arbigent.tools import tools_for
-from agentify.errors import PlannerUnavailable
+from agentify.errors import NoPlan
 from agentify.planner import TaskInput
 from agentify.planner.catalog import Catalog
 from agentify.planner.offline import OfflinePlanner
@@ -59,5 +59,5 @@ async def test_requests_to_run_tests_still_go_to_the_test_tools(query: str, tool
 
 
 async def test_a_check_that_names_a_file_is_not_taken_for_a_device_task() -> None:
-    with pytest.raises(PlannerUnavailable):
+    with pytest.raises(NoPlan):
         await plan("check that notes.txt exists")

@@ -137,6 +137,11 @@ class Console:
             yield ws
 
 
+def own_folders(stderr: Path) -> dict[str, str]:
+    """The gateway's cache and state folders beside its log: never the user's manifests or pins."""
+    return {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache"), "AGENTIFY_STATE_DIR": str(stderr.parent / "state")}
+
+
 def console_url(stderr: Path) -> tuple[str, str] | None:
     """The base URL and token from the line the gateway writes at start, if it is there yet."""
     match = URL_LINE.search(stderr.read_text()) if stderr.exists() else None
@@ -150,6 +155,7 @@ async def console_gateway(
     """`agentify serve --debug-port N` as a subprocess, driven like tests/conftest.py's `gateway()`;
     yields once the console has announced its URL."""
     flags = ["--debug-port", str(port or free_port()), *args]
+    env = own_folders(stderr) | env
     params = StdioServerParameters(command=str(AGENTIFY), args=["serve", "--config", str(config), *flags], env=env)
     with stderr.open("a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -166,12 +172,13 @@ async def silent_gateway(
 ) -> AsyncIterator[Console]:
     """`agentify serve --debug-port N` as a terminal user starts it: stdin open, no MCP client ever speaks.
     Yields once the console has announced its URL; leaving ends stdin (the gateway then stops by itself)."""
-    env = {"AGENTIFY_CACHE_DIR": str(stderr.parent / "cache")} | env
+    env = own_folders(stderr) | env
     command = [str(AGENTIFY), "serve", "--config", str(config), "--debug-port", str(port or free_port())]
     with stderr.open("a") as errlog:
         process = await anyio.open_process(command, stdin=subprocess.PIPE, stdout=stdout, stderr=errlog, env=env)
         try:
-            await wait_until(lambda: console_url(stderr) is not None or process.returncode is not None)
+            # A cold start on a loaded machine (other test runs beside this one) can take many seconds.
+            await wait_until(lambda: console_url(stderr) is not None or process.returncode is not None, 60)
             found = console_url(stderr)
             assert found is not None, f"agentify serve stopped with code {process.returncode}; see {stderr}"
             url, token = found

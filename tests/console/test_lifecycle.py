@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from tests.conftest import (
+    AGENTIFY,
     fake_backend,
     fs_backend,
     gateway,
@@ -80,7 +81,7 @@ async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called
         fake_backend("later", start="lazy", protocol=era),
         fake_backend("off", enabled=False),
     ]
-    config = write_config(tmp_path, backends)
+    config = write_config(tmp_path, backends, pinning="off")
     async with silent_gateway(config, gateway_env(None), tmp_path / "stderr.log") as console:
         before = await console.wait_for_state("fake", "ready")
         await console.wait_for_state("later", "idle")
@@ -90,6 +91,8 @@ async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called
             disabled = await client.post("/api/backends/off/restart", headers=console.auth)
             unknown = await client.post("/api/backends/nope/restart", headers=console.auth)
             without_token = await client.post("/api/backends/fake/restart")
+            approve = await client.post("/api/pins/fake/approve", headers=console.auth)
+        pins = await console.get("/api/pins")
         after = await console.wait_for_state("fake", "ready")
         woken = await console.wait_for_state("later", "ready")
         async with console.http() as client:
@@ -98,10 +101,12 @@ async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called
     assert echoed["content"] == [{"type": "text", "text": "echo: after the restart"}], echoed
     assert asked.status_code == 202 and asked.json()["state"] in ("restarting", "ready")
     assert after["pid"] != before["pid"] and after["restarts"] == 1 and after["lastError"] is None
-    assert started.status_code == 202 and woken["pid"] is not None  # an idle backend is started
+    assert started.status_code == 202 and woken["pid"] is not None and woken["restarts"] == 0  # idle: just started
     assert disabled.status_code == 409 and "disabled in the config" in disabled.json()["detail"]
     assert unknown.status_code == 404 and "no backend 'nope'" in unknown.json()["detail"]
     assert without_token.status_code == 401
+    assert pins == {"enabled": False, "tools": []}  # pinning: off
+    assert approve.status_code == 409 and "pinning is not enabled" in approve.json()["detail"]
 
 
 async def test_a_port_in_use_gives_a_warning_and_the_gateway_keeps_serving(tmp_path: Path) -> None:
@@ -179,3 +184,27 @@ async def test_traces_in_the_trace_file_are_shown_again_after_a_restart(
     ]
     assert status["tasks"]["total"] == 0  # counts are of this start
     assert len(trace_file.read_text().splitlines()) == 1
+
+
+async def test_without_the_console_extra_the_hint_names_the_distribution_to_install(tmp_path: Path) -> None:
+    """Without fastapi (the `console` extra), the console is skipped with a hint a person can follow: the
+    distribution is mcp-agentify (the PyPI name `agentify` is somebody else's package)."""
+    missing = tmp_path / "no-console-extra" / "fastapi"
+    missing.mkdir(parents=True)
+    (missing / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'fastapi'\", name='fastapi')\n")
+    env = gateway_env(None) | {"PYTHONPATH": f"{missing.parent}:{gateway_env(None)['PYTHONPATH']}"}
+    config = write_config(tmp_path, [fake_backend("fake")])
+    stderr = tmp_path / "stderr.log"
+    command = [str(AGENTIFY), "serve", "--config", str(config), "--debug-port", str(free_port())]
+    with stderr.open("a") as errlog:
+        process = await anyio.open_process(command, stdin=subprocess.PIPE, stderr=errlog, env=env)
+        try:
+            await wait_until(lambda: "debug console not started" in stderr.read_text(), 60)
+        finally:
+            assert process.stdin is not None
+            await process.stdin.aclose()
+            with anyio.fail_after(15):
+                await process.wait()
+    hint = next(line for line in stderr.read_text().splitlines() if "debug console not started" in line)
+    assert "pip install 'mcp-agentify[console]'" in hint, hint
+    assert "agentify[console]" not in hint.replace("mcp-agentify[console]", "")

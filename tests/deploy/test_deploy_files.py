@@ -96,7 +96,7 @@ def test_the_haproxy_config_checks_readiness_and_sticks_on_the_session_header() 
 def test_haproxy_accepts_the_shipped_config_with_replicas_added(tmp_path: Path) -> None:
     haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
     if not os.access(haproxy, os.X_OK):
-        pytest.fail("haproxy is missing: run scripts/setup.sh")
+        pytest.fail("haproxy is missing: run scripts/setup.sh --tests")
     config = tmp_path / "haproxy.cfg"
     config.write_text((DEPLOY / "haproxy.cfg").read_text() + "    server replica1 127.0.0.1:8765\n")
     for path in (DEPLOY / "haproxy.cfg", config):

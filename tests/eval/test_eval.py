@@ -84,7 +84,7 @@ async def test_the_report_has_the_contract_keys_and_counts_each_case(tmp_path: P
     assert {"accuracy", "shortlistRecall", "shortlistK", "meanPromptTokens", "results"} <= data.keys()
     assert (data["accuracy"], data["shortlistRecall"], data["shortlistK"], data["meanPromptTokens"]) == (0.5, 1, 24, 0)
     assert [r["verdict"] for r in data["results"]] == ["ok", "wrong", "refused", "ok"]
-    assert data["results"][2]["error"]["code"] == "planner_unavailable"
+    assert data["results"][2]["error"]["code"] == "no_plan"
     assert data["catalogTools"] == 653
     tokens = data["estimatedPromptTokens"]
     assert 0 < tokens["shortlist"] < tokens["allTools"] / 2

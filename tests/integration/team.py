@@ -131,9 +131,10 @@ async def http_client(url: str, token: str | None, mode: str = "legacy", **optio
                 yield client
 
 
-async def add_token(tokens_file: Path, name: str, *scopes: str) -> str:
-    """`agentify token add NAME --file F`: the token it prints once on stdout."""
+async def add_token(tokens_file: Path, name: str, *scopes: str, groups: tuple[str, ...] = ()) -> str:
+    """`agentify token add NAME --file F [--scope S] [--group G]`: the token it prints once on stdout."""
     scope_flags = [flag for scope in scopes for flag in ("--scope", scope)]
+    scope_flags += [flag for group in groups for flag in ("--group", group)]
     with anyio.fail_after(180):  # a cold Python start: over a minute on a machine at load 20
         done = await anyio.run_process(
             [str(AGENTIFY), "token", "add", name, "--file", str(tokens_file), *scope_flags],

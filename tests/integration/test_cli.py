@@ -56,7 +56,8 @@ def test_run_failure_exits_non_zero_with_the_reason(tmp_path: Path) -> None:
     config = write_config(tmp_path, [fake_backend()])
     done = agentify("run", "echo hi", "--config", str(config), env=gateway_env(None))
     assert done.returncode == 1
-    assert "planner_unavailable" in done.stdout and "OPENAI_API_KEY" in done.stdout
+    # No key: the offline planner refuses a task it cannot fill (`no_plan`), saying how to configure a model.
+    assert "no_plan" in done.stdout and "OPENAI_API_KEY" in done.stdout
 
 
 def test_doctor_reports_each_backend_and_the_planner(tmp_path: Path, workspace: Path, model: ModelServer) -> None:

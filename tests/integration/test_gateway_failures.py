@@ -87,12 +87,14 @@ async def test_unknown_tool_or_still_invalid_arguments_is_invalid_plan(tmp_path:
     assert error_code(invalid) == "invalid_plan" and "text" in text_of(invalid)
 
 
-async def test_no_api_key_is_planner_unavailable_saying_how_to_configure(tmp_path: Path) -> None:
+async def test_no_api_key_is_an_offline_refusal_saying_how_to_configure_with_candidates(tmp_path: Path) -> None:
     config = write_config(tmp_path, [fake_backend()])
     async with gateway(config, gateway_env(None), tmp_path / "stderr.log") as session:
         result = await session.call_tool("orchestrate_task", {"query": "echo hi"})
-    assert error_code(result) == "planner_unavailable"
-    assert "OPENAI_API_KEY" in text_of(result)
+    assert error_code(result) == "no_plan"
+    assert "OPENAI_API_KEY" in text_of(result) and "cannot fill `text`" in text_of(result)
+    candidates = (result.meta or {})["agentify/error"]["candidates"]
+    assert len(candidates) == 3 and candidates[0]["name"] == "fake__echo"
 
 
 @pytest.mark.parametrize("status", [500, 503])

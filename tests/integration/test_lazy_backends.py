@@ -132,3 +132,22 @@ async def test_a_manifest_edited_to_make_a_destructive_tool_read_only_does_not_s
     assert error_code(result) == "denied", text_of(result)
     assert "marked destructive by its server" in text_of(result)
     assert not target.exists()
+
+
+async def test_a_lazy_backends_tools_are_found_by_meaning_from_its_manifest_before_it_starts(
+    tmp_path: Path, workspace: Path
+) -> None:
+    marker = tmp_path / "lazy.log"
+    config = write_config(
+        tmp_path, [fake_backend("lazy", "--marker", str(marker), start="lazy"), fs_backend(workspace)]
+    )
+    env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"))
+    async with gateway(config, env, tmp_path / "stderr.log"):
+        await wait_until(lambda: any((tmp_path / "cache" / "manifests").glob("*.json")))  # learnt once
+        await wait_until(lambda: bool(started_pids(marker)) and not pid_alive(started_pids(marker)[0]))
+    async with gateway(config, env, tmp_path / "stderr.log") as session:
+        found = await session.call_tool("search_tools", {"query": "give me back what I wrote", "limit": 3})
+        state = await listed(session, "lazy")
+    names = [t["name"] for t in (found.structured_content or {})["tools"]]
+    assert names[0] == "lazy__echo", names  # "Echo the text back": by meaning, one word in common
+    assert state["pid"] is None and len(started_pids(marker)) == 1  # searched without starting it

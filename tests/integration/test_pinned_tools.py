@@ -178,3 +178,58 @@ async def test_two_gateways_sharing_redis_see_one_approval(tmp_path: Path, redis
             results = [await c.call_tool("demo__echo", {"text": "x"}) for c in (first, second)]
     assert [text_of(r) for r in results] == ["echo ran with x", "echo ran with x"]
     assert not (tmp_path / "first").exists() and not (tmp_path / "second").exists()
+
+
+async def test_doctor_names_a_withheld_tool_and_how_to_approve_it(tmp_path: Path) -> None:
+    _, config, env = setup(tmp_path, [ECHO, POISON], "enforce")
+    done = await anyio.run_process([str(AGENTIFY), "doctor", "--config", str(config)], env=env, check=False)
+    out = done.stdout.decode()
+    assert done.returncode == 1, out
+    assert "withheld add: its description speaks to the model as an instruction" in out
+    assert "(agentify pins approve demo add)" in out
+
+
+async def test_the_console_shows_a_withheld_tool_with_its_difference_and_approves_it(tmp_path: Path) -> None:
+    from tests.console.conftest import TOKEN, console_gateway
+
+    _, config, env = setup(tmp_path, [ECHO, POISON], "enforce")
+    async with console_gateway(config, env | {"AGENTIFY_DEBUG_TOKEN": TOKEN}, tmp_path / "e.log") as console:
+        assert console.session is not None
+        before = {t.name for t in (await console.session.list_tools()).tools}
+        shown = await console.get("/api/pins")
+        async with console.http() as http:
+            approved = await http.post("/api/pins/demo/approve", json={"tool": "add"}, headers=console.auth)
+            again = await http.post("/api/pins/demo/approve", json={"tool": "add"}, headers=console.auth)
+        after = {t.name for t in (await console.session.list_tools()).tools}
+        called = await console.session.call_tool("demo__add", {"text": "1"})
+    [entry] = shown["tools"]
+    assert shown["enabled"] and entry["backend"] == "demo" and entry["tool"] == "add" and entry["withheld"]
+    assert "+  Adds two numbers. <IMPORTANT>" in entry["difference"] and "instruction" in entry["reason"]
+    assert approved.status_code == 200 and approved.json()["approved"] == 1
+    assert again.status_code == 404  # nothing of it waits any more
+    assert "demo__add" not in before and "demo__add" in after and text_of(called) == "add ran with 1"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_team_gateway_audits_a_withheld_call_and_the_approval(tmp_path: Path, mode: str) -> None:
+    from tests.integration.team import http_client, http_gateway
+
+    audit = tmp_path / "audit.jsonl"
+    _, config, env = setup(tmp_path, [ECHO, POISON], "enforce", server={"audit": {"file": str(audit)}})
+    token = "a-team-token-0123456789abcdef"
+    async with http_gateway(config, tmp_path / "e.log", env | {"AGENTIFY_HTTP_TOKEN": token}) as served:
+        async with http_client(served.url, token, mode) as client:
+            refused = await client.call_tool("demo__add", {"text": "1"})
+            await pins(config, env, "approve", "demo", "add")
+
+            async def usable() -> bool:
+                return "demo__add" in await names(client)
+
+            await until(usable)
+            called = await client.call_tool("demo__add", {"text": "1"})
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    seen = [(line["operation"], line["target"], line["decision"], line["outcome"]) for line in lines]
+    assert error_code(refused) == "tool_changed" and text_of(called) == "add ran with 1"
+    assert ("demo__add", "demo__add", "withheld", "tool_changed") in seen  # the refused call
+    assert ("pins_approved", "demo__add", "allowed", "ok") in seen  # the approval, a change of trust
+    assert ("demo__add", "demo__add", "allowed", "ok") in seen

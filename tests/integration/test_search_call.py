@@ -142,3 +142,30 @@ async def test_a_client_that_asks_for_progress_hears_the_steps_and_the_backends_
     assert text_of(result) == "reported 3"
     assert heard[0] == "calling fake.progress" and heard[-1] == "done"
     assert heard[-2] == "fake.progress: step (3/3)"  # the backend was asked, and its latest report came last
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_listed_tools_are_listed_beside_the_search_tools_and_run_by_name_in_either_era(
+    mode: str, tmp_path: Path, workspace: Path
+) -> None:
+    named = ["fs__read_text_file", "fs__no_such_tool"]
+    config = write_config(tmp_path, [fs_backend(workspace)], expose=["search"], listedTools=named)
+    async with ide_client(config, gateway_env(None), tmp_path / "e.log", mode) as client:
+        tools = (await client.list_tools()).tools
+        result = await client.call_tool("fs__read_text_file", {"path": str(workspace / "notes.txt")})
+        unknown = await client.call_tool("fs__write_file", {"path": str(workspace / "x"), "content": "x"})
+    assert [t.name for t in tools] == ["search_tools", "call_tool", "fs__read_text_file"]
+    assert tools[2].input_schema["required"] == ["path"]
+    assert not result.is_error and text_of(result) == "remember the milk\n"
+    assert error_code(unknown) == "invalid_input" and not (workspace / "x").exists()  # only the named ones are listed
+    description = tools[0].description or ""
+    assert "- fs: workspace files (14 tools: " in description and "read_text_file" in description
+
+
+async def test_search_tools_finds_every_tool_a_query_needs(tmp_path: Path, workspace: Path) -> None:
+    config = write_config(tmp_path, [fs_backend(workspace), fake_backend()])
+    async with gateway(config, gateway_env(None), tmp_path / "e.log") as session:
+        query = "create a new directory called logs and then echo the text hello"
+        found = await session.call_tool("search_tools", {"query": query, "limit": 4})
+    names = [t["name"] for t in (found.structured_content or {})["tools"]]
+    assert "fs__create_directory" in names and "fake__echo" in names, names

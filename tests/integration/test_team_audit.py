@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from tests.integration.cluster import team
 from tests.integration.ide_client import MODES, answering
 from tests.integration.team import add_token, http_client, http_gateway, request
 from tests.otlp_receiver import OtlpReceiver
-from tests.servers import EVERYTHING
+from tests.servers import EVERYTHING, free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -198,21 +199,29 @@ async def test_a_second_gateway_on_the_same_audit_file_is_refused_at_start(tmp_p
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_confirmed_and_a_declined_call_are_one_line_each(tmp_path: Path, mode: str) -> None:
-    """In 2026-07-28 the confirmation is a round trip: the round that asks is no line, the one that ends is."""
+    """In 2026-07-28 the confirmation is a round trip: the round that asks is no line, the one that ends is. The
+    debug console's audit panel shows the same records, newest first."""
     confirming = fake_backend("fake", tools={"confirm": ["echo"]})
+    console_port = free_port()
     config = write_config(
         tmp_path,
         [confirming],
         planner={"provider": "offline"},
+        debugPort=console_port,
         server={"auth": {"type": "tokens", "file": "tokens.json"}, "audit": {"file": "audit.jsonl"}},
     )
     alice = await add_token(tmp_path / "tokens.json", "alice")
     bob = await add_token(tmp_path / "tokens.json", "bob")
-    async with http_gateway(config, tmp_path / "e.log") as gateway:
+    console_token = "console-token-0123456789abcdef"
+    async with http_gateway(config, tmp_path / "e.log", {"AGENTIFY_DEBUG_TOKEN": console_token}) as gateway:
         async with http_client(gateway.url, alice, mode, elicitation_callback=answering("accept")) as client:
             confirmed = await client.call_tool("call_tool", echo(ALICE_SECRET))
         async with http_client(gateway.url, bob, mode, elicitation_callback=answering("decline")) as client:
             declined = await client.call_tool("call_tool", echo(BOB_SECRET))
+        await wait_until(lambda: len((tmp_path / "audit.jsonl").read_bytes().splitlines()) == 2)
+        panel = await anyio.to_thread.run_sync(
+            request, "GET", f"http://127.0.0.1:{console_port}/api/audit", console_token
+        )
     assert text_of(confirmed) == f"echo: {ALICE_SECRET}" and declined.is_error
     records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_bytes().splitlines()]
     assert [(r["principal"], r["target"], r["decision"], r["outcome"]) for r in records] == [
@@ -220,6 +229,7 @@ async def test_a_confirmed_and_a_declined_call_are_one_line_each(tmp_path: Path,
         ("bob", "fake__echo", "declined", "denied"),
     ]
     assert (await verify(tmp_path / "audit.jsonl")).returncode == 0
+    assert panel.status == 200 and panel.body == {"enabled": True, "records": records[::-1]}
 
 
 async def test_each_replica_of_a_team_writes_its_own_chain(tmp_path: Path) -> None:
@@ -247,3 +257,42 @@ async def test_each_replica_of_a_team_writes_its_own_chain(tmp_path: Path) -> No
         checked = await verify(path)
         assert checked.returncode == 0, checked.stderr.decode()
     assert through_the_balancer.status == 403  # HAProxy forwards for others: scraping through it needs the token
+
+
+async def test_a_withheld_tool_and_its_approval_are_in_the_chain_across_restarts(tmp_path: Path) -> None:
+    """Pinning (enforce): a tool that changed between runs is refused as withheld; `agentify pins approve`,
+    run in another process, reaches the gateway as a change of trust; the chain goes on across the restart."""
+    from tests.integration.test_pinned_tools import ECHO, PINNED_BACKEND, RUG
+
+    source = tmp_path / "tools.json"
+    source.write_text(json.dumps([ECHO]))
+    backend = {"id": "demo", "command": sys.executable, "args": [str(PINNED_BACKEND), str(source)]}
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}, "audit": {"file": "audit.jsonl"}}
+    config = write_config(tmp_path, [backend], pinning="enforce", expose=["search", "tools"], server=server)
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    env = {"AGENTIFY_STATE_DIR": str(tmp_path / "state")}
+    async with http_gateway(config, tmp_path / "e.log", env) as gateway:
+        async with http_client(gateway.url, alice, "auto") as client:
+            trusted = await client.call_tool("demo__echo", {"text": "hi"})  # trusted on first use
+    source.write_text(json.dumps([RUG]))  # the backend changed its description between runs
+    async with http_gateway(config, tmp_path / "e.log", env) as gateway:
+        async with http_client(gateway.url, alice, "legacy") as client:
+            withheld = await client.call_tool("demo__echo", {"text": "hi"})  # listed directly: expose tools
+            with anyio.fail_after(60):
+                approve = [str(AGENTIFY), "pins", "approve", "demo", "--config", str(config)]
+                done = await anyio.run_process(approve, env=os.environ | gateway_env(None, **env), check=False)
+            assert done.returncode == 0, done.stderr.decode()
+            path = tmp_path / "audit.jsonl"
+            await wait_until(lambda: b"pins_approved" in path.read_bytes(), 30)
+            again = await client.call_tool("call_tool", {"name": "demo__echo", "arguments": {"text": "hi"}})
+    assert not trusted.is_error and withheld.is_error and not again.is_error
+    records = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert [(r["principal"], r["operation"], r["target"], r["decision"], r["outcome"]) for r in records] == [
+        ("alice", "demo__echo", "demo__echo", "allowed", "ok"),
+        ("alice", "demo__echo", "demo__echo", "withheld", "tool_changed"),
+        ("agentify", "pins_approved", "demo__echo", "allowed", "ok"),
+        ("alice", "call_tool", "demo__echo", "allowed", "ok"),
+    ]
+    assert records[2]["argsSha256"] is not None  # the approved digest, hashed
+    checked = await verify(path)
+    assert checked.returncode == 0 and b"4 lines in 1 files, from its first line" in checked.stdout

@@ -8,7 +8,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from agentify.errors import PlannerUnavailable
+from agentify.errors import NoPlan
 from agentify.eval.routing import load_backends
 from agentify.planner import Plan, TaskInput
 from agentify.planner.catalog import Catalog
@@ -48,7 +48,7 @@ async def plan(query: str, catalog: Catalog | None = None, **where: Any) -> Plan
 
 
 async def refusal(query: str, catalog: Catalog | None = None, **where: Any) -> str:
-    """The message of the offline planner's refusal of `query`."""
-    with pytest.raises(PlannerUnavailable) as caught:
+    """The message of the offline planner's refusal (`no_plan`) of `query`."""
+    with pytest.raises(NoPlan) as caught:
         await plan(query, catalog, **where)
     return caught.value.message

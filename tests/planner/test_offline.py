@@ -96,8 +96,8 @@ FIGURES = [  # the README's "Figures on the example set", on the recorded tools:
     ("routing", True, 39),
     ("routing-fresh", False, 52),
     ("routing-fresh", True, 49),
-    ("routing-heldout", False, 17),
-    ("routing-heldout", True, 17),
+    ("routing-heldout", False, 18),
+    ("routing-heldout", True, 18),
     ("routing-implied", False, 40),
     ("routing-implied", True, 37),
 ]

@@ -300,3 +300,61 @@ async def test_switching_pinning_on_at_a_reload_judges_what_was_listed_meanwhile
     assert "changed since it was pinned" in book.judge("demo", [rug])["echo"].reason
     await book.sync()
     assert "echo" in FileStore(tmp_path).load()["demo"].pending
+
+
+async def test_a_redis_store_hears_another_process_write_at_once(redis: Any) -> None:
+    import anyio
+
+    listening, writer = RedisStore(redis.url), RedisStore(redis.url)
+    woke = anyio.Event()
+
+    async def wait() -> None:
+        await listening.wait_changed(3600)  # without the channel this would wait an hour
+        woke.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        with anyio.fail_after(20):
+            while not woke.is_set():  # the first write may come before the subscription: write until heard
+                writer.update("demo", first_use={"echo": _record(ECHO)}, pending={}, settled=())
+                with anyio.move_on_after(0.2):
+                    await woke.wait()
+    await listening.aclose()
+    writer.close()
+
+
+async def test_a_manager_with_pins_closes_once_its_backends_stopped(tmp_path: Path) -> None:
+    import anyio
+
+    from agentify.backends import BackendManager
+
+    manager = BackendManager([], cache_dir=tmp_path / "cache", pins=await _book(FileStore(tmp_path)))
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        manager.close()
+        with anyio.fail_after(10):  # the pins' follower never ends by itself: the manager must end it
+            await manager.closed.wait()
+
+
+async def test_an_approval_seen_by_a_gateway_is_a_change_of_trust_in_its_audit(tmp_path: Path) -> None:
+    import json
+
+    from agentify.config.server import AuditConfig
+    from agentify.team.audit import AuditLog, installed
+
+    audit = AuditLog(AuditConfig(file=str(tmp_path / "audit.jsonl")), "r1")
+    audit.open()
+    with installed(audit):
+        book = await _book(FileStore(tmp_path / "pins"))
+        book.observe("demo", [ECHO])
+        rug = tool("echo", "changed")
+        book.observe("demo", [rug])
+        await book.sync()
+        FileStore(tmp_path / "pins").approve("demo", None)  # by the CLI, another process
+        await book.sync()
+        await book.sync()  # nothing new: no second line
+    audit.close()
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(line["operation"], line["target"], line["decision"]) for line in lines] == [
+        ("pins_approved", "demo__echo", "allowed")
+    ]

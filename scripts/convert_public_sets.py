@@ -1,0 +1,258 @@
+"""Convert public tool-retrieval benchmarks into the compact sets `agentify eval --public` reads.
+
+Each source is a git checkout (a clone or a bare mirror) read with `git show` at its commit, so
+the output says exactly which data it came from. Written to agentify/eval/data/public/NAME.json:
+
+    {"name", "source": {"repo", "commit", "licence", "paper", "files"},
+     "backends": [{"id", "description", "tools": [<MCP Tool>]}],
+     "queries": [{"query": str, "tools": ["<backend>/<tool>", ...]}]}
+
+Sets (all three licences allow redistribution with attribution; see the README beside the data):
+- metatool: HowieHwong/MetaTool (MIT). 199 ChatGPT-plugin tools, one service each; its single-tool
+  queries (20,614, sampled to `METATOOL_PER_TOOL` per tool) and all 497 multi-tool queries.
+- toolalpaca: tangqiaoyu/ToolAlpaca (Apache-2.0). The 21 real and simulated evaluation APIs'
+  functions; each instruction is labelled with the functions of its golden actions.
+- restbench: Yifan-Song793/RestGPT (MIT). The TMDB and Spotify endpoints (OpenAPI), each query
+  labelled with the endpoints of its solution path (mostly several).
+
+Sampling is deterministic (a hash of the query's text), so a rerun gives the same file.
+
+    python scripts/convert_public_sets.py --metatool DIR --toolalpaca DIR --restbench DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).resolve().parents[1] / "agentify" / "eval" / "data" / "public"
+METATOOL_PER_TOOL = 8
+MAX_DESCRIPTION = 600
+
+
+def git_show(repo: Path, path: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "show", f"HEAD:{path}"], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def head(repo: Path) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "x"
+
+
+def tool_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_")[:60] or "tool"
+
+
+def key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 3] + "..."
+
+
+def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    return out
+
+
+def metatool(repo: Path) -> dict[str, Any]:
+    described: dict[str, str] = json.loads(git_show(repo, "dataset/plugin_des.json"))
+    rows = list(csv.DictReader(io.StringIO(git_show(repo, "dataset/data/all_clean_data.csv"))))
+    multi = json.loads(git_show(repo, "dataset/data/multi_tool_query_golden.json"))
+    backends = [
+        {
+            "id": slug(name),
+            "description": "",
+            "tools": [{"name": name, "description": clip(text), "inputSchema": schema({}, [])}],
+        }
+        for name, text in sorted(described.items())
+    ]
+    by_tool: dict[str, list[str]] = {}
+    for row in rows:
+        by_tool.setdefault(row["Tool"], []).append(row["Query"])
+    queries = []
+    for name in sorted(by_tool):
+        chosen = sorted(set(by_tool[name]), key=key)[:METATOOL_PER_TOOL]
+        queries += [{"query": q, "tools": [f"{slug(name)}/{name}"]} for q in chosen]
+    queries += [{"query": m["query"], "tools": [f"{slug(t)}/{t}" for t in m["tool"]]} for m in multi]
+    return {
+        "name": "metatool",
+        "source": {
+            "repo": "HowieHwong/MetaTool",
+            "commit": head(repo),
+            "licence": "MIT (Copyright (c) 2023 Yue Huang)",
+            "paper": "Huang et al., MetaTool Benchmark for Large Language Models, ICLR 2024 (arXiv:2310.03128)",
+            "files": [
+                "dataset/plugin_des.json",
+                "dataset/data/all_clean_data.csv",
+                "dataset/data/multi_tool_query_golden.json",
+            ],
+            "sampling": f"single-tool queries: the first {METATOOL_PER_TOOL} of each tool by sha256 of the text",
+        },
+        "backends": backends,
+        "queries": queries,
+    }
+
+
+_PARAMETERS = re.compile(r"Parameters:\s*(\{.*?\})\s*\n\s*Output:", re.S)
+
+
+def _alpaca_tool(name: str, text: str) -> dict[str, Any]:
+    summary = text.split("\nParameters:")[0]
+    properties: dict[str, Any] = {}
+    found = _PARAMETERS.search(text)
+    if found:
+        try:
+            parameters = json.loads(found.group(1))
+        except json.JSONDecodeError:
+            parameters = {}
+        for pname, ptext in parameters.items():
+            text_ = str(ptext)
+            required = text_.startswith("Required.")
+            kind, _, rest = text_.removeprefix("Required.").strip().partition(". ")
+            kind = kind.strip().lower()
+            properties[pname] = {
+                "type": kind if kind in ("string", "integer", "number", "boolean", "array", "object") else "string",
+                "description": clip(rest),
+                **({"x-required": True} if required else {}),
+            }
+    required = [p for p, spec in properties.items() if spec.pop("x-required", False)]
+    return {"name": tool_name(name), "description": clip(summary), "inputSchema": schema(properties, required)}
+
+
+def toolalpaca(repo: Path) -> dict[str, Any]:
+    backends, queries, seen = [], [], set()
+    for part in ("data/eval_real.json", "data/eval_simulated.json"):
+        for api in json.loads(git_show(repo, part)):
+            bid = slug(api["Name"])
+            if bid in seen:
+                continue
+            seen.add(bid)
+            functions = {n: t for n, t in api["Function_Description"].items() if n != "components" and t}
+            backends.append(
+                {
+                    "id": bid,
+                    "description": clip(api.get("Description") or ""),
+                    "tools": [_alpaca_tool(n, t) for n, t in functions.items()],
+                }
+            )
+            for instruction, golden in zip(api["Instructions"], api["Golden_Answers"], strict=False):
+                names = list(dict.fromkeys(step["Action"] for step in golden if step.get("Action") in functions))
+                if names:
+                    queries.append({"query": instruction, "tools": [f"{bid}/{tool_name(n)}" for n in names]})
+    return {
+        "name": "toolalpaca",
+        "source": {
+            "repo": "tangqiaoyu/ToolAlpaca",
+            "commit": head(repo),
+            "licence": "Apache-2.0",
+            "paper": "Tang et al., ToolAlpaca: Generalized Tool Learning for Language Models with 3000 Simulated "
+            "Cases (arXiv:2306.05301)",
+            "files": ["data/eval_real.json", "data/eval_simulated.json"],
+            "sampling": "none: every evaluation API, function and instruction with a golden action",
+        },
+        "backends": backends,
+        "queries": queries,
+    }
+
+
+def _resolve(spec: dict[str, Any], node: Any) -> Any:
+    while isinstance(node, dict) and "$ref" in node:
+        target: Any = spec
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def _rest_name(method: str, path: str) -> str:
+    return tool_name(f"{method}_{path.strip('/').replace('{', '').replace('}', '')}".replace("/", "_"))
+
+
+def restbench(repo: Path) -> dict[str, Any]:
+    backends, queries = [], []
+    for service in ("tmdb", "spotify"):
+        spec = json.loads(git_show(repo, f"specs/{service}_oas.json"))
+        tools, names = [], {}
+        for path, item in spec["paths"].items():
+            shared = item.get("parameters", [])
+            for method, op in item.items():
+                if method not in ("get", "post", "put", "delete", "patch"):
+                    continue
+                properties, required = {}, []
+                for raw in [*shared, *op.get("parameters", [])]:
+                    p = _resolve(spec, raw)
+                    properties[p["name"]] = {
+                        "type": _resolve(spec, p.get("schema", {})).get("type", "string"),
+                        "description": clip(p.get("description") or ""),
+                    }
+                    if p.get("required"):
+                        required.append(p["name"])
+                text = " ".join(x.strip() for x in (op.get("summary") or "", op.get("description") or "") if x.strip())
+                name = _rest_name(method, path)
+                names[f"{method.upper()} {path}"] = name
+                tools.append({"name": name, "description": clip(text), "inputSchema": schema(properties, required)})
+        title = spec.get("info", {}).get("title", service)
+        backends.append({"id": service, "description": clip(title), "tools": tools})
+        for item in json.loads(git_show(repo, f"datasets/{service}.json")):
+            wanted = [names[s] for s in dict.fromkeys(item["solution"]) if s in names]
+            if wanted:
+                queries.append({"query": item["query"], "tools": [f"{service}/{n}" for n in wanted]})
+    return {
+        "name": "restbench",
+        "source": {
+            "repo": "Yifan-Song793/RestGPT",
+            "commit": head(repo),
+            "licence": "MIT (Copyright (c) 2023 Yifan Song)",
+            "paper": "Song et al., RestGPT: Connecting Large Language Models with Real-World RESTful APIs "
+            "(arXiv:2306.06624)",
+            "files": ["specs/tmdb_oas.json", "specs/spotify_oas.json", "datasets/tmdb.json", "datasets/spotify.json"],
+            "sampling": "none: every query whose solution names a listed endpoint",
+        },
+        "backends": backends,
+        "queries": queries,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--metatool", type=Path, help="a checkout of HowieHwong/MetaTool")
+    parser.add_argument("--toolalpaca", type=Path, help="a checkout of tangqiaoyu/ToolAlpaca")
+    parser.add_argument("--restbench", type=Path, help="a checkout of Yifan-Song793/RestGPT")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, convert in (("metatool", metatool), ("toolalpaca", toolalpaca), ("restbench", restbench)):
+        repo = getattr(args, name)
+        if repo is None:
+            continue
+        data = convert(repo)
+        path = OUT / f"{name}.json"
+        path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+        tools = sum(len(b["tools"]) for b in data["backends"])
+        multi = sum(len(q["tools"]) > 1 for q in data["queries"])
+        print(
+            f"{path}: {tools} tools on {len(data['backends'])} backends, "
+            f"{len(data['queries'])} queries ({multi} multi-tool)"
+        )
+
+
+if __name__ == "__main__":
+    main()

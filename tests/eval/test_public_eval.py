@@ -1,0 +1,58 @@
+"""`agentify eval --mode public`: the shipped public sets, a slice of each, measured beside plain BM25.
+
+Only the report's shape is checked here; the figures come from the full run (docs/planning.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agentify.eval.public import PARTS, available, load_public, part
+from tests.eval.test_eval_command import agentify_eval
+
+METRICS = {"queries", "recall@1", "recall@5", "recall@10", "ndcg@5", "multiTool", "allInTop5"}
+
+
+def test_each_shipped_set_says_where_it_comes_from_and_splits_its_queries() -> None:
+    assert set(available()) >= {"metatool", "toolalpaca", "restbench"}
+    for name in available():
+        public = load_public(name)
+        assert {"repo", "commit", "licence", "paper"} <= public.source.keys()
+        tune, heldout = public.select("tune"), public.select("heldout")
+        assert tune and heldout and len(tune) + len(heldout) == len(public.queries)
+        assert not {q.text for q in tune} & {q.text for q in heldout}
+        names = {(b, t.name) for b, _, tools in public.backends for t in tools}
+        assert all(needed in names for q in public.queries for needed in q.tools)
+    assert part("the same text") == part("  The same text ") and "all" in PARTS
+
+
+def test_eval_public_on_a_slice_reports_search_tools_beside_bm25(tmp_path: Path) -> None:
+    done = agentify_eval("all", "--mode", "public", "--sample", "6", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    reports = json.loads(done.stdout)
+    assert sorted(r["set"] for r in reports) == sorted(available())
+    for report in reports:
+        assert report["part"] == "heldout" and report["searchTools"]["queries"] == 6
+        assert METRICS <= report["searchTools"].keys() and METRICS <= report["bm25"].keys()
+        assert {"right", "wrong", "refused", "total"} <= report["offlinePlanner"].keys()
+        assert {"holdsRight", "holdsAllOfMulti", "meanSize", "baseK"} <= report["shortlist"].keys()
+        assert report["source"]["repo"] and report["catalogTools"] > 50
+    text = agentify_eval("restbench", "--mode", "public", "--sample", "4", "--part", "tune", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "search_tools" in text.stdout and "BM25" in text.stdout and "recall@5" in text.stdout
+    assert "restbench (tune part, 4 queries" in text.stdout and "offline planner" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(None, "cannot be read"), ('{"backends": []}', "not a public set"), ('{"backends": [], "queries": []}', "needs")],
+)
+def test_a_file_that_is_no_public_set_is_a_usage_error(tmp_path: Path, content: str | None, said: str) -> None:
+    path = tmp_path / "set.json"
+    if content is not None:
+        path.write_text(content)
+    done: subprocess.CompletedProcess[str] = agentify_eval(str(path), "--mode", "public", cwd=tmp_path)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
