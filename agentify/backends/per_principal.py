@@ -96,6 +96,8 @@ class PrincipalBackend(Supervisor):
         self._inner_routes = routes
         self._inner_change = on_change
         self._people: dict[str, _Person] = {}
+        if identity is not None:
+            identity.forgotten.append(self._forget)
         self._tg: TaskGroup | None = None
         self._level: types.LoggingLevel | None = None
         self._log = logger.bind(backend=spec.id)
@@ -107,6 +109,8 @@ class PrincipalBackend(Supervisor):
         async with anyio.create_task_group() as tg:
             self._tg = tg
             await self._starts.stopping.wait()
+            if self._identity is not None and self._forget in self._identity.forgotten:
+                self._identity.forgotten.remove(self._forget)
             for person in self._people.values():
                 person.supervisor.stop()  # one never started ends at once when it starts
             tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
@@ -282,6 +286,15 @@ class PrincipalBackend(Supervisor):
         principal, person = min(self._people.items(), key=lambda item: item[1].used)
         person.supervisor.stop()
         del self._people[principal]
+
+    def _forget(self, principals: set[str]) -> None:
+        """Their tokens were removed: their sessions end now, not when idle."""
+        for principal in principals:
+            person = self._people.pop(principal, None)
+            if person is not None:
+                person.supervisor.stop()
+            if self._exchanger is not None:
+                self._exchanger.drop(principal)
 
     def _inner_state(self, status: BackendStatus) -> None:
         self._lifecycle.changed()  # the catalog and the console hear of it as of this backend

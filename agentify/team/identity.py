@@ -6,7 +6,7 @@ the vault of their tokens, the authorizations in progress, and the base URL of t
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,6 +24,8 @@ class Identity:
     base_url: str | None = None
     """Where `/oauth/start/...` and `/oauth/callback` are reached; set by the transport once it listens."""
     keys: tuple[str, ...] = field(default=(), repr=False)
+    forgotten: list[Callable[[set[str]], None]] = field(default_factory=list, repr=False)
+    """Hear the principals whose upstream tokens were dropped (their sessions to backends end)."""
 
     def start_url(self, flow_id: str) -> str:
         return f"{self._base()}/oauth/start/{flow_id}"
@@ -38,6 +40,8 @@ class Identity:
 
     async def forget(self, principals: set[str]) -> None:
         """Drops the upstream tokens of principals whose own tokens were removed (the tokens file changed)."""
+        for listener in list(self.forgotten):
+            listener(principals)
         for principal in principals:
             try:
                 dropped = await self.vault.forget(principal)
