@@ -1,7 +1,7 @@
 """What the console shows of the gateway's governance: the tools `pinning` withholds or flags, and the
 recent audit records. Both are optional services the gateway may carry (`services.pins`, the gateway's
-`PinBook`; `services.audit`, not carried yet); a gateway without them, or with `pinning` off, is shown
-as "not enabled", never as an error.
+`PinBook`; `services.audit`, the audit chain this process writes); a gateway without them, or with
+`pinning` off, is shown as "not enabled", never as an error.
 
 The protocols are the whole seam: the gateway's pin store and audit log satisfy them, and the console
 reads them only through `pins_of` and `audit_of`. What they return is plain JSON-ready data; the

@@ -71,7 +71,7 @@ async def serve_stdio(
         read_stream, write_stream = streams
         read = await stack.enter_async_context(answering_parse_errors(read_stream, write_stream))
         if not await read.wait_first():
-            logger.info("stdin ended before the client sent anything: no backend started")
+            logger.info("stdin ended before the client sent anything: stopping")
             exits.closed()
             return
         exits.serving()

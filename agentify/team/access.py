@@ -15,6 +15,7 @@ with these arguments: raises `Forbidden`) and `shows` (may it be shown this, in 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -24,10 +25,12 @@ from loguru import logger
 
 from agentify.config.server import AccessConfig, AccessRule
 from agentify.errors import ConfigError, Forbidden
+from agentify.team.audit import trust_changed
 from agentify.team.policy import Policy, PolicyError, Target, stamp_of
 from agentify.team.principal import Who, current_who
 
 MAX_CACHED = 50_000
+ACCESS_KEY, POLICY_KEY = "server.access", "server.access.policyFile"
 _VERBS = {"call": "use", "read": "read", "prompt": "use the prompt", "complete": "complete arguments of"}
 
 
@@ -148,7 +151,7 @@ class AccessGate:
         access = self._access
         policy = access.policy
         if policy is not None and stamp_of(policy.path) != policy.stamp:
-            self._reload(access.config, because=f"the policy file {policy.path} changed")
+            self._reload(access.config, because=f"the policy file {policy.path} changed", what=POLICY_KEY)
         return self._access
 
     def configure(self, config: AccessConfig | None) -> None:
@@ -156,7 +159,7 @@ class AccessGate:
         if config != self._access.config:
             self._reload(config, because="server.access changed")
 
-    def _reload(self, config: AccessConfig | None, *, because: str) -> None:
+    def _reload(self, config: AccessConfig | None, *, because: str, what: str = ACCESS_KEY) -> None:
         try:
             access = Access(config, _policy(config))
         except PolicyError as exc:
@@ -168,9 +171,23 @@ class AccessGate:
             return
         self._problem = None
         self._access = access
+        # A change of trust in the audit: whoever edited the config or the policy, the gateway noticed it.
+        trust_changed("access_reloaded", what, _in_force(access), principal="agentify")
         rules = len(config.rules) if config is not None else 0
         policies = f", {access.policy.count} Cedar policies" if access.policy is not None else ""
         logger.info("{}: access applied ({} rules{})", because, rules, policies if config else "; all allowed")
+
+
+def _in_force(access: Access) -> dict[str, Any]:
+    """The rules and the policies now in force, as the audit hashes them."""
+    config = access.config.model_dump(mode="json", by_alias=True) if access.config is not None else None
+    policies = None
+    if access.policy is not None:
+        try:  # the file as read just now: small, and read once per change
+            policies = hashlib.sha256(access.policy.path.read_bytes()).hexdigest()
+        except OSError:
+            policies = "unreadable"
+    return {"access": config, "policyFileSha256": policies}
 
 
 def _policy(config: AccessConfig | None) -> Policy | None:

@@ -140,14 +140,15 @@ class AuditLog:
         """An `OperationSink`: queues the operation's line; returns at once."""
         self._queue.put(done)
 
-    def trust_changed(self, kind: str, target: str, details: Any = NO_ARGUMENTS) -> None:
+    def trust_changed(self, kind: str, target: str, details: Any = NO_ARGUMENTS, principal: str | None = None) -> None:
         """A change of what is trusted (`access` reloaded, pins approved): a line whose `argsSha256` hashes
-        `details` (the new rules, the approved digests), by the principal that made it or `agentify`."""
+        `details` (the new rules, the approved digests), by `principal`, else the request's, else `agentify`
+        (the gateway itself noticed it)."""
         self._queue.put(
             Operation(
                 time=time.time(),
                 method="trust",
-                principal=current_principal() or "agentify",
+                principal=principal or current_principal() or "agentify",
                 client=None,
                 operation=kind,
                 target=target,
@@ -340,9 +341,10 @@ def current() -> AuditLog | None:
     return _INSTALLED[-1] if _INSTALLED else None
 
 
-def trust_changed(kind: str, target: str, details: Any = NO_ARGUMENTS) -> None:
+def trust_changed(kind: str, target: str, details: Any = NO_ARGUMENTS, principal: str | None = None) -> None:
     """Records a change of trust in this process's audit, if it has one: `kind` says what changed
     (`access_reloaded`, `pins_approved`), `target` what it applies to (`server.access`, a backend or
-    `<backend>__<tool>`), `details` (hashed, never written) what it changed to. Returns at once."""
+    `<backend>__<tool>`), `details` (hashed, never written) what it changed to, `principal` who changed it
+    when the request being served is not theirs (`agentify`: the gateway noticed it). Returns at once."""
     for log in _INSTALLED[-1:]:
-        log.trust_changed(kind, target, details)
+        log.trust_changed(kind, target, details, principal)

@@ -29,7 +29,7 @@ async def console(tmp_path_factory: pytest.TempPathFactory, scripted_model: Mode
         fs_backend(workspace, env={"FS_API_TOKEN": ENV_SECRET}),
         fake_backend("fake", description="echoes text", env={"FAKE_PASSWORD": "another-env-secret-99"}),
     ]
-    config = write_config(root, backends, pinning="off")  # the pins' routes are tested in test_pinned_tools.py
+    config = write_config(root, backends)  # pinning: warn, the default
     env = gateway_env(scripted_model, AGENTIFY_DEBUG_TOKEN=TOKEN)
     async with console_gateway(config, env, root / "stderr.log") as running:
         running.workspace = workspace
@@ -355,14 +355,12 @@ async def test_a_call_whose_backend_result_is_an_error_is_a_failed_task(console:
     assert after["error"] == before["error"] + 1 and after["ok"] == before["ok"]
 
 
-async def test_pins_show_what_waits_for_approval_and_the_audit_says_when_it_is_not_enabled(console: Console) -> None:
-    assert await console.get("/api/pins") == {"enabled": True, "tools": []}  # pinning: warn, nothing changed
+async def test_with_pinning_off_and_no_audit_their_routes_say_not_enabled(console: Console) -> None:
+    assert await console.get("/api/pins") == {"enabled": False, "tools": []}
     assert await console.get("/api/audit") == {"enabled": False, "records": []}  # no server.audit over stdio
     async with console.http() as client:
         approve = await client.post("/api/pins/fs/approve", headers=console.auth)
-        one = await client.post("/api/pins/fs/approve", json={"tool": "read_file"}, headers=console.auth)
-    assert approve.status_code == 404 and approve.json()["detail"] == "backend 'fs' has no changed tools to approve"
-    assert one.status_code == 404 and "tool 'read_file' of backend 'fs'" in one.json()["detail"]
+    assert approve.status_code == 409 and "pinning is not enabled" in approve.json()["detail"]
 
 
 async def test_an_unknown_trace_is_404(console: Console) -> None:

@@ -276,7 +276,7 @@ async def test_every_panel_fits_and_can_be_reached_from_700_px_wide(
 async def test_on_a_team_gateway_every_trace_shows_the_person_who_asked(tmp_path: Path, browser: Browser) -> None:
     tokens = tmp_path / "tokens.json"
     people = {"alice": await add_token(tokens, "alice"), "bob": await add_token(tokens, "bob")}
-    server = {"auth": {"type": "tokens", "file": str(tokens)}}
+    server = {"auth": {"type": "tokens", "file": str(tokens)}, "audit": {"file": str(tmp_path / "audit.jsonl")}}
     config = write_config(tmp_path, [fake_backend()], expose=["search"], server=server)
     port = free_port()
     env = {"AGENTIFY_DEBUG_PORT": str(port), "AGENTIFY_DEBUG_TOKEN": TOKEN}
@@ -292,6 +292,8 @@ async def test_on_a_team_gateway_every_trace_shows_the_person_who_asked(tmp_path
         await expect(page.locator("#trace-list li .principal")).to_have_text(["bob", "alice"])  # newest first
         await page.locator("#trace-list li", has=page.locator(".principal", has_text="alice")).click()
         await expect(page.locator("#trace-detail .trace-title")).to_contain_text("by alice")
+        audited = page.locator("#audit li.audit", has_text="fake__echo")  # the backend tool each call reached
+        await expect(audited.locator(".principal")).to_have_text(["bob", "alice"])
         await page.screenshot(path=artifact("console-team.png"))
         assert not problems, problems
     assert [trace["principal"] for trace in traces] == ["bob", "alice"]

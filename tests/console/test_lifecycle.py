@@ -81,7 +81,7 @@ async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called
         fake_backend("later", start="lazy", protocol=era),
         fake_backend("off", enabled=False),
     ]
-    config = write_config(tmp_path, backends, pinning="off")
+    config = write_config(tmp_path, backends)
     async with silent_gateway(config, gateway_env(None), tmp_path / "stderr.log") as console:
         before = await console.wait_for_state("fake", "ready")
         await console.wait_for_state("later", "idle")
@@ -105,8 +105,8 @@ async def test_a_backend_restarts_when_the_console_asks_and_its_tools_are_called
     assert disabled.status_code == 409 and "disabled in the config" in disabled.json()["detail"]
     assert unknown.status_code == 404 and "no backend 'nope'" in unknown.json()["detail"]
     assert without_token.status_code == 401
-    assert pins == {"enabled": False, "tools": []}  # pinning: off
-    assert approve.status_code == 409 and "pinning is not enabled" in approve.json()["detail"]
+    assert pins == {"enabled": True, "tools": []}  # pinning: warn, and nothing changed
+    assert approve.status_code == 404 and approve.json()["detail"] == "backend 'fake' has no changed tools to approve"
 
 
 async def test_a_port_in_use_gives_a_warning_and_the_gateway_keeps_serving(tmp_path: Path) -> None:

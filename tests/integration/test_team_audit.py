@@ -296,3 +296,34 @@ async def test_a_withheld_tool_and_its_approval_are_in_the_chain_across_restarts
     assert records[2]["argsSha256"] is not None  # the approved digest, hashed
     checked = await verify(path)
     assert checked.returncode == 0 and b"4 lines in 1 files, from its first line" in checked.stdout
+
+
+async def test_a_forbidden_call_and_a_change_of_the_access_rules_are_in_the_chain(tmp_path: Path) -> None:
+    def configure(allowed: list[str]) -> Path:
+        access = {"rules": [{"principals": ["alice"], "allow": allowed}]}
+        server = {"auth": {"type": "tokens", "file": "tokens.json"}, "audit": {"file": "audit.jsonl"}}
+        return write_config(
+            tmp_path, [fake_backend("fake")], planner={"provider": "offline"}, server=server | {"access": access}
+        )
+
+    config = configure(["fake__echo"])
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    path = tmp_path / "audit.jsonl"
+    parent = {"name": "fake__parent", "arguments": {}}
+    async with http_gateway(config, tmp_path / "e.log") as gateway:
+        async with http_client(gateway.url, alice, "auto") as client:
+            allowed = await client.call_tool("call_tool", echo("hi"))
+            forbidden = await client.call_tool("call_tool", parent)
+            configure(["fake"])  # the whole backend, from the next request on
+            await wait_until(lambda: b"access_reloaded" in path.read_bytes(), 30)
+            now_allowed = await client.call_tool("call_tool", parent)
+    assert not allowed.is_error and forbidden.is_error and not now_allowed.is_error
+    records = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert [(r["principal"], r["operation"], r["target"], r["decision"], r["outcome"]) for r in records] == [
+        ("alice", "call_tool", "fake__echo", "allowed", "ok"),
+        ("alice", "call_tool", "fake__parent", "forbidden", "forbidden"),
+        ("agentify", "access_reloaded", "server.access", "allowed", "ok"),
+        ("alice", "call_tool", "fake__parent", "allowed", "ok"),
+    ]
+    assert records[2]["argsSha256"] is not None  # the rules now in force, hashed
+    assert (await verify(path)).returncode == 0
