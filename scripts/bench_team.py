@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -88,7 +89,14 @@ def team(replicas: int, config: Path, work: Path) -> Iterator[Team]:
         assert process.stdout is not None
         line = process.stdout.readline().decode()
         if "ready at" not in line:
-            raise SystemExit(f"team.sh --replicas {replicas} did not start: {errors.read_text()[-2000:]}")
+            kept = Path(tempfile.mkdtemp(prefix=f"bench-team-failed-{replicas}-"))  # outlives the run's folder
+            shutil.copy(errors, kept / errors.name)
+            if (work / f"logs-{replicas}").is_dir():
+                shutil.copytree(work / f"logs-{replicas}", kept / f"logs-{replicas}")
+            raise SystemExit(
+                f"team.sh --replicas {replicas} did not start (its logs are kept in {kept}): "
+                + errors.read_text()[-2000:]
+            )
         yield Team(process, line.rsplit(" ", 1)[1].strip(), errors)
     finally:
         process.send_signal(signal.SIGTERM)
@@ -332,7 +340,13 @@ async def main(calls: int, audit_only: bool = False) -> None:
             print("one call, one client at a time (p50 / p95 ms):")
             for name, (p50, p95) in hop.items():
                 print(f"  {name:22s} {p50:7.2f} / {p95:7.2f}")
-            print(f"  HAProxy hop: {hop['through HAProxy'][0] / hop['straight to a replica'][0]:.2f}x the p50")
+            hop_ratio = hop["through HAProxy"][0] / hop["straight to a replica"][0]
+            print(f"  HAProxy hop: {hop_ratio:.2f}x the p50")
+            print(
+                f"side by side: HAProxy hop {hop_ratio:.2f}x a replica's p50 | a replica's CPU per call "
+                f"{single[1]['replicas']:.2f} ms (1 replica), {triple[1]['replicas']:.2f} ms (3 replicas) | "
+                f"3 replicas {triple[0] / single[0]:.2f}x the throughput of 1"
+            )
 
             async def rolling() -> None:
                 three.process.send_signal(signal.SIGHUP)

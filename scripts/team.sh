@@ -90,12 +90,17 @@ trap 'stop_all; exit 0' TERM INT
 trap 'stop_all' EXIT
 
 # Redis: the rate-limit counts and the used answers every replica shares.
+# Its password is made for this run and reaches Redis in a config file only this user reads (not on
+# its command line, which every local user sees) and the replicas in AGENTIFY_REDIS_URL; it is never printed.
 REDIS_PORT="$(free_port)"
-"$REDIS_SERVER" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
+REDIS_PASSWORD="$("$PYTHON" -c 'import secrets; print(secrets.token_hex(24))')"
+(umask 077 && printf 'requirepass %s\n' "$REDIS_PASSWORD" >"$WORK/redis.conf")
+"$REDIS_SERVER" "$WORK/redis.conf" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
   </dev/null >"$LOGS/redis.log" 2>&1 &
 OTHERS+=($!)
-export AGENTIFY_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
-echo "team: redis at $AGENTIFY_REDIS_URL pid $! log $LOGS/redis.log" >&2
+export AGENTIFY_REDIS_URL="redis://:$REDIS_PASSWORD@127.0.0.1:$REDIS_PORT/0"
+unset REDIS_PASSWORD
+echo "team: redis at redis://127.0.0.1:$REDIS_PORT/0 pid $! log $LOGS/redis.log (its password: in AGENTIFY_REDIS_URL of the replicas)" >&2
 if [ -z "${AGENTIFY_STATE_KEYS:-}" ]; then
   AGENTIFY_STATE_KEYS="$("$PYTHON" -c 'import secrets; print(secrets.token_hex(32))')"
   export AGENTIFY_STATE_KEYS

@@ -170,7 +170,16 @@ class ServerConfig(Model):
         "gets 429.",
     )
     session_opens_per_minute: int = Field(
-        default=60, ge=1, description="The most MCP sessions one principal may open on a replica in a minute."
+        default=300,
+        ge=1,
+        description="The most MCP sessions one principal may open on a replica in a minute (with the shared "
+        "token, the whole team is one principal).",
+    )
+    max_open_requests_per_principal: int = Field(
+        default=500,
+        ge=1,
+        description="The most requests one principal may have open at once on a replica (streams and calls in "
+        "flight); past it, 429.",
     )
     trusted_proxies: list[str] = Field(
         default_factory=list,

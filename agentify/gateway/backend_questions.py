@@ -4,10 +4,14 @@ Transport-agnostic: the IDE side is the `ClientQuestions` protocol (the MCP serv
 knows the IDE's era), the backend side is `agentify.backends.questions`. What the relay decides:
 - a question the IDE cannot answer (no elicitation, no URL mode, no sampling, no roots) is answered to
   the backend with an error that says so: the backend's own fallback decides what happens then;
-- a form question names the backend that asks, so the user knows who wants to know;
-- what the IDE shows of a question (its message, and the titles and descriptions of a form's schema)
-  is masked with the redactor's known secrets, cut to a bound and escaped, so a backend can neither
-  show another backend's env secret nor fake lines or reorder text with control or bidi characters;
+- a form question begins "From backend <id> (not agentify): ", so the user knows who wants to know and
+  a backend's form never passes for agentify's own confirmation;
+- what the IDE shows of a question (its message, and the titles, descriptions, enum names and defaults of
+  a form's schema) is masked with the redactor's known secrets, cut to a bound and escaped, so a backend
+  can neither show another backend's env secret nor fake lines or reorder text with control or bidi
+  characters. What the answer carries back as the user picked it (field names, `enum` and `const`
+  choices) cannot be changed: a form whose names or choices would need escaping, masking or cutting is
+  refused to the backend instead;
 - a sampling request's strings (its messages, tool inputs and results, system prompt, tools, metadata)
   are masked too, not escaped nor cut: the client's model reads them, and its user may be shown them;
 - a URL to open is never rewritten, since a masked or cut URL would open the wrong page: one that
@@ -36,7 +40,9 @@ from agentify.security.display import escaped
 MAX_MESSAGE_CHARS = 2000
 MAX_SCHEMA_TEXT_CHARS = 500
 MAX_URL_CHARS = 4096
-_SCHEMA_TEXTS = frozenset(("title", "description", "enumNames"))
+_SCHEMA_TEXTS = frozenset(("title", "description", "enumNames", "default"))
+"""What a form shows and the answer does not carry back as it is: masked, escaped and cut (a `default` too,
+which the user sees filled in and may change)."""
 _BINARY = frozenset(("data", "blob"))  # base64 images, audio and resource blobs in a sampling request
 
 Result = TypeVar("Result", bound=BaseModel)
@@ -106,6 +112,8 @@ class BackendQuestionRelay:
         return shown if len(shown) <= limit else shown[:limit] + f" [... cut: {len(shown)} characters in all]"
 
     def _unshowable(self, request: types.InputRequest) -> str | None:
+        if isinstance(request, types.ElicitRequest) and isinstance(request.params, types.ElicitRequestFormParams):
+            return self._unshowable_choice(request.params.requested_schema)
         if not isinstance(request, types.ElicitRequest) or not isinstance(request.params, types.ElicitRequestURLParams):
             return None
         url = request.params.url
@@ -115,6 +123,30 @@ class BackendQuestionRelay:
             return "its URL holds control, format or bidi characters"
         if self._mask(url) != url:
             return "its URL carries a configured secret, which the user must not be shown"
+        return None
+
+    def _unshowable_choice(self, schema: Any, key: str = "") -> str | None:
+        """Why a form cannot be shown as it is: a field name, or a choice (`enum`, `const`), that holds control,
+        format or bidi characters, a configured secret, or more than `MAX_SCHEMA_TEXT_CHARS`. They come back in
+        the answer as the user picked them, so they cannot be escaped or cut, only refused."""
+        choices: list[Any] = []
+        if isinstance(schema, dict):
+            if isinstance(schema.get("properties"), dict):
+                choices += list(schema["properties"])
+            enum = schema.get("enum")
+            choices += enum if isinstance(enum, list) else []
+            choices += [schema["const"]] if "const" in schema else []
+            for inner_key, inner in schema.items():
+                if (why := self._unshowable_choice(inner, inner_key)) is not None:
+                    return why
+        elif isinstance(schema, list) and key != "enum":
+            for inner in schema:
+                if (why := self._unshowable_choice(inner, key)) is not None:
+                    return why
+        for choice in (c for c in choices if isinstance(c, str)):
+            if len(choice) > MAX_SCHEMA_TEXT_CHARS or escaped(choice) != choice or self._mask(choice) != choice:
+                shown = self._shown(choice, 80)
+                return f"its form has a field name or choice ({shown}) the user could not be shown as it is"
         return None
 
 
@@ -142,12 +174,17 @@ def _relayed(
             _texts_masked(params.model_dump(by_alias=True, exclude_unset=True), mask)
         )
     if isinstance(request, types.ElicitRequest):
-        update["message"] = f"[{backend}] {shown(params.message, MAX_MESSAGE_CHARS)}"
+        update["message"] = f"{asked_by(backend)}{shown(params.message, MAX_MESSAGE_CHARS)}"
         if isinstance(params, types.ElicitRequestFormParams):
             update["requested_schema"] = _schema_shown(params.requested_schema, shown)
         if by_request and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:
             update["elicitation_id"] = "agentify-" + hashlib.sha256(params.url.encode()).hexdigest()[:16]
     return request.model_copy(update={"params": params.model_copy(update=update)})
+
+
+def asked_by(backend: str) -> str:
+    """How a backend's question begins, so that it never passes for agentify's own confirmation."""
+    return f"From backend {escaped(backend)} (not agentify): "
 
 
 def _texts_masked(value: Any, mask: Callable[[str], str], key: str = "") -> Any:

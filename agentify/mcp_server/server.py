@@ -49,6 +49,7 @@ from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
 from agentify.security.display import escaped
 from agentify.security.redact import Redactor
+from agentify.team.access import AccessGate
 from agentify.team.bearer import who_of
 from agentify.team.drain import BackendReadiness, Replica
 from agentify.team.limits import Limiter
@@ -123,6 +124,9 @@ class McpServices(TaskServices, Protocol):
 
     @property
     def limiter(self) -> Limiter: ...
+
+    @property
+    def access(self) -> AccessGate: ...
 
     def forward_roots(self, roots: list[types.Root]) -> None: ...
 
@@ -200,6 +204,7 @@ def build_server(
                 stop_hearing = services.on_change(heard(relay))
                 stop_logs = services.on_log(logs.heard)
                 services.settings.reloaded.append(_telling(relay))
+                services.access.listeners.append(_access_changed(relay))
                 await tg.start(relay.run)
                 await tg.start(logs.run)
                 tg.start_soon(follow_tools, services, relay)
@@ -232,6 +237,16 @@ def build_server(
     if operations:
         server.middleware.append(recording(operations, {tool.name for tool in TOOLS}))
     return server
+
+
+def _access_changed(relay: ChangeRelay) -> Callable[[], None]:
+    """New `server.access` rules or policy: every list a client was shown may have changed."""
+
+    def tell() -> None:
+        for kind in ("tools", "resources", "prompts"):
+            relay.changed(Change(backend="agentify", kind=kind))
+
+    return tell
 
 
 def _telling(relay: ChangeRelay) -> Callable[[], Awaitable[None]]:

@@ -3,12 +3,13 @@
 stdio: on pipes the event loop's own (`stdio_pipes`), elsewhere the SDK's transport, with unreadable
 lines answered (`stdio_guard`); the caller's exit watchdog is told when the client has spoken and when
 every backend is closed (the SDK's stdin reader thread only returns at EOF).
-HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes and the drain
-gate (`replica.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
+HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health routes
+(`team.drain.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
 (`team.authentication.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
-of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`),
-all behind the connection gate against idle sockets; then the endpoint (`http_app`: a request whose
-result comes alone is answered with one JSON body). `initializationOptions` change nothing.
+of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`), the
+drain gate (`team.drain.DrainGate`: behind the token check and the body's deadline), all behind the
+connection gate against idle sockets; then the endpoint (`http_app`: a request whose result comes alone is
+answered with one JSON body). `initializationOptions` change nothing.
 `GET /metrics` sits beside the health routes (`team.metrics`), and every operation is handed to the
 metrics and, with `server.audit`, to the audit chain (`team.audit`, open while the server serves).
 SIGTERM drains (`Replica.drain`) before the server stops.
@@ -98,7 +99,7 @@ async def serve_http(
     from agentify.security.connections import ConnectionGate
     from agentify.team.authentication import host_check, protect
     from agentify.team.bearer import RequireBearer
-    from agentify.team.drain import Replica, ReplicaRoutes
+    from agentify.team.drain import DrainGate, Replica, ReplicaRoutes
     from agentify.team.metrics import METRICS_PATH, TOKEN_VARIABLE, Metrics, metrics_token
     from agentify.team.sessions import SessionCaps
     from agentify.team.shared_state import shared_state
@@ -126,7 +127,7 @@ async def serve_http(
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
     protected = protect(
-        BodyLimit(mcp, limit=HTTP_BODY_BYTES),
+        BodyLimit(DrainGate(mcp, replica), limit=HTTP_BODY_BYTES),
         boot.config.server,
         boot.redactor,
         lambda line: boot.logs.reveal("agentify", line),
@@ -135,6 +136,7 @@ async def serve_http(
     )
     if isinstance(protected.app, RequireBearer):  # a removed token ends its person's sessions
         protected.app.on_removed(mcp.state.sessions.end_principals)
+        protected.app.max_open = boot.config.server.max_open_requests_per_principal
         if identity is not None:  # and their upstream tokens (auth.perPrincipal)
             protected.app.on_removed(identity.forget)
     public = protected.public | {METRICS_PATH: metrics.route}
@@ -145,7 +147,7 @@ async def serve_http(
         if identity.base_url is None:
             identity.base_url = url.removesuffix(MCP_PATH)
         inner = OAuthRoutes(inner, identity)
-    app = NoWebSockets(ReplicaRoutes(inner, replica, public))
+    app = NoWebSockets(ReplicaRoutes(inner, replica, public, gate=False))
     if not is_loopback(host):
         logger.warning("serving MCP on {}: reachable from other machines; only clients with a token get in", host)
     # Connections that never send a request time out and cannot crowd out clients with the token.

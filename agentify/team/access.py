@@ -17,7 +17,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +129,7 @@ class Access:
         if self.policy is not None and target.kind != "Backend":
             verdict = self.policy.decide(who, target, context)
             if verdict.forbidden_by is not None:
-                return f"server.access.policyFile, {Path(verdict.forbidden_by).name}"
+                return f"server.access.policyFile, {verdict.forbidden_by}"
             allowed = allowed or verdict.permitted
         return None if allowed else "server.access"
 
@@ -144,6 +144,8 @@ class AccessGate:
         except PolicyError as exc:
             raise ConfigError(f"server.access.policyFile: {exc}") from None
         self._problem: str | None = None
+        self.listeners: list[Callable[[], None]] = []
+        """Called (never blocking) once new rules or a new policy are in force: what principals see changed."""
 
     @property
     def current(self) -> Access:
@@ -173,6 +175,8 @@ class AccessGate:
         self._access = access
         # A change of trust in the audit: whoever edited the config or the policy, the gateway noticed it.
         trust_changed("access_reloaded", what, _in_force(access), principal="agentify")
+        for listener in self.listeners:
+            listener()
         rules = len(config.rules) if config is not None else 0
         policies = f", {access.policy.count} Cedar policies" if access.policy is not None else ""
         logger.info("{}: access applied ({} rules{})", because, rules, policies if config else "; all allowed")

@@ -15,10 +15,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from loguru import logger
-from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from agentify._common.errors import StartFailed
 from agentify.config.server import JwtAuth, ServerConfig, TokensAuth
@@ -67,9 +70,7 @@ def protect(
         )
         audience = auth.audience or resource
         metadata = build_resource_metadata_url(AnyHttpUrl(resource))
-        routes = create_protected_resource_routes(
-            AnyHttpUrl(resource), [settings.issuer_url], scopes_supported=settings.required_scopes
-        )
+        route = _metadata_route(urlsplit(str(metadata)).path, resource, auth.issuer, settings.required_scopes)
         logger.info("clients must send JWTs of {} for {} (metadata: {})", auth.issuer, audience, metadata)
         guarded = RequireBearer(
             app,
@@ -78,7 +79,7 @@ def protect(
             required_scopes=settings.required_scopes,
             resource_metadata_url=str(metadata),
         )
-        return Protected(guarded, {urlsplit(str(metadata)).path: route for route in routes})
+        return Protected(guarded, {route.path: route})
     verifier: Verifier
     if isinstance(auth, TokensAuth):
         try:
@@ -98,6 +99,19 @@ def protect(
         reveal(f"clients must send 'Authorization: Bearer {shared_token}' (AGENTIFY_HTTP_TOKEN fixes it)")
     hint = "Send 'Authorization: Bearer <token>' with AGENTIFY_HTTP_TOKEN, or the token agentify logged when it started"
     return Protected(RequireBearer(app, SharedTokenVerifier(shared_token), hint=hint))
+
+
+def _metadata_route(path: str, resource: str, issuer: str, scopes: list[str] | None) -> Route:
+    """RFC 9728's metadata with the resource and the issuer exactly as configured: the SDK's model adds a
+    trailing slash to a URL without a path, and clients compare the issuer exactly (RFC 8414)."""
+    document: dict[str, Any] = {"resource": resource, "authorization_servers": [issuer]}
+    document |= {"scopes_supported": scopes} if scopes else {}
+    document["bearer_methods_supported"] = ["header"]
+
+    async def metadata(request: Request) -> Response:
+        return JSONResponse(document, headers={"Cache-Control": "public, max-age=3600"})
+
+    return Route(path, endpoint=cors_middleware(metadata, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"])
 
 
 def host_check(host: str, server: ServerConfig) -> TransportSecuritySettings | None:

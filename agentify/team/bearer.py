@@ -30,7 +30,14 @@ from starlette.authentication import AuthCredentials
 
 from agentify.team.http_auth import Backoff, refuse
 from agentify.team.principal import SHARED, Who
-from agentify.team.tokens_file import Person, TokensFileError, digest, people_by_digest, read_entries
+from agentify.team.tokens_file import (
+    Person,
+    TokensFileError,
+    check_private,
+    digest,
+    people_by_digest,
+    read_entries,
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ class TeamTokensVerifier(VerifierBase):
         """Raises TokensFileError: the file cannot be read or is not a tokens file."""
         self._path = path
         self._stamp = self._current_stamp()
+        check_private(path)
         self._people: dict[str, Person] = people_by_digest(read_entries(path))
         self._problem: str | None = None
         self.removed: list[Callable[[set[str]], Awaitable[None]]] = []
@@ -104,12 +112,13 @@ class TeamTokensVerifier(VerifierBase):
             claims={TOKENS_FILE_GROUPS: list(person.groups)},
         )
 
-    def _current_stamp(self) -> tuple[int, int, int] | None:
+    def _current_stamp(self) -> tuple[int, ...] | None:
+        """What says the file changed: its content's time and size, its inode, and its owner and mode."""
         try:
             info = os.stat(self._path)
         except OSError:
             return None
-        return info.st_mtime_ns, info.st_size, info.st_ino
+        return info.st_mtime_ns, info.st_size, info.st_ino, info.st_uid, info.st_mode
 
     def _refresh(self) -> set[str]:
         """Reads the file again when it changed: the names it no longer holds."""
@@ -121,6 +130,7 @@ class TeamTokensVerifier(VerifierBase):
         try:
             if stamp is None:
                 raise TokensFileError(f"the tokens file {self._path} is gone")
+            check_private(self._path)
             self._people = people_by_digest(read_entries(self._path))
         except TokensFileError as exc:
             if str(exc) != self._problem:
@@ -154,6 +164,9 @@ class RequireBearer:
         self._backoff = backoff or Backoff()
         self._live: dict[str, set[anyio.CancelScope]] = {}
         self.on_removed(self._end_requests)
+        self.max_open: int | None = None
+        """The most requests one principal may have open at once (`server.maxOpenRequestsPerPrincipal`):
+        its streams (a 2025-11-25 session's GET, a 2026-07-28 `subscriptions/listen`) and calls in flight."""
 
     def on_removed(self, listener: Callable[[set[str]], Awaitable[None]]) -> None:
         """`listener` hears the principals whose tokens were removed (tokens file only; others never remove)."""
@@ -186,7 +199,8 @@ class RequireBearer:
             )
             return
         # A token that verifies always gets in, back-off or not: the address may be a NAT, a VPN or a proxy
-        # that others share. It does not clear the address's failures either, which may be someone else's.
+        # that others share. It clears the address's count, as before.
+        self._backoff.succeeded(address)
         if missing := [s for s in self._required if s not in checked.scopes]:
             needed = " ".join(self._required)
             message = f"the token lacks the scope {', '.join(missing)}: ask for a token with the scopes {needed}"
@@ -196,16 +210,31 @@ class RequireBearer:
         user = AuthenticatedUser(checked)
         scope["user"], scope["auth"] = user, AuthCredentials(checked.scopes)
         reset = auth_context_var.set(user)
-        live = self._live.setdefault(checked.subject or checked.client_id, set())
+        principal = checked.subject or checked.client_id
+        if self.max_open is not None and len(self._live.get(principal, ())) >= self.max_open:
+            why = (
+                f"{principal!r} has {self.max_open} requests open at once (streams and calls in flight), the most one "
+                "principal may (server.maxOpenRequestsPerPrincipal): close a stream or wait for a call to end"
+            )
+            await refuse(send, 429, "too_many_open_requests", why, challenge=self._challenge(), retry_after=1)
+            return
+        live = self._live.setdefault(principal, set())
+        response = _Response(send)
         with anyio.CancelScope() as cancel:
             live.add(cancel)
             try:
-                await self._app(scope, receive, send)
+                await self._app(scope, receive, response.send)
             finally:
                 auth_context_var.reset(reset)
                 live.discard(cancel)
-                if not live and self._live.get(checked.subject or checked.client_id) is live:
-                    del self._live[checked.subject or checked.client_id]
+                if not live and self._live.get(principal) is live:
+                    del self._live[principal]
+        if cancel.cancelled_caught and not response.ended:  # its token was removed meanwhile
+            if response.started:  # a stream: it ends here, as a whole response
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            else:
+                why = f"the token of {principal!r} was removed from the tokens file. {self._hint}"
+                await refuse(send, 401, "invalid_token", why, challenge=self._challenge('error="invalid_token"'))
 
     def _challenge(self, *parameters: str) -> str:
         return "Bearer " + ", ".join(p for p in ('realm="agentify"', *parameters, self._metadata) if p)
@@ -231,6 +260,21 @@ def who_of(request: Any, default: str, groups_claim: str) -> Who:
         groups = groups.split()
     listed = frozenset(g for g in groups if isinstance(g, str) and g) if isinstance(groups, list) else frozenset()
     return Who(token.subject or token.client_id, listed, frozenset(token.scopes))
+
+
+class _Response:
+    """The ASGI `send` of one request, and how far its response went."""
+
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self.started = self.ended = False
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body"):
+            self.ended = True
+        await self._send(message)
 
 
 def principal_of(request: Any, default: str) -> str:

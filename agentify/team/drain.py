@@ -7,9 +7,11 @@ new work gets 503 with `Retry-After` and `Connection: close` (the balancer retri
 replica): a new 2025-11-25 session, a 2026-07-28 request, a session this replica does not hold.
 What still passes: every request of a 2025-11-25 session this replica holds (it lives nowhere
 else, so sending it elsewhere would lose it), a client's answer to the gateway's question, a
-notification such as a cancellation. The drain ends when no request is in flight, no session is
-held and the balancer has stopped sending work (`QUIET_SECONDS` without a request), or after
-`server.drainSeconds`; then the server stops.
+notification such as a cancellation. Telling them apart needs the request's body: the gate
+(`DrainGate`) sits behind the bearer check and `BodyLimit` (serving.py), so a request without a valid
+token is refused before its body is read, and a body that has not come whole within 10 s is refused
+(408). The drain ends when no request is in flight, no session is held and the balancer has stopped
+sending work (`QUIET_SECONDS` without a request), or after `server.drainSeconds`; then the server stops.
 
 Which sessions are held is told by the SDK's session manager itself (`http_app`): a session is held from
 when it is admitted until the manager discards it (its client's DELETE, its idle timeout, an opening that
@@ -22,14 +24,14 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
 
 import anyio
 from loguru import logger
 
-Scope = dict[str, Any]
+Scope = MutableMapping[str, Any]
 HEALTH_PATHS = ("/healthz", "/readyz")
 _DRAIN_BODY_BYTES = 16 * 1024 * 1024
 _SERVING = ("ready", "idle")
@@ -143,11 +145,12 @@ class Replica:
 
 
 class ReplicaRoutes:
-    """ASGI, outermost: the health routes and the drain gate in front of everything else (auth included:
-    a probe has no token). Other paths and lifespan pass through to `app`."""
+    """ASGI, outermost: the health routes in front of everything else (auth included: a probe has no token).
+    Other paths and lifespan pass through to `app`; with `gate`, through the drain gate first (`DrainGate`;
+    serving puts it inside the bearer check instead, so that a token is checked before a body is read)."""
 
-    def __init__(self, app: Any, replica: Replica, public: dict[str, Any] | None = None) -> None:
-        self._app = app
+    def __init__(self, app: Any, replica: Replica, public: dict[str, Any] | None = None, *, gate: bool = True) -> None:
+        self._app = DrainGate(app, replica) if gate else app
         self._replica = replica
         self._public = public or {}  # more routes without a token (the OAuth metadata)
 
@@ -163,11 +166,26 @@ class ReplicaRoutes:
             await self._public[path](scope, receive, send)
         else:
             self._replica.requested()
-            session = _header(scope, _SESSION_HEADER)
-            if self._replica.draining and (session is None or not self._replica.holds(session)):
-                await self._while_draining(scope, receive, send)
-            else:
-                await self._app(scope, receive, send)
+            await self._app(scope, receive, send)
+
+
+class DrainGate:
+    """ASGI: while the replica drains, new work gets 503 (see the module docstring). Deciding needs the body
+    of a request that is not a held session's: put it behind the token check and `BodyLimit`."""
+
+    def __init__(self, app: Any, replica: Replica) -> None:
+        self._app = app
+        self._replica = replica
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not self._replica.draining:
+            await self._app(scope, receive, send)
+            return
+        session = _header(scope, _SESSION_HEADER)
+        if session is not None and self._replica.holds(session):
+            await self._app(scope, receive, send)
+        else:
+            await self._while_draining(scope, receive, send)
 
     async def _while_draining(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["method"] == "DELETE":
@@ -220,7 +238,7 @@ async def _body(receive: Any) -> bytes | None:
             return b"".join(chunks)
 
 
-def _header(scope_or_message: dict[str, Any], name: bytes) -> str | None:
+def _header(scope_or_message: Mapping[str, Any], name: bytes) -> str | None:
     value = next((v for k, v in scope_or_message.get("headers", ()) if k.lower() == name), None)
     return value.decode("latin-1") if value is not None else None
 

@@ -97,6 +97,9 @@ class Backoff:
         while len(self._failures) > _MAX_ADDRESSES:
             del self._failures[next(iter(self._failures))]
 
+    def succeeded(self, address: str) -> None:
+        self._failures.pop(address, None)
+
 
 class NoWebSockets:
     """ASGI middleware: MCP over HTTP has no WebSocket; an upgrade is closed before it is accepted, which

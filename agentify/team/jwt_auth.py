@@ -36,6 +36,9 @@ TOKEN_CACHE_SECONDS = 300.0
 TOKEN_CACHE_SIZE = 10_000
 LEEWAY_SECONDS = 30
 FETCH_SECONDS = 5.0
+"""The longest wait for one step of a fetch (connecting, each read): the issuer's metadata or its keys."""
+FETCH_TOTAL_SECONDS = 10.0
+"""The longest a whole fetch takes (discovery and keys, however slowly the issuer trickles its answer)."""
 MAX_DOCUMENT_BYTES = 1024 * 1024
 
 
@@ -46,9 +49,10 @@ class IssuerUnreachable(Exception):
 class IssuerKeys:
     """The issuer's signing keys by `kid`, fetched on demand (see the module docstring)."""
 
-    def __init__(self, issuer: str, jwks_url: str | None) -> None:
+    def __init__(self, issuer: str, jwks_url: str | None, total_seconds: float = FETCH_TOTAL_SECONDS) -> None:
         self._issuer = issuer
         self._jwks_url = jwks_url
+        self._total_seconds = total_seconds
         self._keys: dict[str | None, jwt.PyJWK] = {}
         self._fetched = 0.0
         self._missed = 0.0
@@ -87,9 +91,14 @@ class IssuerKeys:
         return kid not in self._keys and now - self._missed >= MISS_COOLDOWN
 
     async def _fetch(self) -> None:
-        async with httpx2.AsyncClient(timeout=FETCH_SECONDS, follow_redirects=False) as client:
-            url = self._jwks_url or await self._discover(client)
-            document = await _get_json(client, url)
+        try:
+            with anyio.fail_after(self._total_seconds):
+                async with httpx2.AsyncClient(timeout=FETCH_SECONDS, follow_redirects=False) as client:
+                    url = self._jwks_url or await self._discover(client)
+                    document = await _get_json(client, url)
+        except TimeoutError:
+            where = self._jwks_url or f"the metadata of {self._issuer}"
+            raise IssuerUnreachable(f"{where} did not answer whole within {self._total_seconds:g} s") from None
         keys: dict[str | None, jwt.PyJWK] = {}
         for entry in document.get("keys") or []:
             try:

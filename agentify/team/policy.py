@@ -64,7 +64,7 @@ class Verdict:
     permitted: bool
     """A permit applied."""
     forbidden_by: str | None = None
-    """The forbid that applied (or could not be evaluated), as `<file> line N`; None when none did."""
+    """The forbid that applied (or could not be evaluated), as `<file name> line N`; None when none did."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,8 @@ class Policy:
                 raise PolicyError(f"{where}: a template (?principal, ?resource) is not supported; name them")
             for est in parsed["staticPolicies"].values():
                 _check_names(est, where)
-                key = where if where not in estimates else f"{where} ({sum(k.startswith(where) for k in estimates)})"
+                known = f"{path.name} line {statement.line}"  # what a refusal names: no server path
+                key = known if known not in estimates else f"{known} ({sum(k.startswith(known) for k in estimates)})"
                 estimates[key] = est
         try:
             return cls(path, estimates, stamp)

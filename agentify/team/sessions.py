@@ -3,7 +3,7 @@
 The SDK caps the sessions of the whole gateway (10,000), so one person opening sessions in a loop would
 lock everyone out for as long as the sessions idle (30 minutes). Here each principal may hold at most
 `server.maxSessionsPerPrincipal` open sessions (default 100) and open at most
-`server.sessionOpensPerMinute` (default 60) in any minute; past either, that principal's new session is
+`server.sessionOpensPerMinute` (default 300) in any minute; past either, that principal's new session is
 refused with 429 and a `Retry-After`, and nobody else notices. The counts are this replica's: a 2025-11-25
 session lives on the replica that opened it, where the balancer keeps sending it.
 

@@ -21,6 +21,8 @@ from agentify.team.answer_ledger import AnswerLedger, MemoryLedger, RedisLedger
 
 STATE_KEYS_ENV = "AGENTIFY_STATE_KEYS"
 MIN_KEY_BYTES = 32
+MIN_KEY_SYMBOLS = 10
+"""Fewer different characters than this is no random key (a hex key has 16; "0" * 64 has one)."""
 
 
 def state_keys(environ: Mapping[str, str], variable: str = STATE_KEYS_ENV) -> list[str] | None:
@@ -28,13 +30,15 @@ def state_keys(environ: Mapping[str, str], variable: str = STATE_KEYS_ENV) -> li
     or blank.
 
     Raises:
-        ConfigError: a key is shorter than 32 bytes, or listed twice (the message never shows a key)."""
+        ConfigError: a key is shorter than 32 bytes or made of fewer than `MIN_KEY_SYMBOLS` different
+            characters, or listed twice (the message never shows a key)."""
     keys = [key.strip() for key in environ.get(variable, "").split(",") if key.strip()]
     for n, key in enumerate(keys, start=1):
-        if len(key.encode()) < MIN_KEY_BYTES:
+        if len(key.encode()) < MIN_KEY_BYTES or len(set(key)) < MIN_KEY_SYMBOLS:
             raise ConfigError(
-                f"{variable}: key {n} of {len(keys)} is {len(key.encode())} bytes; each key must be at least "
-                f"{MIN_KEY_BYTES} bytes of secret randomness. Make one with: "
+                f"{variable}: key {n} of {len(keys)} is {len(key.encode())} bytes of {len(set(key))} different "
+                f"characters; each key must be at least {MIN_KEY_BYTES} bytes of secret randomness (a placeholder or "
+                "a repeated character is not). Make one with: "
                 'python3 -c "import secrets; print(secrets.token_hex(32))"'
             )
     if len(set(keys)) < len(keys):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,27 @@ def check_name(name: str) -> str:
             "as it should show in logs and traces)"
         )
     return name
+
+
+def check_private(path: Path) -> None:
+    """The gateway trusts the tokens file only when it is its own user's and no one else can write it: whoever
+    can write it can let themselves in. Raises TokensFileError (a missing file passes: it holds no tokens)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise TokensFileError(f"the tokens file {path} cannot be read: {exc.strerror}") from None
+    if info.st_uid != os.geteuid():
+        raise TokensFileError(
+            f"the tokens file {path} belongs to user id {info.st_uid}, not to the user the gateway runs as "
+            f"({os.geteuid()}): whoever owns it can let anyone in. Give it to this user (chown) or recreate it"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise TokensFileError(
+            f"the tokens file {path} can be written by other users (mode {stat.S_IMODE(info.st_mode):o}): "
+            f"anyone of them could add a token. Make it private: chmod 600 {path}"
+        )
 
 
 def read_entries(path: Path) -> list[dict[str, Any]]:

@@ -16,13 +16,14 @@ import pytest
 import yaml
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 
+from agentify._common.errors import ConfigError
 from agentify.cli.parser import build_parser
 from agentify.config import Config
 from agentify.config.server import DRAIN_SECONDS
 from agentify.config.sources import ENV_KEYS
 from agentify.mcp_server.serving import CLOSE_SECONDS
 from agentify.team.drain import HEALTH_PATHS
-from agentify.team.shared_state import STATE_KEYS_ENV
+from agentify.team.shared_state import STATE_KEYS_ENV, state_keys
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 REDIS_ENV = next(name for name, key in ENV_KEYS.items() if key == ("server", "redis"))
@@ -40,7 +41,14 @@ def _container() -> dict[str, Any]:
 
 def test_the_manifests_are_the_kubernetes_objects_a_team_needs() -> None:
     objects = _objects()
-    assert sorted(objects) == ["ConfigMap", "Deployment", "Secret", "Service"]
+    assert sorted(objects) == [
+        "ConfigMap",
+        "Deployment",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
+        "Secret",
+        "Service",
+    ]
     assert objects["Deployment"]["apiVersion"] == "apps/v1"
     assert all(objects[kind]["apiVersion"] == "v1" for kind in ("ConfigMap", "Secret", "Service"))
     labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
@@ -68,7 +76,35 @@ def test_the_config_map_is_a_valid_config_and_the_secret_holds_what_the_replicas
     assert set(env) == {STATE_KEYS_ENV, REDIS_ENV}
     assert all(ref["name"] == objects["Secret"]["metadata"]["name"] and ref["key"] in secret for ref in env.values())
     assert json.loads(secret["tokens.json"]) == {"tokens": []}
-    assert len(secret[STATE_KEYS_ENV]) >= 32
+    with pytest.raises(ConfigError, match="at least 32 bytes"):  # the placeholder never runs
+        state_keys({STATE_KEYS_ENV: secret[STATE_KEYS_ENV]})
+
+
+def test_the_pods_hold_no_api_token_have_limits_and_only_the_balancer_reaches_them() -> None:
+    objects = _objects()
+    pod = objects["Deployment"]["spec"]["template"]["spec"]
+    labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    assert pod["automountServiceAccountToken"] is False
+    resources = _container()["resources"]
+    assert {"cpu", "memory"} <= set(resources["limits"]) and {"cpu", "memory"} <= set(resources["requests"])
+    policy = objects["NetworkPolicy"]
+    assert policy["apiVersion"] == "networking.k8s.io/v1" and policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["podSelector"]["matchLabels"] == labels
+    [rule] = policy["spec"]["ingress"]
+    assert rule["from"] and all(peer["podSelector"]["matchLabels"] for peer in rule["from"])  # never everyone
+    assert [p["port"] for p in rule["ports"]] == [p["name"] for p in _container()["ports"]]
+    budget = objects["PodDisruptionBudget"]
+    assert budget["apiVersion"] == "policy/v1" and budget["spec"]["selector"]["matchLabels"] == labels
+    assert budget["spec"]["maxUnavailable"] < objects["Deployment"]["spec"]["replicas"]
+
+
+@pytest.mark.parametrize("key", ["0" * 64, "ab" * 32, "replace-me", "x" * 31])
+def test_a_state_key_that_is_no_random_key_is_refused(key: str) -> None:
+    with pytest.raises(ConfigError, match="secret randomness"):
+        state_keys({STATE_KEYS_ENV: key})
+    assert state_keys({STATE_KEYS_ENV: "9b2e4f71c0a8d3e65f1b7c29a4e8d0f3b6a15c7e92d4f08a3c6e1b5d7f9a2c4e"}) == [
+        "9b2e4f71c0a8d3e65f1b7c29a4e8d0f3b6a15c7e92d4f08a3c6e1b5d7f9a2c4e"
+    ]
 
 
 def test_the_grace_period_covers_the_pre_stop_wait_and_the_drain() -> None:

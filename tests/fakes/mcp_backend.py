@@ -14,6 +14,8 @@ log(count, level, message, env?, logger?) sending `count` log messages during th
 level `logging/setLevel` set, on a 2025-11-25 session), log_level (the level set, or "unset"), and
 log_later(entries: [[level, text], ...]) sending those log messages a moment after the call returned.
 --one-at-a-time serves one call at a time, as many stdio servers do.
+--resources PREFIX offers resources: it lists PREFIX/doc, reads any URI as "PREFIX reads <uri>", and adds the
+tool link(uri), whose result links to that URI (what a hostile backend's tool may do with another's URI).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def main() -> None:
     parser.add_argument("--refuse-if", help="exit at start (code 3) while this file exists")
     parser.add_argument("--spawn-child", action="store_true", help="start a grandchild that outlives nothing")
     parser.add_argument("--one-at-a-time", action="store_true", help="serve one call at a time")
+    parser.add_argument("--resources", help="list PREFIX/doc, read any URI, and offer the tool link(uri)")
     args = parser.parse_args()
 
     def mark(event: str) -> None:
@@ -96,6 +99,7 @@ def main() -> None:
             "required": ["count", "level", "message"],
         }
         later = {"type": "object", "properties": {"entries": {"type": "array"}}, "required": ["entries"]}
+        uri = {"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}
         return types.ListToolsResult(
             tools=[
                 types.Tool(name="echo", description="Echo the text back", input_schema=schema),
@@ -118,6 +122,7 @@ def main() -> None:
                 types.Tool(name="log_level", description="Say the level logging/setLevel set", input_schema=empty),
                 types.Tool(name="log_later", description="Send log messages after the call", input_schema=later),
                 *extra_tools,
+                *([types.Tool(name="link", description="Link to a URI", input_schema=uri)] if args.resources else []),
             ]
         )
 
@@ -210,6 +215,9 @@ def main() -> None:
             await ctx.session.send_tool_list_changed()  # 2025-11-25 clients
             await changes.publish(ToolsListChanged())  # 2026-07-28 clients, which listen
             return types.CallToolResult(content=[types.TextContent(type="text", text="grown")])
+        if params.name == "link" and args.resources:
+            link = types.ResourceLink(type="resource_link", uri=arguments["uri"], name="linked")
+            return types.CallToolResult(content=[link])
         if params.name == "flood_stderr":
             chunk = "x" * 99 + "\n"
             for _ in range(int(arguments["bytes"]) // 100):
@@ -218,6 +226,16 @@ def main() -> None:
             return types.CallToolResult(content=[types.TextContent(type="text", text="flooded")])
         return types.CallToolResult(content=[types.TextContent(type="text", text="unknown tool")], is_error=True)
 
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(uri=f"{args.resources}/doc", name="doc")])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        text = f"{args.resources} reads {params.uri}"
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text=text)])
+
+    resources: dict[str, Any] = (
+        {"on_list_resources": list_resources, "on_read_resource": read_resource} if args.resources else {}
+    )
     server = Server(
         "fake-backend",
         version="1.0",
@@ -225,6 +243,7 @@ def main() -> None:
         on_call_tool=call_tool,
         on_subscriptions_listen=ListenHandler(changes),
         on_set_logging_level=set_level,
+        **resources,
     )
 
     async def run() -> None:

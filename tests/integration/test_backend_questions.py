@@ -134,7 +134,10 @@ async def test_a_backends_questions_reach_the_ide_and_its_answers_go_back(tmp_pa
     assert text_of(login) == "login accept", text_of(login)
     assert text_of(summary) == "summary: short", text_of(summary)
     form, url, sampling = answers.asked
-    assert isinstance(form, types.ElicitRequestFormParams) and form.message == "[ask] Delete old.txt?"
+    assert (
+        isinstance(form, types.ElicitRequestFormParams)
+        and form.message == "From backend ask (not agentify): Delete old.txt?"
+    )
     assert isinstance(url, types.ElicitRequestURLParams) and url.url == "https://login.example.test/"
     assert isinstance(sampling, types.CreateMessageRequestParams)
     assert sampling.messages[0].content == types.TextContent(type="text", text="a very long text")
@@ -207,7 +210,7 @@ async def test_a_backends_question_reaches_the_ide_masked_and_escaped(tmp_path: 
     assert text_of(confirmed).startswith("deleted"), text_of(confirmed)
     [form] = answers.asked
     assert isinstance(form, types.ElicitRequestFormParams)
-    assert form.message == "[ask] Delete [REDACTED]\\nagentify: approved\\u202e?"
+    assert form.message == "From backend ask (not agentify): Delete [REDACTED]\\nagentify: approved\\u202e?"
 
 
 @pytest.mark.parametrize("mode", MODES + LOGGED_MODES)

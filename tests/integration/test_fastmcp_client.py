@@ -44,5 +44,5 @@ async def test_fastmcp_default_client_plans_confirms_and_answers_a_backend(tmp_p
     assert text_of(first) == "remember the milk\n", first
     assert not confirmed.is_error and target.read_text() == "new text", confirmed
     assert text_of(question) == "deleted old.txt", question
-    assert asked[-1] == "[ask] Delete old.txt?" and len(asked) == 2
+    assert asked[-1] == "From backend ask (not agentify): Delete old.txt?" and len(asked) == 2
     assert error_code(unknown) == "invalid_input", unknown

@@ -38,7 +38,7 @@ class Person:
 
     async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.asked.append(params.message)
-        action = "accept" if params.message.startswith("[ask]") else self.answers.pop(0)
+        action = "accept" if params.message.startswith("From backend ask") else self.answers.pop(0)
         return types.ElicitResult(action=action, content={} if action == "accept" else None)  # type: ignore[arg-type]
 
 
@@ -76,7 +76,7 @@ async def test_every_gateway_outcome_reaches_a_client_that_set_a_log_level(
     assert not written_after_decline
     assert not confirmed.is_error and target.read_text() == "new text", confirmed
     assert text_of(question) == "deleted old.txt", question
-    assert person.asked[-1] == "[ask] Delete old.txt?"
+    assert person.asked[-1] == "From backend ask (not agentify): Delete old.txt?"
     assert error_code(refused) == "denied" and "cannot ask" in text_of(refused), refused
     assert not (workspace / "no.txt").exists()
 

@@ -65,10 +65,12 @@ def write_team_config(directory: Path, workspace: Path, rules: list[dict[str, An
 
 
 @asynccontextmanager
-async def team(tmp_path: Path, workspace: Path, env: dict[str, str] | None = None) -> AsyncIterator[dict[str, Any]]:
+async def team(
+    tmp_path: Path, workspace: Path, env: dict[str, str] | None = None, **server: Any
+) -> AsyncIterator[dict[str, Any]]:
     """A gateway with alice (group qa) and bob (scope files:read), and their tokens."""
     (tmp_path / "policy.cedar").write_text(POLICY)
-    config = write_team_config(tmp_path, workspace, RULES)
+    config = write_team_config(tmp_path, workspace, RULES, **server)
     tokens = tmp_path / "tokens.json"
     people = {
         "alice": await add_token(tokens, "alice", "mcp", groups=("qa",)),
@@ -115,7 +117,7 @@ async def test_two_people_see_what_their_rules_allow_in_every_list_of_both_eras(
 
 async def test_a_forbidden_call_is_refused_before_the_backend_hears_of_it(tmp_path: Path, workspace: Path) -> None:
     secret, moved = workspace / "secret.txt", workspace / "moved.txt"
-    async with team(tmp_path, workspace) as people:
+    async with team(tmp_path, workspace, audit={"file": "audit.jsonl"}) as people:
         served = people["gateway"]
         for mode in MODES:
             async with http_client(served.url, people["bob"], mode) as bob:
@@ -146,6 +148,10 @@ async def test_a_forbidden_call_is_refused_before_the_backend_hears_of_it(tmp_pa
             assert not fine.is_error and text_of(fine) == "echo: hello"
             assert not secret.exists() and not moved.exists() and not (workspace / "b.txt").exists()
             assert (workspace / "notes.txt").exists()
+    audited = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    refused = {(a["principal"], a["target"]) for a in audited if a["decision"] == "forbidden"}
+    assert {("bob", "fs__write_file"), ("alice", "fs__move_file"), ("alice", "fake__echo")} <= refused, audited
+    assert all(a["outcome"] == "forbidden" for a in audited if a["decision"] == "forbidden")
 
 
 async def test_orchestrate_task_plans_over_the_callers_tools_and_refuses_a_forbidden_call(
@@ -196,12 +202,22 @@ async def test_a_change_of_the_rules_or_the_policy_applies_without_a_restart(tmp
             async with http_client(served.url, people["alice"], "legacy") as alice:
                 return await alice.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": text}})
 
+        told: list[Any] = []
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification | types.PromptListChangedNotification):
+                told.append(message)
+
         assert "fake__echo" not in await bob_sees()
         write_team_config(tmp_path, workspace, [*RULES, {"principals": ["bob"], "allow": ["fake"]}])
         await wait_until_async(lambda: _contains(bob_sees, "fake__echo"))
         assert error_code(await alice_echoes("a secret")) == "forbidden"
-        (tmp_path / "policy.cedar").write_text('permit(principal, action, resource == Tool::"fake__echo");')
-        await wait_until_async(lambda: _echoed(alice_echoes, "a secret"))
+        async with http_client(served.url, people["bob"], "legacy", message_handler=on_message) as listening:
+            await listening.list_tools()
+            (tmp_path / "policy.cedar").write_text('permit(principal, action, resource == Tool::"fake__echo");')
+            await wait_until_async(lambda: _echoed(alice_echoes, "a secret"))
+            # Bob's open session hears that what he is shown may have changed.
+            await wait_until(lambda: any(isinstance(m, types.PromptListChangedNotification) for m in told))
         (tmp_path / "policy.cedar").write_text("permit(principal, action, resource")  # a half-saved edit
         assert text_of(await alice_echoes("still a secret")) == "echo: still a secret"  # the last good one holds
         await wait_until(lambda: "policy.cedar line 1: unexpected end of input" in served.log())

@@ -7,7 +7,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import signal
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,7 @@ async def test_a_team_spreads_modern_calls_keeps_sessions_shares_confirmations_l
             limited = [await modern.call_tool("call_tool", echo) for _ in range(4)]
         async with http_client(member.url, alice, "legacy") as legacy:
             stuck = [text_of(await legacy.call_tool("call_tool", PARENT)) for _ in range(6)]
+        redis_answer = await anyio.to_thread.run_sync(_redis_ping, member.log())
         guesses, spoofing, guesser_valid, alice_meanwhile = await anyio.to_thread.run_sync(
             _guesses_then_others, member.url, alice
         )
@@ -83,7 +86,10 @@ async def test_a_team_spreads_modern_calls_keeps_sessions_shares_confirmations_l
     assert set(spread) == replicas, spread
     assert len(set(stuck)) == 1 and stuck[0] in replicas, stuck
     assert text_of(confirmed) == "echo: hi" and not confirmed.is_error
-    assert [error_code(r) for r in limited] == [None, None, None, "rate_limited"]
+    assert [error_code(r) for r in limited] == [None, None, None, "rate_limited"]  # the replicas got into Redis
+    assert redis_answer.startswith(b"-NOAUTH"), redis_answer  # nobody else does: it has a password
+    logs = "".join(path.read_text(errors="replace") for path in (tmp_path / "logs").glob("*.log"))
+    assert "redis://:" not in logs + member.log()  # never printed
     assert "backend 'limited' is over its limit of 3 per minute" in text_of(limited[3])
     assert error_code(refused) == "rate_limited" and "cannot be reached" in text_of(refused)
     assert set(unlimited) <= replicas and len(unlimited) == 3
@@ -175,6 +181,14 @@ def _guesses_then_others(url: str, token: str) -> tuple[list[int], int, int, int
     guesses += [_initialize_from("127.0.0.2", url, "wrong-token") for _ in range(6)]
     spoofing = _initialize_from("127.0.0.2", url, "wrong-token", "10.9.8.7")
     return guesses, spoofing, _initialize_from("127.0.0.2", url, token), _initialize_from("127.0.0.3", url, token)
+
+
+def _redis_ping(team_log: str) -> bytes:
+    """What team.sh's Redis answers a PING without its password."""
+    [(host, port)] = re.findall(r"redis at redis://([\d.]+):(\d+)/", team_log)
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(b"PING\r\n")
+        return connection.recv(200)
 
 
 def _direct_spoofing(replica_url: str) -> list[int]:

@@ -79,10 +79,12 @@ async def test_sigterm_drains_calls_in_flight_of_both_eras_and_held_sessions_the
                 await wait_until(lambda: request("GET", gateway.at("/readyz")).status == 503, 5)
                 ready = await anyio.to_thread.run_sync(request, "GET", gateway.at("/readyz"))
                 newcomer = await anyio.to_thread.run_sync(initialize, gateway.url, TOKEN)
+                stranger = await anyio.to_thread.run_sync(initialize, gateway.url, None)
                 assert gateway.process.returncode is None  # still serving the calls in flight
             await gateway.process.wait()
     assert ready.body == {"status": "draining"}
     assert newcomer.status == 503 and newcomer.body["error"] == "draining"
+    assert stranger.status == 401  # the token is checked before the drain reads a body
     headers = {name.lower(): value for name, value in newcomer.headers.items()}
     assert headers["retry-after"] == "1" and headers["connection"] == "close"
     for mode in ("legacy", "auto"):

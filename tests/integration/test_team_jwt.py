@@ -110,7 +110,7 @@ def test_the_metadata_names_the_resource_and_its_issuer_without_a_token(served: 
     answer = request("GET", served.metadata)
     assert answer.status == 200
     assert answer.body["resource"] == served.url
-    assert [s.rstrip("/") for s in answer.body["authorization_servers"]] == [served.issuer.url]
+    assert answer.body["authorization_servers"] == [served.issuer.url]  # exactly as configured: no "/" added
     assert answer.body["scopes_supported"] == [SCOPE]
 
 

@@ -4,6 +4,7 @@ both (the ledger in Redis)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from tests.conftest import error_code, fs_backend, text_of, write_config
 from tests.integration.team import add_token, http_client, http_gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
-KEYS = {"AGENTIFY_STATE_KEYS": "k" * 40 + "," + "o" * 40}
+KEYS = {"AGENTIFY_STATE_KEYS": hashlib.sha256(b"new").hexdigest() + "," + hashlib.sha256(b"old").hexdigest()}
 ACCEPT = types.ElicitResult(action="accept", content={})
 
 

@@ -103,7 +103,7 @@ async def test_ts_client_answers_a_backends_own_question(tmp_path: Path, era: st
     [result] = answer["results"]
     assert text(result) == "deleted old.txt", result
     [asked] = answer["asked"]
-    assert asked["message"] == "[ask] Delete old.txt?"
+    assert asked["message"] == "From backend ask (not agentify): Delete old.txt?"
 
 
 async def test_ts_client_confirms_a_backend_tool_shown_directly(tmp_path: Path, workspace: Path) -> None:

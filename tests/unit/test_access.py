@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 
 from agentify.config.server import AccessConfig, ServerConfig
 from agentify.errors import ConfigError, Forbidden
 from agentify.team.access import Access, AccessGate, tool_target
+from agentify.team.bearer import JWT_CLAIMS, TOKENS_FILE_GROUPS, who_of
 from agentify.team.policy import Policy, PolicyError, Target
 from agentify.team.principal import Who, acting_for, current_who
 
@@ -171,3 +174,27 @@ def test_the_gate_refuses_a_bad_policy_at_start_and_keeps_the_last_good_one_afte
     assert may(gate.current, BOB, ECHO) and not may(gate.current, BOB, READ)
     gate.configure(None)
     assert not gate.current.active
+
+
+class _Request:
+    def __init__(self, token: AccessToken | None) -> None:
+        self.scope = {"user": AuthenticatedUser(token)} if token is not None else {}
+
+
+@pytest.mark.parametrize(
+    ("claims", "groups"),
+    [
+        ({TOKENS_FILE_GROUPS: ["qa", "ops"]}, {"qa", "ops"}),  # the tokens file's, whatever groupsClaim says
+        ({"iss": "x", JWT_CLAIMS: {"roles": ["qa", 7, ""]}}, {"qa"}),
+        ({"iss": "x", JWT_CLAIMS: {"roles": "qa  ops"}}, {"qa", "ops"}),  # a space-separated string
+        ({"iss": "x", JWT_CLAIMS: {"groups": ["qa"]}}, set()),  # another claim than groupsClaim
+        ({"iss": "x", JWT_CLAIMS: {"roles": ["qa"]}, TOKENS_FILE_GROUPS: ["admin"]}, {"qa"}),  # a JWT's own only
+    ],
+)
+def test_a_principal_s_groups_come_from_the_tokens_file_or_the_jwt_claim(
+    claims: dict[str, Any], groups: set[str]
+) -> None:
+    token = AccessToken(token="t", client_id="c", scopes=["files:read"], subject="alice", claims=claims)
+    who = who_of(_Request(token), "anonymous", "roles")
+    assert who == Who("alice", frozenset(groups), frozenset({"files:read"}))
+    assert who_of(_Request(None), "anonymous", "roles") == Who("anonymous")

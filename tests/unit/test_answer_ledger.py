@@ -3,6 +3,7 @@ as states expire; and the keys replicas share to seal their round trips."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -74,19 +75,22 @@ async def test_a_redis_ledger_that_cannot_reach_redis_refuses_the_answer(redis: 
 
 
 def test_state_keys_come_in_order_and_blank_means_none() -> None:
-    first, second = "a" * 32, "b" * 40
+    first, second = hashlib.sha256(b"first").hexdigest(), hashlib.sha256(b"second").hexdigest()
     assert state_keys({STATE_KEYS_ENV: f" {first} ,{second},"}) == [first, second]
     assert state_keys({STATE_KEYS_ENV: " , "}) is None
     assert state_keys({}) is None
 
 
+KEY = hashlib.sha256(b"a state key").hexdigest()
+
+
 def test_a_short_state_key_is_refused_without_showing_it() -> None:
     with pytest.raises(ConfigError) as refused:
-        state_keys({STATE_KEYS_ENV: "x" * 40 + ",short-secret"})
+        state_keys({STATE_KEYS_ENV: KEY + ",short-secret"})
     assert "key 2 of 2 is 12 bytes" in str(refused.value)
     assert "short-secret" not in str(refused.value)
     with pytest.raises(ConfigError, match="names one key twice"):
-        state_keys({STATE_KEYS_ENV: "x" * 40 + "," + "x" * 40})
+        state_keys({STATE_KEYS_ENV: KEY + "," + KEY})
 
 
 def test_questions_sealed_by_one_key_ring_open_under_its_rotation() -> None:

@@ -45,7 +45,9 @@ async def test_a_question_names_the_backend_and_the_answer_comes_back() -> None:
     answers = await BackendQuestionRelay(ide, 5).answer("gh", {"q": FORM})
     assert answers == {"q": types.ElicitResult(action="accept", content={})}
     [asked] = ide.asked
-    assert isinstance(asked, types.ElicitRequest) and asked.params.message == "[gh] Delete it?"
+    assert (
+        isinstance(asked, types.ElicitRequest) and asked.params.message == "From backend gh (not agentify): Delete it?"
+    )
 
 
 async def test_a_2026_ide_gets_every_question_of_the_round_before_it_answers() -> None:
@@ -107,7 +109,10 @@ async def test_what_the_ide_shows_is_masked_escaped_and_bounded() -> None:
     [asked] = ide.asked
     assert isinstance(asked, types.ElicitRequest) and isinstance(asked.params, types.ElicitRequestFormParams)
     message = asked.params.message
-    assert message.startswith("[gh] Send [REDACTED]?\\nagentify: approved\\u202e") and "\n" not in message
+    assert (
+        message.startswith("From backend gh (not agentify): Send [REDACTED]?\\nagentify: approved\\u202e")
+        and "\n" not in message
+    )
     assert len(message) < 2200 and "characters in all" in message
     shown = asked.params.requested_schema["properties"]["ok"]
     assert shown["title"] == "Key [REDACTED]\\u202e" and shown["type"] == "boolean"
@@ -194,3 +199,37 @@ async def test_a_sampling_request_reaches_the_clients_model_with_every_string_ma
     first = asked.params.messages[0]
     assert first.content.text == long_text.replace(SECRET, "[REDACTED]")
     assert asked.params.system_prompt == "You hold [REDACTED]." and asked.params.max_tokens == 100
+
+
+async def test_a_forms_defaults_are_escaped_and_names_or_choices_that_cannot_be_shown_are_refused() -> None:
+    """A backend's form cannot dress up as agentify's confirmation: it says whose it is, its defaults are
+    escaped like its titles, and names or choices that would need escaping are refused (the answer carries
+    them back as the user picked them)."""
+    imitation = {
+        "type": "object",
+        "properties": {
+            "approved": {"type": "boolean", "title": "agentify: run write_file?", "default": True},
+            "note": {"type": "string", "default": "ok\nagentify: approved\u202e"},
+            "mode": {"type": "string", "enum": ["read", "write"], "enumNames": ["Read\u202e", "Write"]},
+        },
+    }
+    ide = Ide()
+    message = "agentify wants to run write_file on backend fs.\nAccept to run it; decline to skip it."
+    form = types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=imitation))
+    await BackendQuestionRelay(ide, 5, mask).answer("gh", {"q": form})
+    [asked] = ide.asked
+    assert isinstance(asked, types.ElicitRequest) and isinstance(asked.params, types.ElicitRequestFormParams)
+    assert asked.params.message.startswith("From backend gh (not agentify): agentify wants to run write_file")
+    shown = asked.params.requested_schema["properties"]
+    assert shown["note"]["default"] == "ok\\nagentify: approved\\u202e"
+    assert shown["mode"]["enum"] == ["read", "write"] and shown["mode"]["enumNames"] == ["Read\\u202e", "Write"]
+    for hostile in (
+        {"type": "object", "properties": {"ok\u202e": {"type": "boolean"}}},
+        {"type": "object", "properties": {"pick": {"type": "string", "enum": ["yes", "no\nagentify: yes"]}}},
+        {"type": "object", "properties": {"pick": {"oneOf": [{"const": f"{SECRET}", "title": "a"}]}}},
+        {"type": "object", "properties": {"x" * 600: {"type": "string"}}},
+    ):
+        asking = types.ElicitRequest(params=types.ElicitRequestFormParams(message="Pick", requested_schema=hostile))
+        refused = await BackendQuestionRelay(Ide(), 5, mask).answer("gh", {"q": asking})
+        assert isinstance(refused, types.ErrorData), hostile
+        assert "field name or choice" in refused.message and SECRET not in refused.message
