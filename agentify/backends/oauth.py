@@ -184,9 +184,11 @@ class _Provider(OAuthClientProvider):
         self._stamp = 0.0
 
     async def _initialize(self) -> None:
+        # Taken first: stored tokens that change while they load (another replica refreshed them) are loaded
+        # again on the next request.
+        self._stamp = self._store.stamp()
         await super()._initialize()
         self.context.token_expiry_time = self._store.expires_at()
-        self._stamp = self._store.stamp()
 
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         metadata = self.context.client_metadata

@@ -54,6 +54,7 @@ INNER_IDLE_SECONDS = 600.0  # a person's session closes after this long unused (
 MAX_PRINCIPALS = 256
 MAX_ROUNDS = 5  # 2026-07-28 rounds one call asks before it gives up waiting for the authorization
 ROUND_WAIT_SECONDS = 10.0  # how long a 2026-07-28 round waits for the authorization before asking again
+CODE_EXCHANGE_SECONDS = 30.0  # how long a call waits for a code that came back to be exchanged
 _R = Any
 
 
@@ -191,7 +192,10 @@ class PrincipalBackend(Supervisor):
         SDK's union, kept as the wanted scope), unless the tokens hold it already, which authorizing cannot fix.
         The session stays up: the person's other calls go on with the current tokens meanwhile."""
         if not tokens.missing_scope():
-            raise self._never_accepted(person, tool)
+            # The vault holds tokens with that scope already (just authorized, perhaps through another call):
+            # the session may still send older ones. It loads them again; a second refusal says it all.
+            tokens.renew()
+            return
         self._log.info("step-up: {} asks for the scope {}", tool, tokens.wanted_scope())
         await self._vault_call(tokens.save())  # the flow reads the wanted scope from the vault
         await self._authorize(tokens, answerer)
@@ -306,7 +310,15 @@ class PrincipalBackend(Supervisor):
         identity = self._identity
         principal = tokens.principal
         flows = identity.flows
+        if await self._authorized_meanwhile(tokens):
+            return
         flow_id = await self._vault_call(flows.pending(principal, self.spec.id))
+        if flow_id is not None and await self._vault_call(flows.code(flow_id)) is not None:
+            # The person's browser came back already: the code is being exchanged (on the replica that made the
+            # flow), so this call waits for it instead of sending them to a link they have used.
+            finished = await self._outcome(flow_id, CODE_EXCHANGE_SECONDS)
+            if finished is not None and finished.error is None and await self._authorized_meanwhile(tokens):
+                return
         if flow_id is None:
             flow_id = await self._vault_call(flows.create(principal, self.spec.id))
             assert self._tg is not None
@@ -357,6 +369,11 @@ class PrincipalBackend(Supervisor):
         completed = getattr(answerer, "completed", None)
         if completed is not None and not round_trips:
             await completed(elicitation_id)
+
+    async def _authorized_meanwhile(self, tokens: VaultTokens) -> bool:
+        """Whether the vault holds tokens with every scope wanted (another call's authorization completed)."""
+        record = await self._vault_call(tokens.load())
+        return bool(record.get("tokens")) and not tokens.missing_scope()
 
     async def _outcome(self, flow_id: str, seconds: float) -> Outcome | None:
         assert self._identity is not None

@@ -42,6 +42,10 @@ class VaultTokens(TokenFile):
     def stamp(self) -> float:
         return float(self._version)
 
+    def renew(self) -> None:
+        """The session's provider loads the tokens again before its next request (it may hold older ones)."""
+        self._version += 1
+
     def expire(self) -> bool:
         if not super().expire():
             return False
