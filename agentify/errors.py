@@ -7,6 +7,7 @@
     ├── PlannerError                   planner_error
     ├── InvalidPlan                    invalid_plan
     ├── BackendUnavailable             backend_unavailable
+    │   └── NeedsAuth                  needs_auth (a person must authorize a backend: the text holds the URL)
     ├── BackendError                   backend_error
     ├── TaskTimeout                    timeout
     ├── TaskCancelled                  cancelled
@@ -42,6 +43,7 @@ __all__ = [
     "InternalError",
     "InvalidInput",
     "InvalidPlan",
+    "NeedsAuth",
     "NoPlan",
     "PlannerError",
     "PlannerUnavailable",
@@ -92,6 +94,13 @@ class InvalidPlan(AgentifyError):
 
 class BackendUnavailable(AgentifyError):
     code = "backend_unavailable"
+
+
+class NeedsAuth(BackendUnavailable):
+    """The caller must authorize a backend as themselves first (`auth.perPrincipal`) and their client cannot open
+    a URL for them: the message holds the URL to open."""
+
+    code = "needs_auth"
 
 
 class BackendError(AgentifyError):
@@ -151,6 +160,7 @@ ERROR_CODES: tuple[str, ...] = tuple(
         PlannerError,
         InvalidPlan,
         BackendUnavailable,
+        NeedsAuth,
         BackendError,
         TaskTimeout,
         TaskCancelled,

@@ -93,13 +93,18 @@ async def call_tool(
         raise await _call_failure(exc, link, spec, tool, stderr_hint) from exc
 
 
+class ScopeStepUp(BackendUnavailable):
+    """The OAuth server refused a call with 403 `insufficient_scope`: the token works, but this call needs more
+    scope (what it asked for is kept with the tokens, `TokenFile.wanted_scope`)."""
+
+
 async def _call_failure(
     exc: MCPError, link: Link, spec: BackendConfig, tool: str, stderr_hint: Callable[[], str]
 ) -> AgentifyError:
     if link.refused_status == 401:
         return refused(spec)
     if link.refused_status == 403 and spec.oauth:  # a scope step-up, which only a new authorization answers
-        return BackendUnavailable(
+        return ScopeStepUp(
             f"backend {spec.id!r} refused the call to {tool} (HTTP 403): when it asks for more scope, run "
             f"`agentify auth {spec.id}` (with the same --config) to authorize it, then try again."
         )

@@ -17,7 +17,7 @@ import errno
 import html
 import socket
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from urllib.parse import parse_qs, urlsplit
 
@@ -55,13 +55,47 @@ class _RegisteredFor(TokenFile):
         self._redirect = redirect_uri
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
-        info = await super().get_client_info()
-        if info is None or self._redirect not in [str(uri) for uri in info.redirect_uris or []]:
-            return None
-        return info
+        return registered_for(await super().get_client_info(), self._redirect)
 
     async def get_tokens(self) -> OAuthToken | None:
         return None if self.missing_scope() else await super().get_tokens()
+
+
+def registered_for(info: OAuthClientInformationFull | None, redirect_uri: str) -> OAuthClientInformationFull | None:
+    """A stored client registration, if it was made for `redirect_uri` (a registration names its redirect
+    exactly); None otherwise, so the client registers again."""
+    if info is None or redirect_uri not in [str(uri) for uri in info.redirect_uris or []]:
+        return None
+    return info
+
+
+async def authorize_session(
+    spec: BackendConfig,
+    store: TokenFile,
+    redirect_uri: str,
+    open_url: Callable[[str], Awaitable[None]],
+    wait_for_code: Callable[[], Awaitable[AuthorizationCodeResult]],
+) -> int:
+    """The authorization itself, as the SDK's provider drives it (discovery, the issuer check, CIMD or dynamic
+    registration, PKCE, RFC 8707 `resource`), proven by one MCP session; returns how many tools it lists.
+    `open_url` sends the person to the authorization URL, `wait_for_code` brings back the redirect's answer
+    (`agentify auth`: a browser and a loopback port; a team gateway: the person's IDE and `/oauth/callback`).
+
+    Raises:
+        what the SDK's provider, the transport or the callables raise.
+    """
+    await preregister(spec, store, redirect_uri)
+    provider = provider_for(spec, store, redirect_uri=redirect_uri, open_url=open_url, callback=wait_for_code)
+    connection = RemoteConnection(spec)
+    assert spec.url is not None
+    async with (
+        connection.client(provider) as http,
+        streamable_http_client(spec.url, http_client=http) as (read, write),
+        ClientSession(read, write, client_info=types.Implementation(name="agentify", version=__version__)) as session,
+    ):
+        await session.initialize()
+        tools = await session.send_request(types.ListToolsRequest(), types.ListToolsResult)
+    return len(tools.tools)
 
 
 def _callback_socket(remembered: int | None, tell: Callable[[str], None]) -> socket.socket:
@@ -115,7 +149,6 @@ async def _authorize(
 ) -> int:
     redirect_uri = f"http://127.0.0.1:{listener.getsockname()[1]}/callback"
     store = _RegisteredFor(spec, redirect_uri, secrets)
-    await preregister(spec, store, redirect_uri)
     send, receive = anyio.create_memory_object_stream[AuthorizationCodeResult](1)
     expected: list[str] = []  # the `state` of the authorization URL this flow opened
 
@@ -143,24 +176,15 @@ async def _authorize(
             raise LoginFailed("the authorization server refused the request (see the browser page)")
         return result
 
-    provider = provider_for(spec, store, redirect_uri=redirect_uri, open_url=open_url, callback=wait_for_code)
-    connection = RemoteConnection(spec)
-    assert spec.url is not None
     async with anyio.create_task_group() as tg:
         tg.start_soon(_serve_callbacks, listener, callback)
         try:
-            async with (
-                connection.client(provider) as http,
-                streamable_http_client(spec.url, http_client=http) as (read, write),
-                ClientSession(read, write, client_info=types.Implementation(name="agentify", version=__version__)) as s,
-            ):
-                await s.initialize()
-                tools = await s.send_request(types.ListToolsRequest(), types.ListToolsResult)
+            tools = await authorize_session(spec, store, redirect_uri, open_url, wait_for_code)
         except TimeoutError:
             raise LoginFailed(f"no answer from the browser within {BROWSER_WAIT_SECONDS:g} s; run it again") from None
         finally:
             tg.cancel_scope.cancel()
-    return len(tools.tools)
+    return tools
 
 
 async def _serve_callbacks(listener: socket.socket, answer: Callable[[dict[str, str]], tuple[int, str]]) -> None:

@@ -16,14 +16,17 @@ from agentify.backends.manifest import ManifestStore
 from agentify.backends.misconfigured import Misconfigured
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
+from agentify.backends.per_principal import PrincipalBackend
+from agentify.backends.questions import Answerer
 from agentify.backends.remote import RemoteConnection
 from agentify.backends.routes import ResourceRoutes
 from agentify.backends.state import BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
 from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor
-from agentify.config import BackendConfig
+from agentify.config import BackendConfig, ExchangeSettings, OAuthSettings
 from agentify.pinning import Held, PinBook
+from agentify.team.identity import Identity
 
 CATALOG_WAIT_MAX = 30.0  # a catalog waits at most this long for backends that are still starting
 
@@ -38,15 +41,18 @@ class BackendManager:
         *,
         cache_dir: Path | None = None,
         secrets: SecretSink | None = None,
+        identity: Identity | None = None,
         pins: PinBook | None = None,
     ) -> None:
-        """`secrets` hears the credentials learnt while running (OAuth tokens from the store); `pins` judges
-        every listing (config `pinning`)."""
+        """`secrets` hears the credentials learnt while running (OAuth tokens from the store); `identity` keeps each
+        principal's tokens for backends with `auth.perPrincipal` (without it they use the one token file of
+        `agentify auth`, as one person's gateway does); `pins` judges every listing (config `pinning`)."""
         self._on_state = on_state
         self.pins = pins
         if pins is not None:
             pins.on_change = self._pins_changed
         self._secrets = secrets
+        self._identity = identity
         self._roots: list[types.Root] = []
         """What backends with `forwardRoots` are told: the client's roots once known (none until then)."""
         self._manifests = ManifestStore(cache_dir)
@@ -142,6 +148,21 @@ class BackendManager:
         if self.on_log is not None:
             self.on_log(backend, params)
 
+    async def learn_for_caller(self, tool_name: str, answerer: Answerer | None) -> bool:
+        """When `tool_name` (`<backend>__<tool>`) names a backend reached as each person whose tools nobody has
+        listed yet: the caller authorizes (if they must) and their session lists the tools. False for any
+        other name.
+
+        Raises:
+            what `PrincipalBackend.learn` raises (NeedsAuth, Declined, BackendUnavailable, AskingClient, ...).
+        """
+        backend = tool_name.partition("__")[0]
+        supervisor = self._supervisors.get(backend)
+        if not isinstance(supervisor, PrincipalBackend) or supervisor.tools.listed or not supervisor.spec.enabled:
+            return False
+        await supervisor.learn(answerer)
+        return True
+
     def restart(self, backend_id: str) -> BackendStatus:
         """Restarts one backend now (`Supervisor.restart`); returns its status as it is asked.
 
@@ -205,6 +226,18 @@ class BackendManager:
                 self._tg.start_soon(supervisor.send_roots_changed)
 
     def _supervise(self, spec: BackendConfig) -> Supervisor:
+        per_principal = isinstance(spec.auth, OAuthSettings) and spec.auth.per_principal and self._identity is not None
+        if spec.problem is None and (per_principal or isinstance(spec.auth, ExchangeSettings)):
+            return PrincipalBackend(
+                spec,
+                self._manifests,
+                self._identity,
+                secrets=self._secrets,
+                on_state=self._published,
+                roots=self._known_roots,
+                routes=self.routes,
+                on_change=self._changed,
+            )
         stderr = StderrLog(spec.id)
         connection: Connection
         if spec.problem is not None:

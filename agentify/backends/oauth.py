@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
@@ -32,7 +33,7 @@ from urllib.parse import urlsplit
 import httpx2
 from loguru import logger
 from mcp.client.auth import OAuthClientProvider
-from mcp.client.auth.utils import union_scopes
+from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth, union_scopes
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl, ValidationError
 
@@ -130,11 +131,15 @@ class TokenFile:
             data["wantedScope"] = scope
             self._write(data)
 
-    def missing_scope(self) -> set[str]:
-        """The wanted scopes the stored tokens were not granted."""
+    def granted_scope(self) -> str | None:
+        """The scope the stored tokens were granted."""
         tokens = self._read().get("tokens") or {}
         granted = tokens.get("scope") if isinstance(tokens, dict) else None
-        return set((self.wanted_scope() or "").split()) - set(granted.split() if isinstance(granted, str) else [])
+        return granted if isinstance(granted, str) and granted else None
+
+    def missing_scope(self) -> set[str]:
+        """The wanted scopes the stored tokens were not granted."""
+        return set((self.wanted_scope() or "").split()) - set((self.granted_scope() or "").split())
 
     async def get_tokens(self) -> OAuthToken | None:
         tokens = self._read().get("tokens")
@@ -176,8 +181,12 @@ class _Provider(OAuthClientProvider):
         self._store = store
         self._serving = serving
         self._legacy_issuer: str | None = None
+        self._stamp = 0.0
 
     async def _initialize(self) -> None:
+        # Taken first: stored tokens that change while they load (another replica refreshed them) are loaded
+        # again on the next request.
+        self._stamp = self._store.stamp()
         await super()._initialize()
         self.context.token_expiry_time = self._store.expires_at()
 
@@ -202,11 +211,22 @@ class _Provider(OAuthClientProvider):
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """The SDK's flow, started once more, expecting it, when 2025-03-26 metadata names an issuer on the
         server's origin with a path (the SDK decides the issuer it expects before it fetches the metadata)."""
+        if self._initialized and self._store.stamp() != self._stamp:
+            self._initialized = False  # new tokens were stored (a person authorized again): the next request uses them
         flow = super()._auth_flow(request)
         try:
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
+                if self._serving and outgoing is request and _is_step_up(response):
+                    # The token works, but this request needs more scope: the scope is remembered (what was
+                    # granted plus what the server names) and the 403 is this request's answer, so the session
+                    # stays up for everything the token allows (the SDK would end it, asking for a browser).
+                    granted = self.context.current_tokens.scope if self.context.current_tokens else None
+                    wanted = union_scopes(union_scopes(granted, self._store.wanted_scope()), _challenged(response))
+                    self._store.set_wanted_scope(wanted)
+                    logger.info("the server asks for more scope ({}) for one request", wanted)
+                    return
                 if self._legacy_issuer is None and (issuer := await self._same_origin_issuer(outgoing, response)):
                     self._legacy_issuer = issuer
                     await flow.aclose()
@@ -238,6 +258,35 @@ class _Provider(OAuthClientProvider):
         return issuer if same_origin and parts.path.strip("/") else None
 
 
+def _is_step_up(response: httpx2.Response) -> bool:
+    return response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope"
+
+
+def _challenged(response: httpx2.Response) -> str | None:
+    return extract_scope_from_www_auth(response)
+
+
+class _ExpectedStop(logging.Filter):
+    """The SDK logs every end of its OAuth flow as an ERROR with a traceback, also the one agentify asks for while
+    serving (`AuthRequired`: a step-up, or a grant that ended, which a person answers). That one is an expected
+    event: logged at INFO, in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, AuthRequired):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg, record.args = "OAuth flow stopped: %s", (str(error),)
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def quiet_expected_stops() -> None:
+    """Installs `_ExpectedStop` on the SDK's OAuth logger, once."""
+    sdk = logging.getLogger("mcp.client.auth.oauth2")
+    if not any(isinstance(f, _ExpectedStop) for f in sdk.filters):
+        sdk.addFilter(_ExpectedStop())
+
+
 def provider_for(
     spec: BackendConfig,
     store: TokenFile,
@@ -250,6 +299,8 @@ def provider_for(
     `AuthRequired` instead of opening anything, and the scope it would have asked for is remembered."""
     settings = spec.auth
     assert isinstance(settings, OAuthSettings) and spec.url is not None
+    if open_url is None:
+        quiet_expected_stops()
     redirect = redirect_uri or store.redirect_uri() or PLACEHOLDER_REDIRECT
     metadata = OAuthClientMetadata(
         client_name="agentify",

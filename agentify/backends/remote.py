@@ -40,14 +40,23 @@ STREAM_READ_SECONDS = 300.0  # a server may hold a response stream open this lon
 
 
 class RemoteConnection:
-    def __init__(self, spec: BackendConfig, secrets: SecretSink | None = None) -> None:
+    def __init__(
+        self,
+        spec: BackendConfig,
+        secrets: SecretSink | None = None,
+        tokens: TokenFile | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> None:
+        """`tokens`: where the OAuth tokens are (one principal's, in the vault); default: `agentify auth`'s file.
+        `auth`: how requests authenticate instead (a principal's exchanged token)."""
         assert spec.url is not None
         self._spec = spec
         self.url = spec.url
         path = urlsplit(spec.url).path.rstrip("/")
         self.kind: str = spec.transport or ("sse" if path.endswith("/sse") else "streamable-http")
         self.may_fall_back = spec.transport is None and self.kind == "streamable-http"
-        self._tokens = TokenFile(spec, secrets=secrets) if spec.oauth else None
+        self._tokens = tokens or (TokenFile(spec, secrets=secrets) if spec.oauth else None)
+        self._fixed_auth = auth
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._spec.headers)
@@ -72,6 +81,8 @@ class RemoteConnection:
 
     def _auth(self) -> httpx2.Auth | None:
         """The SDK's OAuth provider once there are stored tokens; before that a 401 means `needs_auth`."""
+        if self._fixed_auth is not None:
+            return self._fixed_auth
         if self._tokens is None or not self._tokens.has_tokens():
             return None
         return provider_for(self._spec, self._tokens)
@@ -80,6 +91,8 @@ class RemoteConnection:
         return self._tokens is not None and self._tokens.expire()
 
     def auth_stamp(self) -> float:
+        if self._fixed_auth is not None:
+            return float(getattr(self._fixed_auth, "stamp", lambda: 0.0)())
         return self._tokens.stamp() if self._tokens is not None else 0.0
 
     @asynccontextmanager
@@ -138,6 +151,11 @@ class RemoteConnection:
             return Unreachable(f"{where} answered HTTP {error.response.status_code}")
         if isinstance(error, httpx2.TimeoutException):
             return Unreachable(f"{where} did not answer in time")
+        if isinstance(error, OAuthFlowError) and "Protected resource" in str(error) and "does not match" in str(error):
+            return Unreachable(
+                f"the protected-resource metadata of {where} names another resource ({str(error)[:300]}): "
+                "authorizing cannot fix this; the backend's url in the config, or the server's metadata, is wrong"
+            )
         if isinstance(error, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
             return Unreachable(
                 f"the OAuth flow with {where} failed ({type(error).__name__}); run `agentify auth {self._spec.id}`"

@@ -1,5 +1,5 @@
-"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `pins`, `connect`, `audit`, `arbigent`.
-Wiring only.
+"""Command line: `serve` (default), `run`, `doctor`, `eval`, `auth`, `token`, `vault`, `pins`, `connect`, `audit`,
+`arbigent`. Wiring only.
 
 Exit codes (errors.py): 0 ok; 1 the task or a check failed; 2 the configuration, the command
 line or an environment variable is invalid; 130 `run`, `doctor` or `eval` interrupted by SIGINT or
@@ -79,6 +79,10 @@ def _main(argv: list[str], prog: str, redactor: Redactor) -> int:
         from agentify.cli.tokens import token_command
 
         return token_command(args)
+    if command == "vault":  # no gateway: it drops one person's records
+        from agentify.cli.vault import vault_command
+
+        return vault_command(args)
     if command == "pins":  # no gateway, no logging: it reads and writes the pin store
         from agentify.cli.pins import pins_command
 

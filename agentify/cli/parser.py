@@ -11,7 +11,7 @@ from agentify.cli.errors import OneLineParser, UsageError
 from agentify.config.models import LogLevel
 from agentify.connect.ides import IDES
 
-COMMANDS = ("serve", "run", "doctor", "eval", "auth", "token", "pins", "connect", "audit")
+COMMANDS = ("serve", "run", "doctor", "eval", "auth", "token", "vault", "pins", "connect", "audit")
 TOKEN_ACTIONS = ("add", "remove", "list")
 LEVELS = get_args(LogLevel)
 
@@ -135,6 +135,12 @@ def build_parser(prog: str = "agentify") -> argparse.ArgumentParser:
     for action in (add, remove, token_actions.choices["list"]):
         action.add_argument("--file", help="the tokens file (default: server.auth.file of the config)")
         action.add_argument("--config", help="the config whose server.auth.file to use")
+
+    vault = sub.add_parser("vault", help="each person's upstream tokens (backends with auth.perPrincipal)")
+    vault_actions = vault.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    forget = vault_actions.add_parser("forget", help="drop NAME's upstream tokens (a JWT principal's `sub`)")
+    forget.add_argument("name")
+    forget.add_argument("--config", help="the config whose server.redis (or state folder) holds the vault")
 
     pins = sub.add_parser("pins", help="the pinned tool definitions (config pinning): list them, approve changes")
     pins_actions = pins.add_subparsers(dest="action", required=True, parser_class=OneLineParser)

@@ -22,18 +22,19 @@ from agentify.cli.running import run_async
 from agentify.gateway.services import SHUTDOWN_SECONDS, Boot, Services, open_gateway
 from agentify.mcp_server.server import OpenServices
 from agentify.mcp_server.serving import serve_http, serve_stdio
+from agentify.team.identity import Identity, identity_for
 
 
 @asynccontextmanager
-async def _inspected_gateway(boot: Boot) -> AsyncIterator[Services]:
+async def _inspected_gateway(boot: Boot, identity: Identity | None) -> AsyncIterator[Services]:
     from agentify.console import attached_console
 
-    async with open_gateway(boot, reload=True) as services, attached_console(services):
+    async with open_gateway(boot, reload=True, identity=identity) as services, attached_console(services):
         yield services
 
 
-def _services(boot: Boot) -> OpenServices:
-    return lambda: _inspected_gateway(boot)
+def _services(boot: Boot, identity: Identity | None) -> OpenServices:
+    return lambda: _inspected_gateway(boot, identity)
 
 
 def _already_open(services: Services) -> OpenServices:
@@ -47,12 +48,17 @@ def _already_open(services: Services) -> OpenServices:
 
 
 async def _gateway_until(
-    boot: Boot, done: anyio.Event, exits: ExitWatchdog, *, task_status: anyio.abc.TaskStatus[Services]
+    boot: Boot,
+    identity: Identity | None,
+    done: anyio.Event,
+    exits: ExitWatchdog,
+    *,
+    task_status: anyio.abc.TaskStatus[Services],
 ) -> None:
     """The gateway, open from the start until `done` or a signal; then `exits` is told every backend is closed.
     Its own task, so a signal closes it even while the SDK's stdin thread still holds `serve_stdio`."""
     try:
-        async with _inspected_gateway(boot) as services:
+        async with _inspected_gateway(boot, identity) as services:
             task_status.started(services)
             await done.wait()
     finally:
@@ -74,16 +80,18 @@ def serve_stdio_command(boot: Boot) -> int:
     exit_after = ExitWatchdog(SHUTDOWN_SECONDS)
     close_stdout("the MCP protocol")
 
+    identity = identity_for(boot.config)
+
     async def main() -> int:
         if boot.config.debug_port is None:
-            await serve_stdio(_services(boot), boot.config, exit_after)
+            await serve_stdio(_services(boot, identity), boot.config, exit_after, identity)
             return EXIT_OK
         exit_after.serving()  # the gateway opens now: from here a signal waits for its backends to close
         stdin_done = anyio.Event()
         async with anyio.create_task_group() as tg:
-            services: Services = await tg.start(_gateway_until, boot, stdin_done, exit_after)
+            services: Services = await tg.start(_gateway_until, boot, identity, stdin_done, exit_after)
             try:
-                await serve_stdio(_already_open(services), boot.config, _KeptOpen(SHUTDOWN_SECONDS))
+                await serve_stdio(_already_open(services), boot.config, _KeptOpen(SHUTDOWN_SECONDS), identity)
             finally:
                 stdin_done.set()
         return EXIT_OK
@@ -94,5 +102,6 @@ def serve_stdio_command(boot: Boot) -> int:
 
 def serve_http_command(boot: Boot, host: str, port: int, token: str | None) -> int:
     """uvicorn handles SIGTERM and SIGINT itself and shuts the app (and so every backend) down."""
-    anyio.run(serve_http, _services(boot), boot, host, port, token)
+    identity = identity_for(boot.config)
+    anyio.run(serve_http, _services(boot, identity), boot, host, port, token, identity)
     return EXIT_OK

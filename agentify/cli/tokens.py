@@ -18,6 +18,7 @@ from agentify._common import files
 from agentify._common.locking import try_lock
 from agentify.cli.errors import EXIT_OK, UsageError
 from agentify.cli.output import note, say
+from agentify.cli.vault import forget_upstream
 from agentify.config import load_sources
 from agentify.config.server import TokensAuth
 from agentify.team.tokens_file import TokensFileError, check_name, digest, encode, new_token, read_entries
@@ -44,6 +45,7 @@ def token_command(args: argparse.Namespace) -> int:
                     raise UsageError(f"{name!r} has no token in {path} (it has: {', '.join(names) or 'none'})")
                 _write(path, [entry for entry in entries if entry["name"] != name])
                 note(f"agentify token remove: removed {name} from {path}; their token stops working")
+                forget_upstream(args.config, name, "agentify token remove")
                 return EXIT_OK
             if name in names:
                 raise UsageError(

@@ -128,6 +128,9 @@ class OAuthSettings(Model):
     client_metadata_url: str | None = None
     """The HTTPS URL of a client metadata document you publish (a Client ID Metadata Document, whose URL is
     the client id): used where the authorization server supports them; elsewhere the client registers."""
+    per_principal: bool = False
+    """Each principal of a team gateway authorizes as themselves (a URL opened from their IDE), and the backend
+    sees that person's own tokens, kept in the vault (`AGENTIFY_VAULT_KEY`), instead of one shared identity."""
 
     @field_validator("client_metadata_url")
     @classmethod
@@ -136,6 +139,19 @@ class OAuthSettings(Model):
             # The SDK's rule (the URL is the client id the authorization server fetches).
             raise ValueError(f"{value!r} is not an https:// URL with a path, as a client metadata document's must be")
         return value
+
+
+class ExchangeSettings(Model):
+    """Each principal's own token (a JWT of `server.auth` type `jwt`) exchanged at the backend's authorization
+    server for one meant for the backend (RFC 8693 token exchange); the token itself never leaves agentify."""
+
+    type: Literal["exchange"]
+    client_id: str | None = None
+    """agentify's client id at the backend's authorization server, if it asks clients to authenticate."""
+    client_secret: str | None = Field(default=None, repr=False)
+    """Its client secret (HTTP basic authentication at the token endpoint)."""
+    scopes: list[str] | None = None
+    """The scopes to ask for; unset: what the authorization server grants by default."""
 
 
 Transport = Literal["streamable-http", "sse"]
@@ -155,7 +171,7 @@ class BackendConfig(Model):
     """Unset: streamable HTTP with SSE fallback (a URL ending in `/sse` means SSE)."""
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
     """HTTP headers sent to a remote backend, `${VAR}` expanded; values are secrets."""
-    auth: BearerSettings | OAuthSettings | None = Field(default=None, discriminator="type")
+    auth: BearerSettings | OAuthSettings | ExchangeSettings | None = Field(default=None, discriminator="type")
     """How agentify authenticates to a remote backend: a bearer token or OAuth (`agentify auth <id>`)."""
     start: Literal["eager", "lazy"] = "eager"
     """`eager`: started with the gateway; `lazy`: by the first call that needs it, planned from its tool manifest."""
@@ -248,7 +264,7 @@ class BackendConfig(Model):
         values.extend(c for c in map(header_credential, self.headers.values()) if c)
         if isinstance(self.auth, BearerSettings):
             values.append(self.auth.token)
-        elif isinstance(self.auth, OAuthSettings) and self.auth.client_secret:
+        elif isinstance(self.auth, OAuthSettings | ExchangeSettings) and self.auth.client_secret:
             values.append(self.auth.client_secret)
         values.extend(url_secrets(self.url))
         return values
@@ -359,6 +375,12 @@ class Config(Model):
             if backend.id in seen:
                 raise ValueError(f"backend id {backend.id!r} is used twice; ids must be unique")
             seen.add(backend.id)
+        exchanging = [b.id for b in self.backends if isinstance(b.auth, ExchangeSettings)]
+        if exchanging and self.server.auth.type != "jwt":
+            raise ValueError(
+                f"backend {exchanging[0]!r} has auth type exchange, which exchanges each person's own token (a JWT): "
+                'it needs server.auth type "jwt"'
+            )
         if unknown := sorted(set(self.server.limits.per_backend) - seen):
             raise ValueError(
                 f"server.limits.perBackend names {', '.join(map(repr, unknown))}, which is no backend id of this "

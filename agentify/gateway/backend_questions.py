@@ -60,6 +60,10 @@ class ClientQuestions(Protocol):
         """Raises AskingClient (2026-07-28, answered in the next round) or MCPError (refused, failed)."""
         ...
 
+    async def completed(self, elicitation_id: str) -> None:
+        """Tells a 2025-11-25 client that the URL it opened for `elicitation_id` has done its work."""
+        ...
+
 
 class BackendQuestionRelay:
     def __init__(self, client: ClientQuestions, seconds: float, mask: Callable[[str], str] = str) -> None:
@@ -67,6 +71,15 @@ class BackendQuestionRelay:
         self._client = client
         self._seconds = seconds
         self._mask = mask
+
+    @property
+    def round_trips(self) -> bool:
+        """Whether the IDE answers in its next round (2026-07-28), rather than while the call waits."""
+        return self._client.round_trips
+
+    async def completed(self, elicitation_id: str) -> None:
+        """`notifications/elicitation/complete` for a URL question agentify itself asked (2025-11-25)."""
+        await self._client.completed(elicitation_id)
 
     async def answer(self, backend: str, requests: Mapping[str, types.InputRequest]) -> Answers:
         answers: dict[str, types.InputResponse] = {}

@@ -42,6 +42,7 @@ from agentify.security.redact import Redactor
 from agentify.team.access import AccessGate
 from agentify.team.audit import AuditLog
 from agentify.team.audit import current as current_audit
+from agentify.team.identity import Identity
 from agentify.team.limits import Limiter
 from agentify.telemetry.setup import Telemetry
 
@@ -149,9 +150,14 @@ class Services:
 
 
 @asynccontextmanager
-async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Services]:
-    """`reload`: follow changes of the config file (`serve`); one-shot commands read it once."""
+async def open_gateway(
+    boot: Boot, *, reload: bool = False, identity: Identity | None = None
+) -> AsyncIterator[Services]:
+    """`reload`: follow changes of the config file (`serve`); one-shot commands read it once. `identity`: the vault
+    and authorizations of backends with `auth.perPrincipal` (`serve`; closed here on the way out)."""
     config, redactor = boot.config, boot.redactor
+    if identity is not None:
+        redactor.add(identity.keys)
     bus = EventBus()
     boot.logs.listeners.append(lambda record: bus.publish("log", record))
     traces = TraceStore(bus, redactor, file=config.trace_file)
@@ -162,6 +168,7 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
         on_state=lambda status: bus.publish("backend", status.as_dict()),
         cache_dir=cache_dir(),
         secrets=redactor.add,
+        identity=identity,
         pins=pins,
     )
     planners = PlannerSlot(PlannerSelector(config.planner))
@@ -222,6 +229,8 @@ async def open_gateway(boot: Boot, *, reload: bool = False) -> AsyncIterator[Ser
                     # A stdio server leaves with os._exit: what the exporter holds is sent now (bounded).
                     await limiter.aclose()
                     await pins.close()
+                    if identity is not None:
+                        await identity.aclose()
                     await anyio.to_thread.run_sync(boot.telemetry.flush)
 
 

@@ -184,7 +184,11 @@ class TaskRunner:
                     hidden = hidden_tool(self.access(), name, everyone) if isinstance(name, str) else None
                     if hidden is not None:
                         self.access().check(hidden, {"arguments": raw_input.get("arguments")})
-                    raise
+                    # A backend reached as each person lists no tools before someone authorized: its caller is
+                    # asked to, and its tools are known from then on (the catalog below applies access again).
+                    if not await self.manager.learn_for_caller(_called_name(raw_input), answerer):
+                        raise
+                    plan = given_call(raw_input, await self.catalog())
                 if span.is_recording():
                     span.set_attributes(
                         {BACKEND: plan.backend, TOOL_NAME: plan.tool, TOOL_ARGUMENTS: as_json(plan.arguments)}
@@ -410,6 +414,11 @@ def _handle(plan: Plan) -> ToolHandle:
     if plan.handle is None:
         raise InvalidPlan(f"the planner chose {plan.backend}.{plan.tool}, which is not in the catalog")
     return plan.handle
+
+
+def _called_name(raw: Any) -> str:
+    name = raw.get("name") if isinstance(raw, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _preview(result: types.CallToolResult) -> str:

@@ -191,6 +191,17 @@ class Exchange:
         self._recorded[key] = wire
         return result
 
+    async def completed(self, elicitation_id: str) -> None:
+        """`notifications/elicitation/complete` (2025-11-25), on the channel of the call being served; a client
+        that is gone misses nothing it could act on."""
+        if self.round_trips:
+            return
+        notification = types.ElicitCompleteNotification(
+            params=types.ElicitCompleteNotificationParams(elicitation_id=elicitation_id)
+        )
+        with anyio.move_on_after(5):
+            await self._ctx.session.send_notification(notification, related_request_id=self._ctx.request_id)
+
     def keep_plan(self, plan: Plan) -> None:
         """The plan being confirmed, so the next round runs this plan instead of planning anew."""
         self._keep = plan

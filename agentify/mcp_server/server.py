@@ -54,7 +54,7 @@ from agentify.team.bearer import who_of
 from agentify.team.drain import BackendReadiness, Replica
 from agentify.team.limits import Limiter
 from agentify.team.operations import OperationSink
-from agentify.team.principal import ANONYMOUS, LOCAL, acting_for, current_principal
+from agentify.team.principal import ANONYMOUS, LOCAL, acting_for, current_principal, verified_token
 
 _TASK_SCHEMA = tool_schema(TaskInput)
 
@@ -283,7 +283,7 @@ def _per_request(replica: Replica | None) -> Callable[..., Any]:
     async def run_as_principal(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         access = ctx.lifespan_context.services.settings.current.server.access
         who = who_of(ctx.request, ANONYMOUS, access.groups_claim if access is not None else "groups")
-        with acting_for(who.name, groups=who.groups, scopes=who.scopes):
+        with acting_for(who.name, groups=who.groups, scopes=who.scopes, token=verified_token(ctx.request)):
             if replica is None or ctx.request_id is None:  # a notification is no work to drain
                 return await call_next(ctx)
             async with replica.handling():

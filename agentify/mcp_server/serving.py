@@ -29,6 +29,7 @@ import anyio.abc
 from loguru import logger
 
 from agentify import __version__
+from agentify._common.background import background
 from agentify._common.errors import StartFailed
 from agentify._common.exit import ExitWatchdog
 from agentify._common.signals import stop_signals
@@ -44,15 +45,19 @@ if TYPE_CHECKING:
     from agentify.mcp_server.server import OpenServices
     from agentify.team.audit import AuditLog
     from agentify.team.drain import Replica
+    from agentify.team.identity import Identity
 
 HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
 HTTP_BODY_BYTES = 16 * 1024 * 1024  # one MCP message: a tool call may carry a file's content
 CLOSE_SECONDS = 2  # after the drain: for the last replies to leave, and open event streams to be cut
 
 
-async def serve_stdio(open_services: OpenServices, config: Config, exits: ExitWatchdog) -> None:
+async def serve_stdio(
+    open_services: OpenServices, config: Config, exits: ExitWatchdog, identity: Identity | None = None
+) -> None:
     """`exits` is told when the client has spoken (from then on a signal waits for the backends to close)
-    and when every backend is closed."""
+    and when every backend is closed. `identity`: backends with `auth.perPrincipal` get the `/oauth/...` routes
+    on a loopback listener (as `agentify auth` receives its redirect)."""
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
@@ -71,13 +76,19 @@ async def serve_stdio(open_services: OpenServices, config: Config, exits: ExitWa
             exits.closed()
             return
         exits.serving()
+        if identity is not None and identity.base_url is None:
+            tg = await stack.enter_async_context(background())
+            await tg.start(_loopback_routes, identity)
         # tools.listChanged: with expose "tools" the gateway's tools follow the backends' (mcp_server/direct.py).
         options = server.create_initialization_options(NotificationOptions(tools_changed=True))
         await server.run(read, write_stream, options)
 
 
-async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None) -> None:
-    """`token`: the shared token of `server.auth` type `token` (None: `--no-auth`, or another type)."""
+async def serve_http(
+    open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None, identity: Identity | None = None
+) -> None:
+    """`token`: the shared token of `server.auth` type `token` (None: `--no-auth`, or another type). `identity`:
+    backends with `auth.perPrincipal` get the `/oauth/...` routes, in front of the bearer check."""
     import uvicorn  # here, as everything HTTP serving needs: stdio starts without it
 
     from agentify._common.listen import EmbeddedServer
@@ -126,8 +137,17 @@ async def serve_http(open_services: OpenServices, boot: Boot, host: str, port: i
     if isinstance(protected.app, RequireBearer):  # a removed token ends its person's sessions
         protected.app.on_removed(mcp.state.sessions.end_principals)
         protected.app.max_open = boot.config.server.max_open_requests_per_principal
+        if identity is not None:  # and their upstream tokens (auth.perPrincipal)
+            protected.app.on_removed(identity.forget)
     public = protected.public | {METRICS_PATH: metrics.route}
-    app = NoWebSockets(ReplicaRoutes(metrics.counting(protected.app), replica, public, gate=False))
+    inner: Any = metrics.counting(protected.app)
+    if identity is not None:
+        from agentify.mcp_server.oauth_routes import OAuthRoutes
+
+        if identity.base_url is None:
+            identity.base_url = url.removesuffix(MCP_PATH)
+        inner = OAuthRoutes(inner, identity)
+    app = NoWebSockets(ReplicaRoutes(inner, replica, public, gate=False))
     if not is_loopback(host):
         logger.warning("serving MCP on {}: reachable from other machines; only clients with a token get in", host)
     # Connections that never send a request time out and cannot crowd out clients with the token.
@@ -209,6 +229,31 @@ async def _serve_until_drained(
         await tg.start(on_signals)
         await server.serve(sockets=[listener])
         tg.cancel_scope.cancel()
+
+
+async def _loopback_routes(identity: Identity, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    """The `/oauth/...` routes of a gateway served over stdio, on 127.0.0.1 (a free port), until cancelled."""
+    import uvicorn
+
+    from agentify._common.listen import EmbeddedServer, listening_socket
+    from agentify.mcp_server.oauth_routes import OAuthRoutes
+
+    async def nothing_else(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+
+    listener = listening_socket("127.0.0.1", 0, 16)
+    identity.base_url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    settings = uvicorn.Config(
+        OAuthRoutes(nothing_else, identity), log_config=None, log_level="warning", access_log=False, lifespan="off"
+    )
+    server = EmbeddedServer(settings)
+    task_status.started()
+    try:
+        await server.serve(sockets=[listener])
+    finally:
+        listener.close()
 
 
 def _questions(config: Config) -> Questions:

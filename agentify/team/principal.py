@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from loguru import logger
 
@@ -35,6 +36,7 @@ class Who:
 
 _PRINCIPAL: ContextVar[str | None] = ContextVar("agentify.principal", default=None)
 _WHO: ContextVar[Who | None] = ContextVar("agentify.who", default=None)
+_INBOUND: ContextVar[str | None] = ContextVar("agentify.inbound_token", default=None)
 
 
 def current_principal() -> str | None:
@@ -49,16 +51,37 @@ def current_who() -> Who:
     return _WHO.get() or Who(_PRINCIPAL.get() or LOCAL)
 
 
+def inbound_token() -> str | None:
+    """The verified bearer token the request being served came with (a JWT of `server.auth` type `jwt`), for
+    the token exchange (`backends/exchange.py`) only: it is never logged, shown, or sent anywhere as it is."""
+    return _INBOUND.get()
+
+
+def verified_token(request: Any) -> str | None:
+    """The access token the SDK's bearer check verified for `request` (the HTTP request a handler gets)."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+    user = request.scope.get("user") if request is not None else None
+    return user.access_token.token if isinstance(user, AuthenticatedUser) else None
+
+
 @contextmanager
 def acting_for(
-    principal: str, *, groups: frozenset[str] = frozenset(), scopes: frozenset[str] = frozenset()
+    principal: str,
+    *,
+    groups: frozenset[str] = frozenset(),
+    scopes: frozenset[str] = frozenset(),
+    token: str | None = None,
 ) -> Iterator[None]:
-    """Everything inside runs, and logs, as `principal` (in `groups`, with `scopes`)."""
-    token = _PRINCIPAL.set(principal)
+    """Everything inside runs, and logs, as `principal` (in `groups`, with `scopes`); `token`: the verified token
+    the request came with (for the token exchange only)."""
+    mark = _PRINCIPAL.set(principal)
     who = _WHO.set(Who(principal, groups, scopes))
+    held = _INBOUND.set(token)
     try:
         with logger.contextualize(principal=principal):
             yield
     finally:
+        _INBOUND.reset(held)
         _WHO.reset(who)
-        _PRINCIPAL.reset(token)
+        _PRINCIPAL.reset(mark)

@@ -25,23 +25,24 @@ MIN_KEY_SYMBOLS = 10
 """Fewer different characters than this is no random key (a hex key has 16; "0" * 64 has one)."""
 
 
-def state_keys(environ: Mapping[str, str]) -> list[str] | None:
-    """The keys of `AGENTIFY_STATE_KEYS`, sealing key first; None when it is unset or blank.
+def state_keys(environ: Mapping[str, str], variable: str = STATE_KEYS_ENV) -> list[str] | None:
+    """The keys of `variable` (`AGENTIFY_STATE_KEYS`, or the vault's), sealing key first; None when it is unset
+    or blank.
 
     Raises:
         ConfigError: a key is shorter than 32 bytes or made of fewer than `MIN_KEY_SYMBOLS` different
             characters, or listed twice (the message never shows a key)."""
-    keys = [key.strip() for key in environ.get(STATE_KEYS_ENV, "").split(",") if key.strip()]
+    keys = [key.strip() for key in environ.get(variable, "").split(",") if key.strip()]
     for n, key in enumerate(keys, start=1):
         if len(key.encode()) < MIN_KEY_BYTES or len(set(key)) < MIN_KEY_SYMBOLS:
             raise ConfigError(
-                f"{STATE_KEYS_ENV}: key {n} of {len(keys)} is {len(key.encode())} bytes of {len(set(key))} different "
+                f"{variable}: key {n} of {len(keys)} is {len(key.encode())} bytes of {len(set(key))} different "
                 f"characters; each key must be at least {MIN_KEY_BYTES} bytes of secret randomness (a placeholder or "
                 "a repeated character is not). Make one with: "
                 'python3 -c "import secrets; print(secrets.token_hex(32))"'
             )
     if len(set(keys)) < len(keys):
-        raise ConfigError(f"{STATE_KEYS_ENV} names one key twice: list each key once, the sealing key first")
+        raise ConfigError(f"{variable} names one key twice: list each key once, the sealing key first")
     return keys or None
 
 

@@ -13,6 +13,22 @@ With `--token-answer huge|html`, the token endpoint is hostile: it streams 150 M
 token (chunked, no Content-Length), or answers a valid token as text/html; the log records
 "token answer sent N" (bytes the client took before it hung up).
 
+With `--people`, each authorization is a person's: `/authorize` sends the browser to `/login`, which signs in
+whoever the browser's `user` cookie (or the `login_hint` parameter) names, and every token it issues carries
+that subject (the log records "issued to USER: ACCESS REFRESH", so a test can look for the tokens where
+they must not be). The tool whoami() answers with the identity (and scopes) of the token its request came with,
+which is how tests see that each person reaches the backend as themselves; the log records "authorized USER".
+
+Also with `--people`: admin_action() needs the scope "admin" (else HTTP 403 insufficient_scope, naming
+"read admin"); `--never-accept` refuses it whatever the token was granted; `--wrong-resource` publishes
+protected-resource metadata that names another resource.
+
+With `--exchange-issuer URL`, its token endpoint also takes the RFC 8693 token exchange: a JWT signed by that
+issuer (its `/jwks.json`) as the subject token, `resource` and `audience` naming this server's /mcp, and, with
+`--exchange-client ID:SECRET`, HTTP basic client authentication; the token it issues carries the JWT's `sub`.
+The log records "exchanged for SUB", and every credential a request to /mcp carried ("saw CREDENTIAL"), so a
+test can tell that the JWT itself never reached the backend.
+
 With `--echo-client-secret`, it is a hostile server instead: any client id is known (with the
 secret in FAKE_CLIENT_SECRET and any redirect), and the code exchange fails with an error that
 quotes the client's secret back (JSON-escaped, as error bodies are).
@@ -21,12 +37,16 @@ quotes the client's secret back (JSON-escaped, as error bodies are).
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import os
 import secrets
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
 import anyio
+import jwt
 import uvicorn
 from mcp.server.auth.provider import (
     AccessToken,
@@ -39,6 +59,11 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+SCOPES = ("read", "admin")
+STEP_UP_TOOL = "admin_action"  # needs the scope "admin": without it, HTTP 403 insufficient_scope
 
 
 class AnyRedirect(OAuthClientInformationFull):
@@ -47,11 +72,17 @@ class AnyRedirect(OAuthClientInformationFull):
 
 
 class MemoryProvider:
-    def __init__(self, log: str | None, echo_secret: bool = False) -> None:
+    def __init__(self, log: str | None, echo_secret: bool = False, people: str | None = None) -> None:
+        self.people = people
+        """The base URL of the `/login` page when each authorization is a person's (`--people`)."""
+        self.waiting: dict[str, tuple[OAuthClientInformationFull, AuthorizationParams]] = {}
+        self.subjects: dict[str, str] = {}
+        """Who each authorization code was issued to."""
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
         self.refresh: dict[str, RefreshToken] = {}
+        self.refresh_subjects: dict[str, str] = {}
         self._log = log
         self._echo_secret = echo_secret
 
@@ -73,10 +104,19 @@ class MemoryProvider:
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         assert client_info.client_id is not None
+        if self.people is not None:  # any scope of this server may be asked for later (a step-up)
+            client_info = client_info.model_copy(update={"scope": " ".join(SCOPES)})
         self.clients[client_info.client_id] = client_info
         self.note("registered")
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        if self.people is not None:
+            pending = secrets.token_urlsafe(16)
+            self.waiting[pending] = (client, params)
+            return f"{self.people}/login?request={pending}"
+        return self.approve(client, params, None)
+
+    def approve(self, client: OAuthClientInformationFull, params: AuthorizationParams, subject: str | None) -> str:
         code = AuthorizationCode(
             code=secrets.token_urlsafe(16),
             scopes=params.scopes or [],
@@ -88,6 +128,9 @@ class MemoryProvider:
             resource=params.resource,
         )
         self.codes[code.code] = code
+        if subject is not None:
+            self.subjects[code.code] = subject
+            self.note(f"authorized {subject}")
         return construct_redirect_uri(str(params.redirect_uri), code=code.code, state=params.state)
 
     async def load_authorization_code(self, client: OAuthClientInformationFull, code: str) -> AuthorizationCode | None:
@@ -100,7 +143,8 @@ class MemoryProvider:
         if self._echo_secret:
             raise TokenError(error="invalid_grant", error_description=f"no code for the secret {client.client_secret}")
         self.note("token code")
-        return self._issue(client.client_id or "", authorization_code.scopes, authorization_code.resource)
+        subject = self.subjects.pop(authorization_code.code, None)
+        return self._issue(client.client_id or "", authorization_code.scopes, authorization_code.resource, subject)
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
         return self.refresh.get(refresh_token)
@@ -110,7 +154,8 @@ class MemoryProvider:
     ) -> OAuthToken:
         self.refresh.pop(refresh_token.token, None)
         self.note("token refresh")
-        return self._issue(client.client_id or "", scopes or refresh_token.scopes, refresh_token.resource)
+        subject = self.refresh_subjects.get(refresh_token.token)
+        return self._issue(client.client_id or "", scopes or refresh_token.scopes, refresh_token.resource, subject)
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         return self.access.get(token)
@@ -119,11 +164,17 @@ class MemoryProvider:
         self.access.pop(token.token, None)
         self.refresh.pop(token.token, None)
 
-    def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None, subject: str | None = None) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes, resource=resource)
+        self.access[access] = AccessToken(
+            token=access, client_id=client_id, scopes=scopes, resource=resource, subject=subject
+        )
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource)
-        return OAuthToken(access_token=access, token_type="Bearer", expires_in=3600, refresh_token=refresh)
+        if subject is not None:
+            self.refresh_subjects[refresh] = subject
+            self.note(f"issued to {subject}: {access} {refresh}")  # so a test can look for them where they must not be
+        scope = " ".join(scopes) if scopes else None
+        return OAuthToken(access_token=access, token_type="Bearer", expires_in=3600, refresh_token=refresh, scope=scope)
 
 
 def main() -> None:
@@ -132,16 +183,21 @@ def main() -> None:
     parser.add_argument("--log")
     parser.add_argument("--echo-client-secret", action="store_true")
     parser.add_argument("--token-answer", choices=["huge", "html"])
+    parser.add_argument("--people", action="store_true")
+    parser.add_argument("--never-accept", action="store_true", help="admin_action is refused whatever the scope")
+    parser.add_argument("--wrong-resource", action="store_true", help="the metadata names another resource")
+    parser.add_argument("--exchange-issuer", help="accept RFC 8693 exchanges of this issuer's JWTs")
+    parser.add_argument("--exchange-client", help="ID:SECRET the exchange must authenticate with")
     args = parser.parse_args()
     base = f"http://127.0.0.1:{args.port}"
-    provider = MemoryProvider(args.log, echo_secret=args.echo_client_secret)
+    provider = MemoryProvider(args.log, echo_secret=args.echo_client_secret, people=base if args.people else None)
     server = MCPServer(
         "oauth-fake",
         version="1.0",
         auth_server_provider=provider,
         auth=AuthSettings(
             issuer_url=base,
-            resource_server_url=f"{base}/mcp",
+            resource_server_url=f"{base}/other" if args.wrong_resource else f"{base}/mcp",
             client_registration_options=ClientRegistrationOptions(enabled=True),
         ),
     )
@@ -167,15 +223,160 @@ def main() -> None:
         scheme, _, credential = request.headers.get("authorization", "").partition(" ")
         return f"scheme {scheme}; credential {credential}"
 
+    if args.people:  # the tools of a backend reached as each person
+
+        @server.tool(description="Who this request acts for, by the token it came with")
+        def whoami(ctx: Context) -> str:
+            request: Any = ctx.request_context.request
+            credential = request.headers.get("authorization", "").partition(" ")[2]
+            token = provider.access.get(credential)
+            if token is None:
+                return "nobody"
+            return f"you are {token.subject or 'the client'}; scopes: {' '.join(sorted(token.scopes)) or 'none'}"
+
+        @server.tool(description="An action that needs the admin scope")
+        def admin_action() -> str:
+            return "admin action done"
+
+    @server.custom_route("/login", methods=["GET"])
+    async def login(request: Request) -> Response:
+        waiting = provider.waiting.pop(request.query_params.get("request", ""), None)
+        if waiting is None:
+            return HTMLResponse("<h1>no such authorization request</h1>", status_code=400)
+        client, params = waiting
+        user = request.cookies.get("user") or request.query_params.get("login_hint")
+        if not user:
+            return HTMLResponse("<h1>sign in first</h1>", status_code=401)
+        return RedirectResponse(provider.approve(client, params, user), status_code=302)
+
     app = server.streamable_http_app()
 
     async def hostile(scope: Any, receive: Any, send: Any) -> None:
         if args.token_answer and scope["type"] == "http" and scope["path"] == "/token":
             await _bad_token_answer(args.token_answer, provider, receive, send)
             return
+        if args.exchange_issuer and scope["type"] == "http" and scope["path"] == "/token":
+            await _exchange(app, provider, base, args.exchange_issuer, args.exchange_client, scope, receive, send)
+            return
+        if args.exchange_issuer and scope["type"] == "http" and scope["path"] == "/mcp":
+            credential = dict(scope["headers"]).get(b"authorization", b"").decode().partition(" ")[2]
+            provider.note(f"saw {credential or '(none)'}")
+        if args.people and scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
+            await _step_up(app, provider, base, scope, receive, send, never=args.never_accept)
+            return
         await app(scope, receive, send)
 
     uvicorn.run(hostile, host="127.0.0.1", port=args.port, log_level="warning", lifespan="on")
+
+
+async def _body(receive: Any) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+def _replaying(body: bytes, receive: Any) -> Any:
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _json_answer(send: Any, status: int, body: dict[str, Any]) -> None:
+    raw = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
+
+
+async def _exchange(
+    app: Any,
+    provider: MemoryProvider,
+    base: str,
+    issuer: str,
+    client: str | None,
+    scope: Any,
+    receive: Any,
+    send: Any,
+) -> None:
+    """RFC 8693 at /token; any other grant goes to the SDK's token endpoint as it came."""
+    body = await _body(receive)
+    form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+    if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange":
+        await app(scope, _replaying(body, receive), send)
+        return
+    if client is not None:
+        sent = dict(scope["headers"]).get(b"authorization", b"").decode()
+        if sent != "Basic " + base64.b64encode(client.encode()).decode():
+            await _json_answer(send, 401, {"error": "invalid_client"})
+            return
+    if form.get("subject_token_type") != "urn:ietf:params:oauth:token-type:jwt":
+        await _json_answer(send, 400, {"error": "invalid_request", "error_description": "subject_token_type"})
+        return
+    if form.get("resource") != f"{base}/mcp" or form.get("audience") != f"{base}/mcp":
+        await _json_answer(send, 400, {"error": "invalid_target"})
+        return
+    try:
+        keys = jwt.PyJWKClient(f"{issuer}/jwks.json")
+        key = keys.get_signing_key_from_jwt(form.get("subject_token", ""))
+        claims = jwt.decode(
+            form.get("subject_token", ""), key.key, algorithms=["RS256"], issuer=issuer, options={"verify_aud": False}
+        )
+    except jwt.PyJWTError:
+        await _json_answer(send, 400, {"error": "invalid_grant"})
+        return
+    subject = str(claims["sub"])
+    access = secrets.token_urlsafe(24)
+    provider.access[access] = AccessToken(
+        token=access, client_id="exchange", scopes=["read"], resource=f"{base}/mcp", subject=subject
+    )
+    provider.note(f"exchanged for {subject}")
+    await _json_answer(
+        send,
+        200,
+        {
+            "access_token": access,
+            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "token_type": "Bearer",
+            "expires_in": 3600,
+        },
+    )
+
+
+async def _step_up(
+    app: Any, provider: MemoryProvider, base: str, scope: Any, receive: Any, send: Any, *, never: bool
+) -> None:
+    """A call of STEP_UP_TOOL with a token that lacks "admin" (any token, if `never`) is refused with 403
+    insufficient_scope (RFC 6750), naming the scope it needs; every other request goes to the server as it came."""
+    body = await _body(receive)
+    try:
+        request = json.loads(body)
+    except ValueError:
+        request = None
+    called = isinstance(request, dict) and request.get("method") == "tools/call"
+    if called and (request.get("params") or {}).get("name") == STEP_UP_TOOL:
+        credential = dict(scope["headers"]).get(b"authorization", b"").decode().partition(" ")[2]
+        token = provider.access.get(credential)
+        if token is not None and ("admin" not in token.scopes or never):
+            provider.note("step-up asked")
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="read admin", '
+                f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"'
+            )
+            headers = [(b"www-authenticate", challenge.encode()), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 403, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+    await app(scope, _replaying(body, receive), send)
 
 
 async def _bad_token_answer(kind: str, provider: MemoryProvider, receive: Any, send: Any) -> None:

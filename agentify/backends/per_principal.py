@@ -1,0 +1,391 @@
+"""A remote backend with `auth.perPrincipal`: every person reaches it as themselves, on a session of their own.
+
+The backend (this front) is one entry of the catalog; its tools are whatever the sessions of any person listed
+(kept in the manifest, as for any backend). Behind it, each principal has an inner `Supervisor` whose
+connection carries that principal's own tokens from the vault (`VaultTokens`): it starts on their first call,
+stops when idle, and at most `MAX_PRINCIPALS` are kept (the least recently used is closed to make room).
+
+A call by a principal who has no tokens yet (or whose tokens the server refused, or that lack a scope it asked
+for) first asks that person to open a URL (URL-mode elicitation, through the relay every backend question
+takes, `gateway/backend_questions.py`, so both protocol eras get it the way they take questions):
+- 2025-11-25: `elicitation/create`; the call waits for the authorization (bounded by the backend's timeout),
+  then goes on, and the client is told `notifications/elicitation/complete`;
+- 2026-07-28: the round ends with the question (`AskingClient`); the client's next round carries the answer;
+  if the authorization has not completed by then, the answer is another round (at most `MAX_ROUNDS`);
+- a client that cannot open a URL for its user gets `needs_auth` with the URL in the text.
+The authorization itself runs on this replica (`principal_flow.drive`), owned by this front's task group.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup
+from loguru import logger
+from mcp.shared.dispatcher import ProgressFnT
+
+from agentify.backends.calls import ScopeStepUp
+from agentify.backends.exchange import ExchangedAuth, Exchanger
+from agentify.backends.logs import LogSink
+from agentify.backends.manifest import ManifestStore
+from agentify.backends.oauth import SecretSink
+from agentify.backends.offers import ChangeListener
+from agentify.backends.principal_flow import drive
+from agentify.backends.principal_tokens import VaultTokens
+from agentify.backends.questions import Answerer
+from agentify.backends.remote import RemoteConnection
+from agentify.backends.routes import ResourceRoutes
+from agentify.backends.session import RootsGetter
+from agentify.backends.state import BackendState, BackendStatus
+from agentify.backends.stderr_log import StderrLog
+from agentify.backends.supervisor import StateListener, Supervisor
+from agentify.config import BackendConfig, ExchangeSettings
+from agentify.errors import BackendUnavailable, Declined, NeedsAuth
+from agentify.team.flows import START_WAIT_SECONDS, FlowStoreUnavailable, Outcome, polled
+from agentify.team.identity import Identity
+from agentify.team.principal import LOCAL, current_principal, inbound_token
+from agentify.team.vault import VaultUnavailable
+
+INNER_IDLE_SECONDS = 600.0  # a person's session closes after this long unused (unless idleStopSeconds says less)
+MAX_PRINCIPALS = 256
+MAX_ROUNDS = 5  # 2026-07-28 rounds one call asks before it gives up waiting for the authorization
+ROUND_WAIT_SECONDS = 10.0  # how long a 2026-07-28 round waits for the authorization before asking again
+CODE_EXCHANGE_SECONDS = 30.0  # how long a call waits for a code that came back to be exchanged
+_R = Any
+
+
+@dataclass(eq=False)
+class _Person:
+    supervisor: Supervisor
+    tokens: VaultTokens | None  # None: the backend's token is exchanged (`exchange.py`), kept by the exchanger
+    used: float
+    running: bool = False
+
+
+class PrincipalBackend(Supervisor):
+    """The front of one `perPrincipal` backend; safe to call from any task, like every supervisor."""
+
+    def __init__(
+        self,
+        spec: BackendConfig,
+        manifests: ManifestStore,
+        identity: Identity | None,
+        *,
+        secrets: SecretSink | None = None,
+        on_state: StateListener | None = None,
+        roots: RootsGetter | None = None,
+        routes: ResourceRoutes | None = None,
+        on_change: ChangeListener | None = None,
+    ) -> None:
+        lazy = spec.model_copy(update={"start": "lazy"})
+        super().__init__(lazy, RemoteConnection(lazy), StderrLog(spec.id), manifests, on_state, roots, routes)
+        self.spec = spec
+        self._inner_spec = spec.model_copy(
+            update={"start": "lazy", "idle_stop_seconds": min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)}
+        )
+        self._manifests = manifests
+        self._identity = identity
+        self._exchanger = Exchanger(spec, secrets) if isinstance(spec.auth, ExchangeSettings) else None
+        if self._exchanger is None and identity is None:
+            raise ValueError("a perPrincipal OAuth backend needs the vault (Identity)")
+        self._secrets = secrets
+        self._inner_roots = roots
+        self._inner_routes = routes
+        self._inner_change = on_change
+        self._people: dict[str, _Person] = {}
+        if identity is not None:
+            identity.forgotten.append(self._forget)
+        self._tg: TaskGroup | None = None
+        self._level: types.LoggingLevel | None = None
+        self._log = logger.bind(backend=spec.id)
+
+    # ----- the owner -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Owns every person's supervisor and the authorizations this replica drives, until stopped."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await self._starts.stopping.wait()
+            if self._identity is not None and self._forget in self._identity.forgotten:
+                self._identity.forgotten.remove(self._forget)
+            for person in self._people.values():
+                person.supervisor.stop()  # one never started ends at once when it starts
+            tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
+        self._tg = None
+
+    def kick(self) -> None:
+        return None  # nothing starts without a person
+
+    def settling(self) -> bool:
+        return False
+
+    async def wait_settled(self, seconds: float | None = None) -> None:
+        return None
+
+    def status(self) -> BackendStatus:
+        """What the caller sees: their own session's state (another person's is none of theirs), and the scope the
+        backend asked them for, if a step-up is pending."""
+        own = replace(super().status(), start="lazy")  # a person's call starts it, never the replica (readiness)
+        person = self._people.get(current_principal() or LOCAL)
+        if person is None:
+            hint = "each person authorizes as themselves (auth.perPrincipal): your first call asks you to open a URL"
+            return replace(own, last_error=hint)
+        theirs = person.supervisor.status()
+        error = theirs.last_error
+        if person.tokens is not None and person.tokens.missing_scope():
+            error = (
+                f"asks you for the scope {person.tokens.wanted_scope()} (a step-up): the next call that needs it "
+                "asks you to authorize it; other calls go on with your current authorization"
+            )
+        return replace(own, state=theirs.state, last_error=error, server=theirs.server, pid=None)
+
+    async def send_log_level(self, level: types.LoggingLevel) -> None:
+        self._level = level
+        for person in list(self._people.values()):
+            await person.supervisor.send_log_level(level)
+
+    async def send_roots_changed(self) -> None:
+        for person in list(self._people.values()):
+            await person.supervisor.send_roots_changed()
+
+    # ----- calls -------------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None = None,
+        answerer: Answerer | None = None,
+        logs: LogSink | None = None,
+    ) -> types.CallToolResult:
+        """See `Supervisor.call`; the caller is asked to authorize first when they must.
+
+        Raises:
+            NeedsAuth: the client cannot open the URL for its user (the text holds it).
+            Declined: the person declined to authorize.
+            BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises (`AskingClient`).
+        """
+        person = await self.ready_for(answerer)
+        if person.tokens is None:
+            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+        try:
+            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+        except ScopeStepUp:
+            await self._step_up(person, person.tokens, tool, answerer)
+        except BackendUnavailable:
+            if person.supervisor.state is not BackendState.NEEDS_AUTH:
+                raise
+            # The server refused this person's tokens, and a refresh did not help: they are asked again.
+            await self._vault_call(person.tokens.drop_tokens())
+            await self._authorize(person.tokens, answerer)
+        try:
+            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+        except ScopeStepUp:
+            raise self._never_accepted(person, tool) from None
+
+    async def _step_up(self, person: _Person, tokens: VaultTokens, tool: str, answerer: Answerer | None) -> None:
+        """A 403 `insufficient_scope`: the person authorizes again for the scopes granted plus the new one (the
+        SDK's union, kept as the wanted scope), unless the tokens hold it already, which authorizing cannot fix.
+        The session stays up: the person's other calls go on with the current tokens meanwhile."""
+        if not tokens.missing_scope():
+            # The vault holds tokens with that scope already (just authorized, perhaps through another call):
+            # the session may still send older ones. It loads them again; a second refusal says it all.
+            tokens.renew()
+            return
+        self._log.info("step-up: {} asks for the scope {}", tool, tokens.wanted_scope())
+        await self._vault_call(tokens.save())  # the flow reads the wanted scope from the vault
+        await self._authorize(tokens, answerer)
+
+    def _never_accepted(self, person: _Person, tool: str) -> BackendUnavailable:
+        granted = (person.tokens.granted_scope() if person.tokens is not None else None) or "no scope"
+        return BackendUnavailable(
+            f"backend {self.spec.id!r} refused the call to {tool} for want of scope (HTTP 403 insufficient_scope), "
+            f"although your authorization grants what it asked for ({granted}). Authorizing again cannot fix this: "
+            "the server does not accept the scope it asks for. Tell the backend's administrator."
+        )
+
+    async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
+        """Resources, prompts and completions go to the caller's own session, once they have authorized."""
+        person = self._person(current_principal() or LOCAL)
+        if self._exchanger is not None:
+            await self._exchanger.ensure(current_principal() or LOCAL, inbound_token())
+        elif person.tokens is not None and not (await self._vault_call(person.tokens.load())).get("tokens"):
+            raise NeedsAuth(
+                f"backend {self.spec.id!r} is reached as each person: call one of its tools first to authorize"
+            )
+        self._run(person)
+        return await person.supervisor.request(request, result_type)
+
+    async def live_tool(self, tool: str) -> types.Tool | None:
+        """The tool as the caller's session listed it, when they have one ready; else as any session listed it
+        (nobody is asked to authorize just to read an annotation)."""
+        person = self._people.get(current_principal() or LOCAL)
+        if person is not None and person.supervisor.state is BackendState.READY:
+            return await person.supervisor.live_tool(tool)
+        return self.listed_tool(tool)
+
+    async def learn(self, answerer: Answerer | None) -> None:
+        """The caller's session lists the tools (they authorize first if they must)."""
+        person = await self.ready_for(answerer)
+        await person.supervisor.live_tool("")
+
+    async def ready_for(self, answerer: Answerer | None) -> _Person:
+        """The caller's supervisor, with tokens in the vault: they are asked to authorize first if they have none
+        (or lack a scope the backend asked for)."""
+        principal = current_principal() or LOCAL
+        person = self._person(principal)
+        if self._exchanger is not None:
+            await self._exchanger.ensure(principal, inbound_token())
+        elif person.tokens is not None and not (await self._vault_call(person.tokens.load())).get("tokens"):
+            await self._authorize(person.tokens, answerer)
+        self._run(person)
+        return person
+
+    def _person(self, principal: str) -> _Person:
+        person = self._people.get(principal)
+        if person is None:
+            if self._tg is None:
+                raise BackendUnavailable(f"backend {self.spec.id!r} is stopping; try again")
+            self._make_room()
+            tokens: VaultTokens | None = None
+            if self._exchanger is not None:
+                connection = RemoteConnection(self._inner_spec, auth=ExchangedAuth(self._exchanger, principal))
+            else:
+                assert self._identity is not None
+                tokens = VaultTokens(self._inner_spec, principal, self._identity.vault, self._secrets)
+                connection = RemoteConnection(self._inner_spec, self._secrets, tokens=tokens)
+            supervisor = Supervisor(
+                self._inner_spec,
+                connection,
+                StderrLog(self.spec.id),
+                self._manifests,
+                on_state=self._inner_state,
+                roots=self._inner_roots,
+                routes=self._inner_routes,
+                on_change=self._inner_change,
+                on_log=None,  # a log message no call owns is this person's: it reaches nobody else
+            )
+            supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
+            person = _Person(supervisor, tokens, time.monotonic())
+            self._people[principal] = person
+        person.used = time.monotonic()
+        return person
+
+    def _run(self, person: _Person) -> None:
+        """Starts the person's owner task, once they have tokens (before, it would only be refused)."""
+        if person.running or self._tg is None:
+            return
+        person.running = True
+        self._tg.start_soon(person.supervisor.run)
+        if self._level is not None:
+            self._tg.start_soon(person.supervisor.send_log_level, self._level)
+
+    def _make_room(self) -> None:
+        if len(self._people) < MAX_PRINCIPALS:
+            return
+        principal, person = min(self._people.items(), key=lambda item: item[1].used)
+        person.supervisor.stop()
+        del self._people[principal]
+
+    def _forget(self, principals: set[str]) -> None:
+        """Their tokens were removed: their sessions end now, not when idle."""
+        for principal in principals:
+            person = self._people.pop(principal, None)
+            if person is not None:
+                person.supervisor.stop()
+            if self._exchanger is not None:
+                self._exchanger.drop(principal)
+
+    def _inner_state(self, status: BackendStatus) -> None:
+        self._lifecycle.changed()  # the catalog and the console hear of it as of this backend
+
+    # ----- authorizing ----------------------------------------------------------------------------------
+
+    async def _authorize(self, tokens: VaultTokens, answerer: Answerer | None) -> None:
+        assert self._identity is not None
+        identity = self._identity
+        principal = tokens.principal
+        flows = identity.flows
+        if await self._authorized_meanwhile(tokens):
+            return
+        flow_id = await self._vault_call(flows.pending(principal, self.spec.id))
+        if flow_id is not None and await self._vault_call(flows.code(flow_id)) is not None:
+            # The person's browser came back already: the code is being exchanged (on the replica that made the
+            # flow), so this call waits for it instead of sending them to a link they have used.
+            finished = await self._outcome(flow_id, CODE_EXCHANGE_SECONDS)
+            if finished is not None and finished.error is None and await self._authorized_meanwhile(tokens):
+                return
+        if flow_id is None:
+            flow_id = await self._vault_call(flows.create(principal, self.spec.id))
+            assert self._tg is not None
+            self._tg.start_soon(drive, self._inner_spec, principal, flow_id, identity, self._secrets)
+            # Discovery and registration come first: what fails there no person can fix, so nobody is asked.
+            with anyio.move_on_after(START_WAIT_SECONDS):
+                step = await self._vault_call(polled(lambda: flows.first_step(flow_id)))
+                if isinstance(step, Outcome) and step.error is not None:
+                    raise BackendUnavailable(f"backend {self.spec.id!r} cannot be authorized: {step.error}")
+        url = identity.start_url(flow_id)
+        round_trips = bool(getattr(answerer, "round_trips", False))
+        wanted = tokens.wanted_scope()
+        what = f" with the scope {wanted}" if wanted else ""
+        elicitation_id = f"agentify-auth-{flow_id[:24]}"
+        for round_number in range(MAX_ROUNDS):
+            message = f"Authorize agentify to use {self.spec.id} as you{what}: open the page and sign in."
+            if round_number:
+                message += f" (Not completed yet: finish it in the browser, then go on. Check {round_number + 1}.)"
+            params = types.ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
+            answers = (
+                await answerer.answer(self.spec.id, {"authorize": types.ElicitRequest(params=params)})
+                if (answerer is not None)
+                else types.ErrorData(code=types.INVALID_REQUEST, message="no client to ask")
+            )
+            if isinstance(answers, types.ErrorData):
+                raise NeedsAuth(
+                    f"backend {self.spec.id!r} needs you to authorize it as yourself, and your client cannot open a "
+                    f"page for you. Open this URL in your browser (it works once, for 10 minutes), then call again: "
+                    f"{url}"
+                )
+            answer = answers.get("authorize")
+            if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
+                raise Declined(f"authorizing backend {self.spec.id!r} was declined, so the call was not made")
+            wait = ROUND_WAIT_SECONDS if round_trips else self.spec.timeout_seconds
+            outcome = await self._outcome(flow_id, wait)
+            if outcome is not None:
+                break
+        else:
+            raise NeedsAuth(
+                f"the authorization of backend {self.spec.id!r} has not completed after {MAX_ROUNDS} checks. Finish "
+                f"it at {url} (it works once, for 10 minutes), then call again."
+            )
+        if outcome.error is not None:
+            raise BackendUnavailable(
+                f"authorizing backend {self.spec.id!r} failed: {outcome.error}. Call again to retry."
+            )
+        await self._vault_call(tokens.load())
+        completed = getattr(answerer, "completed", None)
+        if completed is not None and not round_trips:
+            await completed(elicitation_id)
+
+    async def _authorized_meanwhile(self, tokens: VaultTokens) -> bool:
+        """Whether the vault holds tokens with every scope wanted (another call's authorization completed)."""
+        record = await self._vault_call(tokens.load())
+        return bool(record.get("tokens")) and not tokens.missing_scope()
+
+    async def _outcome(self, flow_id: str, seconds: float) -> Outcome | None:
+        assert self._identity is not None
+        flows = self._identity.flows
+        with anyio.move_on_after(seconds):
+            outcome: Outcome = await self._vault_call(polled(lambda: flows.outcome(flow_id)))
+            return outcome
+        return None
+
+    async def _vault_call(self, awaitable: Any) -> Any:
+        """Vault and flow errors as the contract's: the backend is unavailable for now."""
+        try:
+            return await awaitable
+        except (VaultUnavailable, FlowStoreUnavailable) as exc:
+            raise BackendUnavailable(f"backend {self.spec.id!r}: {exc}") from None
