@@ -8,8 +8,8 @@ scripts/setup.sh --tests
 .venv/bin/ruff format --check agentify tests scripts
 .venv/bin/mypy agentify
 set +e
-# Most tests wait on real processes; three workers keep both cores busy (AGENTIFY_TEST_WORKERS=0: serial).
-.venv/bin/pytest -p no:cacheprovider -n "${AGENTIFY_TEST_WORKERS:-3}" "$@"
+# Most tests wait on real processes; four workers keep both cores busy (AGENTIFY_TEST_WORKERS=0: serial).
+.venv/bin/pytest -p no:cacheprovider -n "${AGENTIFY_TEST_WORKERS:-4}" "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -29,7 +29,7 @@ async def console(tmp_path_factory: pytest.TempPathFactory, scripted_model: Mode
         fs_backend(workspace, env={"FS_API_TOKEN": ENV_SECRET}),
         fake_backend("fake", description="echoes text", env={"FAKE_PASSWORD": "another-env-secret-99"}),
     ]
-    config = write_config(root, backends)  # pinning: warn, the default
+    config = write_config(root, backends, pinning="off")  # the pins routes with pinning on: test_pinned_tools.py
     env = gateway_env(scripted_model, AGENTIFY_DEBUG_TOKEN=TOKEN)
     async with console_gateway(config, env, root / "stderr.log") as running:
         running.workspace = workspace
