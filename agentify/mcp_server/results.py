@@ -8,6 +8,7 @@ from typing import Any
 import mcp_types as types
 
 from agentify.errors import AgentifyError, NoPlan, RateLimited
+from agentify.gateway.services import GatewayStatus
 from agentify.gateway.tasks import TaskOutcome
 from agentify.planner.retrieval import Ranked
 from agentify.security.redact import Redactor
@@ -101,4 +102,47 @@ def search_result(query: str, found: list[Ranked], redactor: Redactor) -> types.
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=redactor.text(text))],
         structured_content=redactor.data({"tools": tools}),
+    )
+
+
+def backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallToolResult:
+    """`list_backends`: the planner and every backend, as text and `structuredContent`, masked."""
+    choice, statuses = shown.planner, shown.backends
+    lines = [f"planner: {choice.reason}"]
+    for status in statuses:
+        line = f"- {status.id}: {status.state.value}" + (f" ({status.url})" if status.url else "")
+        line += f", {len(status.tools)} tools"
+        if status.tools:
+            line += ": " + ", ".join(status.tools)
+        if status.last_error:
+            line += f" (last error: {status.last_error})"
+        if status.server:
+            line += f" [server: {status.server}]"
+        lines.append(line)
+        lines.extend(f"  withheld {tool} (pinning: enforce): {why}" for tool, why in status.withheld)
+        lines.extend(f"  flagged {tool} (pinning: warn, waits for approval): {why}" for tool, why in status.flagged)
+    if not statuses:
+        lines.append("no backends are configured: add some to the config file (see backends.example.json)")
+    structured = {
+        "planner": {"name": choice.name, "reason": choice.reason},
+        "backends": [
+            {
+                "id": s.id,
+                "state": s.state.value,
+                "pid": s.pid,
+                "url": s.url,
+                "start": s.start,
+                "restarts": s.restarts,
+                "lastError": s.last_error,
+                "tools": list(s.tools),
+                "server": s.server,
+            }
+            | s.pins_dict()
+            for s in statuses
+        ],
+    }
+    text = redactor.text("\n".join(lines))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=redactor.data(structured),
     )

@@ -37,14 +37,14 @@ from agentify.gateway.exposed import search_description
 from agentify.gateway.inputs import CallInput, NoInput, SearchInput, validate_input
 from agentify.gateway.offers import Offerings
 from agentify.gateway.policy import AskingClient
-from agentify.gateway.services import GatewayStatus, TaskServices
+from agentify.gateway.services import TaskServices
 from agentify.gateway.visible import visible_backends
 from agentify.mcp_server.client_requests import Exchange, Questions
 from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
 from agentify.mcp_server.logs import LogRelay, protocol_level
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
 from agentify.mcp_server.operations import recording
-from agentify.mcp_server.results import error_result, outcome_result, plan_result, search_result
+from agentify.mcp_server.results import backends_result, error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
 from agentify.security.display import escaped
@@ -362,7 +362,7 @@ async def _call_tool(
             everyone = await services.runner.catalog(everyone=True) if services.runner.access().active else None
             if everyone is not None:
                 status = replace(status, backends=visible_backends(services.runner.access(), status.backends, everyone))
-            return _backends_result(status, services.redactor)
+            return backends_result(status, services.redactor)
         if name == "search_tools":
             request, found = await services.runner.search(arguments)
             return search_result(request.query, found, services.redactor)
@@ -435,45 +435,3 @@ async def _roots_changed(ctx: ServerRequestContext[McpContext], params: types.No
         logger.info("the client's roots changed but it did not list them ({}); asking on the next task", exc)
         return
     roots.learn(list(result.roots))
-
-
-def _backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallToolResult:
-    choice, statuses = shown.planner, shown.backends
-    lines = [f"planner: {choice.reason}"]
-    for status in statuses:
-        line = f"- {status.id}: {status.state.value}" + (f" ({status.url})" if status.url else "")
-        line += f", {len(status.tools)} tools"
-        if status.tools:
-            line += ": " + ", ".join(status.tools)
-        if status.last_error:
-            line += f" (last error: {status.last_error})"
-        if status.server:
-            line += f" [server: {status.server}]"
-        lines.append(line)
-        lines.extend(f"  withheld {tool} (pinning: enforce): {why}" for tool, why in status.withheld)
-        lines.extend(f"  flagged {tool} (pinning: warn, waits for approval): {why}" for tool, why in status.flagged)
-    if not statuses:
-        lines.append("no backends are configured: add some to the config file (see backends.example.json)")
-    structured = {
-        "planner": {"name": choice.name, "reason": choice.reason},
-        "backends": [
-            {
-                "id": s.id,
-                "state": s.state.value,
-                "pid": s.pid,
-                "url": s.url,
-                "start": s.start,
-                "restarts": s.restarts,
-                "lastError": s.last_error,
-                "tools": list(s.tools),
-                "server": s.server,
-            }
-            | s.pins_dict()
-            for s in statuses
-        ],
-    }
-    text = redactor.text("\n".join(lines))
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=redactor.data(structured),
-    )
