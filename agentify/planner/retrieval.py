@@ -8,8 +8,10 @@ stop words dropped, so "list the files" meets `list_directory`'s "files and dire
 
 `ToolIndex.search` is the hybrid ranking that `search_tools`, the model planner's shortlist and
 the offline planner share: the lexical score (normalised by the query's best) plus the cosine
-of the query's and the tool's vectors (`embedding.py`), plus a bonus for the share of a tool's
-name the query says, each by a weight in `FITTED`. Those weights, and the weight of a name's
+of the query's and the tool's vectors (`embedding.py`; for a task of several sentences, the mean
+of the whole task's cosine and its best sentence's), plus a bonus for the share of a tool's
+name the query says, then plus a share of the best score among the tool's backend's tools, each
+by a weight in `FITTED`. Those weights, and the weight of a name's
 words against a description's, were fitted on the tuning parts of the public sets only
 (scripts/fit_retrieval.py; agentify/eval/public.py). Without the model, the ranking is lexical.
 Tool vectors are embedded once per text and kept (`embedding.remember`), also from a backend's
@@ -54,14 +56,22 @@ class Weights:
     """Weight of the share of the tool's name words that the query says."""
     whole_name: float = 0.0
     """Weight of the query saying every word of the tool's name ("run all tests": `run-test-all`)."""
+    backend: float = 0.0
+    """Weight of the best score among the tool's backend's tools (its own included): tasks that need several tools
+    mostly need them from one server, so a tool's siblings rise with it. It never changes the first tool."""
 
 
 # Fitted by scripts/fit_retrieval.py: a grid search maximising the mean over the public sets of
 # (recall@1 + recall@5) / 2 on their tuning parts only (agentify/eval/public.py), never on the
 # project's own sets. Rerun it after changing the index or the sets.
-FITTED = Weights(name=0.5, lexical=0.3, semantic=1.0, coverage=0.1, whole_name=0.1)
+FITTED = Weights(name=0.5, lexical=0.3, semantic=1.0, coverage=0.2, whole_name=0.0, backend=0.3)
 LEXICAL_ONLY = Weights(
-    name=FITTED.name, lexical=1.0, semantic=0.0, coverage=FITTED.coverage, whole_name=FITTED.whole_name
+    name=FITTED.name,
+    lexical=1.0,
+    semantic=0.0,
+    coverage=FITTED.coverage,
+    whole_name=FITTED.whole_name,
+    backend=FITTED.backend,
 )
 
 # Field weights. A name's word weighs `Weights.name` in the hybrid ranking (fitted), and RULES_NAME_WEIGHT in
@@ -217,6 +227,9 @@ class ToolIndex:
         self._backend_words = {
             backend: set(words(backend)) for backend in dict.fromkeys(t.backend for t in self._tools)
         }
+        numbered = {backend: i for i, backend in enumerate(self._backend_words)}
+        self._backend_of = [numbered[t.backend] for t in self._tools]
+        """Each tool's backend by number (catalog order), for the backend weight."""
 
     def rank(self, terms: Mapping[str, float]) -> list[Ranked]:
         """Every tool for the weighted `terms` (see `query_terms`), best first; ties keep the catalog's order."""
@@ -257,6 +270,13 @@ class ToolIndex:
         similarity = self.similarity(text) if w.semantic else None
         count = len(self._tools) if limit is None else min(limit, len(self._tools))
         if similarity is None:
+            if w.backend:
+                best_of: dict[str, float] = {}
+                for i, value in sparse.items():
+                    backend = self._tools[i].backend
+                    best_of[backend] = max(best_of.get(backend, 0.0), value)
+                for i in sparse:
+                    sparse[i] += w.backend * best_of[self._tools[i].backend]
             order = sorted(sparse, key=lambda i: (-sparse[i], i))[:count]
             rest = (i for i in range(len(self._tools)) if i not in sparse)
             chosen = [(i, sparse[i]) for i in order] + [(i, 0.0) for i in rest][: count - len(order)]
@@ -266,6 +286,10 @@ class ToolIndex:
         scores = np.maximum(similarity, 0.0) * w.semantic
         for i, value in sparse.items():
             scores[i] += value
+        if w.backend:
+            best = np.full(len(self._backend_of), -np.inf, dtype=scores.dtype)
+            np.maximum.at(best, self._backend_of, scores)
+            scores = scores + w.backend * best[self._backend_of]
         if count < len(scores):
             picked: list[int] = np.argpartition(-scores, count - 1)[:count].tolist() if count else []
         else:
@@ -290,9 +314,15 @@ class ToolIndex:
             self._vectors = embedding.vectors(model, [embedding_text(t) for t in self._tools])
         import numpy as np
 
+        pieces = sentences(text)
+        queries = model.embed([text, *pieces] if len(pieces) > 1 else [text])
         # einsum, not `@`: a matrix-vector product through BLAS spreads over threads, which costs tens of
         # milliseconds on a busy machine for what one core does in one.
-        return np.einsum("ij,j->i", self._vectors, model.embed([text])[0])
+        whole = np.einsum("ij,j->i", self._vectors, queries[0])
+        if len(queries) == 1:
+            return whole
+        best = np.max(np.einsum("ij,kj->ki", self._vectors, queries[1:]), axis=0)
+        return (whole + best) / 2
 
     def matched(self, tool: CatalogTool, text: str) -> tuple[list[str], list[str]]:
         """(the words of `text` that `tool`'s document holds, themselves or by a synonym; all its words)."""
@@ -308,6 +338,16 @@ class ToolIndex:
 
 
 Postings = dict[str, list[tuple[int, float]]]
+
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=\S)")
+MAX_SENTENCES = 8
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of `text` (at most `MAX_SENTENCES`, the rest kept with the last): a long task's vector is the
+    mean of all its words, so each request in it is also compared on its own."""
+    found = [s for s in _SENTENCE_END.split(text.strip()) if s]
+    return found[: MAX_SENTENCES - 1] + [" ".join(found[MAX_SENTENCES - 1 :])] if len(found) > MAX_SENTENCES else found
 
 
 def _postings(docs: list[dict[str, float]]) -> Postings:

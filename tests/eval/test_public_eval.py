@@ -17,16 +17,17 @@ METRICS = {"queries", "recall@1", "recall@5", "recall@10", "ndcg@5", "multiTool"
 
 
 def test_each_shipped_set_says_where_it_comes_from_and_splits_its_queries() -> None:
-    assert set(available()) >= {"metatool", "toolalpaca", "restbench"}
+    assert set(available()) >= {"metatool", "toolalpaca", "restbench", "toolbench"}
     for name in available():
         public = load_public(name)
         assert {"repo", "commit", "licence", "paper"} <= public.source.keys()
         tune, heldout = public.select("tune"), public.select("heldout")
-        assert tune and heldout and len(tune) + len(heldout) == len(public.queries)
+        assert (not tune if public.check else tune) and heldout and len(tune) + len(heldout) == len(public.queries)
         assert not {q.text for q in tune} & {q.text for q in heldout}
         names = {(b, t.name) for b, _, tools in public.backends for t in tools}
         assert all(needed in names for q in public.queries for needed in q.tools)
     assert part("the same text") == part("  The same text ") and "all" in PARTS
+    assert [name for name in available() if load_public(name).check] == ["toolbench"]  # nothing is fitted on it
 
 
 def test_eval_public_on_a_slice_reports_search_tools_beside_bm25(tmp_path: Path) -> None:
