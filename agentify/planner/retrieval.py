@@ -59,12 +59,16 @@ class Weights:
     backend: float = 0.0
     """Weight of the best score among the tool's backend's tools (its own included): tasks that need several tools
     mostly need them from one server, so a tool's siblings rise with it. It never changes the first tool."""
+    provider: float = 0.0
+    """A tool that finds an id one of the leading tools needs scores at least this share of that tool's score (so
+    it follows it): "reviews of Titanic" needs `movie_reviews(movie_id)`, and so the backend's `search_movie`
+    first (see `providers`)."""
 
 
 # Fitted by scripts/fit_retrieval.py: a grid search maximising the mean over the public sets of
 # (recall@1 + recall@5) / 2 on their tuning parts only (agentify/eval/public.py), never on the
 # project's own sets. Rerun it after changing the index or the sets.
-FITTED = Weights(name=0.5, lexical=0.3, semantic=1.0, coverage=0.2, whole_name=0.0, backend=0.3)
+FITTED = Weights(name=0.5, lexical=0.3, semantic=1.0, coverage=0.2, whole_name=0.0, backend=0.3, provider=0.97)
 LEXICAL_ONLY = Weights(
     name=FITTED.name,
     lexical=1.0,
@@ -72,6 +76,7 @@ LEXICAL_ONLY = Weights(
     coverage=FITTED.coverage,
     whole_name=FITTED.whole_name,
     backend=FITTED.backend,
+    provider=FITTED.provider,
 )
 
 # Field weights. A name's word weighs `Weights.name` in the hybrid ranking (fitted), and RULES_NAME_WEIGHT in
@@ -230,6 +235,7 @@ class ToolIndex:
         numbered = {backend: i for i, backend in enumerate(self._backend_words)}
         self._backend_of = [numbered[t.backend] for t in self._tools]
         """Each tool's backend by number (catalog order), for the backend weight."""
+        self._providers = providers(self._tools, self.name_words)
 
     def rank(self, terms: Mapping[str, float]) -> list[Ranked]:
         """Every tool for the weighted `terms` (see `query_terms`), best first; ties keep the catalog's order."""
@@ -277,6 +283,10 @@ class ToolIndex:
                     best_of[backend] = max(best_of.get(backend, 0.0), value)
                 for i in sparse:
                     sparse[i] += w.backend * best_of[self._tools[i].backend]
+            if w.provider and self._providers:
+                leading = sorted(sparse, key=lambda i: -sparse[i])[:LEADING]
+                for j, value in self._fed(leading, sparse.__getitem__).items():
+                    sparse[j] = max(sparse.get(j, 0.0), w.provider * value)
             order = sorted(sparse, key=lambda i: (-sparse[i], i))[:count]
             rest = (i for i in range(len(self._tools)) if i not in sparse)
             chosen = [(i, sparse[i]) for i in order] + [(i, 0.0) for i in rest][: count - len(order)]
@@ -287,9 +297,13 @@ class ToolIndex:
         for i, value in sparse.items():
             scores[i] += value
         if w.backend:
-            best = np.full(len(self._backend_of), -np.inf, dtype=scores.dtype)
+            best = np.full(len(self._backend_words), -np.inf, dtype=scores.dtype)
             np.maximum.at(best, self._backend_of, scores)
             scores = scores + w.backend * best[self._backend_of]
+        if w.provider and self._providers:
+            leading = np.argpartition(-scores, min(LEADING, len(scores) - 1))[:LEADING].tolist()
+            for j, value in self._fed(leading, lambda i: float(scores[i])).items():
+                scores[j] = max(scores[j], w.provider * value)
         if count < len(scores):
             picked: list[int] = np.argpartition(-scores, count - 1)[:count].tolist() if count else []
         else:
@@ -297,6 +311,14 @@ class ToolIndex:
         values = {i: float(scores[i]) for i in picked}
         picked.sort(key=lambda i: (-values[i], i))  # ties keep the catalog's order
         return [Ranked(self._tools[i], values[i]) for i in picked]
+
+    def _fed(self, leading: list[int], score: Any) -> dict[int, float]:
+        """For each tool that finds an id one of the `leading` tools needs, the best such tool's score."""
+        fed: dict[int, float] = {}
+        for i in leading:
+            for j in self._providers.get(i, ()):
+                fed[j] = max(fed.get(j, 0.0), score(i))
+        return fed
 
     def _lexical(self, terms: Mapping[str, float], postings: Postings | None = None) -> dict[int, float]:
         scores: dict[int, float] = {}
@@ -348,6 +370,33 @@ def sentences(text: str) -> list[str]:
     mean of all its words, so each request in it is also compared on its own."""
     found = [s for s in _SENTENCE_END.split(text.strip()) if s]
     return found[: MAX_SENTENCES - 1] + [" ".join(found[MAX_SENTENCES - 1 :])] if len(found) > MAX_SENTENCES else found
+
+
+LEADING = 5
+"""How many of the best tools have the tools that find their ids raised (`Weights.provider`)."""
+FINDING = frozenset(words("search find lookup query"))
+"""A tool whose name has one of these words and an entity's finds that entity's id."""
+
+
+def providers(tools: list[CatalogTool], name_words: Mapping[str, frozenset[str]]) -> dict[int, tuple[int, ...]]:
+    """For each tool (by position) that requires an `<entity>_id` argument, the tools of its backend that find that
+    entity: their names say a finding word and the entity ("movie_id": `search_movie`), and they need no such id."""
+    by_backend: defaultdict[str, list[int]] = defaultdict(list)
+    for i, tool in enumerate(tools):
+        by_backend[tool.backend].append(i)
+    out: dict[int, tuple[int, ...]] = {}
+    for i, tool in enumerate(tools):
+        needed = [words(str(p)) for p in tool.input_schema.get("required") or []]
+        entities = [frozenset(ws[:-1]) for ws in needed if len(ws) > 1 and ws[-1] == "id"]
+        found = [
+            j
+            for j in by_backend[tool.backend]
+            for entity in entities
+            if j != i and FINDING & name_words[tools[j].name] and entity <= name_words[tools[j].name]
+        ]
+        if found:
+            out[i] = tuple(dict.fromkeys(found))
+    return out
 
 
 def _postings(docs: list[dict[str, float]]) -> Postings:

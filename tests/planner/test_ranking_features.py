@@ -52,3 +52,29 @@ def test_each_part_of_a_query_for_several_tools_follows_the_whole_querys_first_t
     found = [r.tool.name for r in search_tools(index, query, 3)]
     assert set(found) == set(whole) == set(SERVICES.tools)
     assert KEEP >= 1 and found[0] == whole[0]
+
+
+MOVIES = Catalog.build(
+    [
+        (
+            "films",
+            "",
+            [
+                tool("movie_reviews", "Reviews of a movie", {"movie_id": {"type": "integer"}}, "movie_id"),
+                tool("search_movie", "Look a title up"),
+                tool("search_person", "Look a name up"),
+                tool("movie_reviews_by_critic", "What critics say about films and reviews of movies"),
+            ],
+        )
+    ]
+)
+
+
+def test_the_tool_that_finds_an_id_follows_the_tool_that_needs_it() -> None:
+    index = ToolIndex(MOVIES, LEXICAL_ONLY)
+    found = [r.tool.tool.name for r in index.search("reviews of the movie Titanic")]
+    assert found[:2] == ["movie_reviews", "search_movie"]
+    plain = [
+        r.tool.tool.name for r in ToolIndex(MOVIES, replace(LEXICAL_ONLY, provider=0.0)).search("reviews of movie")
+    ]
+    assert plain.index("search_movie") > plain.index("movie_reviews_by_critic")
