@@ -29,7 +29,7 @@ import math
 import re
 from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -256,12 +256,16 @@ class ToolIndex:
         terms: Mapping[str, float] | None = None,
         limit: int | None = None,
         said: frozenset[str] = frozenset(),
+        *,
+        related: bool = True,
     ) -> list[Ranked]:
         """The best `limit` tools (all by default) for `text`, best first, by the hybrid score (see the module's
         docstring); ties keep the catalog's order, and tools that score nothing come last with 0. `said`: words
-        that count as said for the name bonuses though not in `terms` (a question says "list" and "read")."""
+        that count as said for the name bonuses though not in `terms` (a question says "list" and "read").
+        `related=False` leaves out what tools gain from others (the backend and provider weights): each tool's score
+        by itself, as the offline planner's confidence compares them."""
         terms = query_terms(text) if terms is None else terms
-        w = self.weights
+        w = self.weights if related else replace(self.weights, backend=0.0, provider=0.0)
         sparse = self._lexical(terms, self._hybrid)
         best = max(sparse.values(), default=0.0) or 1.0
         if w.coverage or w.whole_name:
