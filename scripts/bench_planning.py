@@ -105,10 +105,9 @@ def large_catalog() -> Catalog:
     backends = [b for name in available() for b in load_public(name).backends]
     backends += load_backends(EXAMPLE_TOOLS)
     generated = load_backends(GENERATED_TOOLS)
-    copy = 0
+    copies = ((f"{bid}{copy or ''}", desc, tools) for copy in itertools.count() for bid, desc, tools in generated)
     while sum(len(tools) for _, _, tools in backends) < SEARCH_TOOLS:
-        backends += [(f"{bid}{copy or ''}", desc, tools) for bid, desc, tools in generated]
-        copy += 1
+        backends.append(next(copies))
     return Catalog.build(backends)
 
 
