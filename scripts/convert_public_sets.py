@@ -252,7 +252,7 @@ def _toolbench_tool(api: dict[str, Any]) -> dict[str, Any]:
                 "type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}.get(kind_, "string")
                 if kind_ not in ("string", "integer", "number", "boolean", "array", "object")
                 else kind_,
-                "description": text,
+                **({"description": text} if text else {}),
             }
             if kind == "required_parameters":
                 required.append(name)

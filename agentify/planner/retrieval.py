@@ -68,7 +68,7 @@ class Weights:
 # Fitted by scripts/fit_retrieval.py: a grid search maximising the mean over the public sets of
 # (recall@1 + recall@5) / 2 on their tuning parts only (agentify/eval/public.py), never on the
 # project's own sets. Rerun it after changing the index or the sets.
-FITTED = Weights(name=0.5, lexical=0.3, semantic=1.0, coverage=0.2, whole_name=0.0, backend=0.3, provider=0.97)
+FITTED = Weights(name=0.5, lexical=0.3, semantic=1.0, coverage=0.2, whole_name=0.1, backend=0.3, provider=0.97)
 LEXICAL_ONLY = Weights(
     name=FITTED.name,
     lexical=1.0,
