@@ -305,9 +305,9 @@ class ToolIndex:
         for i, value in sparse.items():
             scores[i] += value
         if w.backend:
-            best = np.full(len(self._backend_words), -np.inf, dtype=scores.dtype)
-            np.maximum.at(best, self._backend_of, scores)
-            scores = scores + w.backend * best[self._backend_of]
+            of_backend = np.full(len(self._backend_words), -np.inf, dtype=scores.dtype)
+            np.maximum.at(of_backend, self._backend_of, scores)
+            scores = scores + w.backend * of_backend[self._backend_of]
         if w.provider and self._providers:
             leading = np.argpartition(-scores, min(LEADING, len(scores) - 1))[:LEADING].tolist()
             for j, value in self._fed(leading, lambda i: float(scores[i])).items():
