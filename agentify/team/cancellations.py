@@ -86,6 +86,8 @@ class CancelChannel:
 
     def __init__(self, link: RedisLink, book: CallBook) -> None:
         self.book = book
+        self.subscribed = anyio.Event()
+        """Set once the channel is first heard (a cancel published before that reaches no one)."""
         self._link = link
 
     async def publish(self, key: str) -> None:
@@ -134,6 +136,7 @@ class CancelChannel:
         try:
             with anyio.fail_after(REDIS_SECONDS):
                 await pubsub.subscribe(CHANNEL)
+            self.subscribed.set()
             while True:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=REDIS_SECONDS / 2)
                 if message is not None and message.get("type") == "message":
