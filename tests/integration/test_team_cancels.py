@@ -137,3 +137,40 @@ async def _cancelled_by(
         for url in targets:
             answers.append(await anyio.to_thread.run_sync(send_cancel, url, request_id, session))
     return outcome["result"], answers
+
+
+async def test_an_official_clients_own_cancel_through_haproxy_reaches_the_backend_at_once(tmp_path: Path) -> None:
+    """The SDK's cancel: in 2025-11-25 a notification in the session (HAProxy sticks it to the call's
+    replica); in 2026-07-28 the call's response stream closed, which HAProxy passes on at once
+    (`option abortonclose`; without it, only when the replica's keep-alive fails, 30 s later)."""
+    marker = tmp_path / "backend.log"
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+    backends = [fake_backend("fake", "--marker", str(marker))]
+    config = write_config(tmp_path, backends, planner={"provider": "offline"}, server=server)
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    heard: dict[str, int] = {}
+    async with team(config, tmp_path / "logs", replicas=2) as member:
+        for mode in MODES:
+            async with http_client(member.url, alice, mode) as client:
+                heard[mode] = await _cancels_heard_after_own_cancel(client, marker)
+                after = await client.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": "next"}})
+                assert text_of(after) == "echo: next", text_of(after)
+    assert heard == dict.fromkeys(MODES, 1), heard
+
+
+async def _cancels_heard_after_own_cancel(client: Any, marker: Path) -> int:
+    """Starts a slow call, cancels it the SDK's way once the backend runs it, and counts the cancels the
+    backend heard within 10 s (well under the 30 s one took without abortonclose)."""
+    runs_before, cancels_before = len(_runs(marker)), _cancels(marker)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client.call_tool, "call_tool", {"name": "fake__slow", "arguments": {"seconds": 120}})
+        await wait_until(lambda: len(_runs(marker)) > runs_before, 60)
+        tg.cancel_scope.cancel()
+    with anyio.move_on_after(10):
+        while _cancels(marker) == cancels_before:  # noqa: ASYNC110 - the backend is another process
+            await anyio.sleep(0.05)
+    return _cancels(marker) - cancels_before
+
+
+def _cancels(marker: Path) -> int:
+    return marker.read_text().count("cancelled slow")
