@@ -131,7 +131,7 @@ async def serve_http(
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
     endpoint: Any = DrainGate(mcp, replica)
     if cancels is not None:  # in front of the drain gate: a draining replica still passes cancels on
-        endpoint = CancelRelay(endpoint, cancels, mcp.state.sessions.holds)
+        endpoint = CancelRelay(endpoint, cancels, mcp.state.sessions.holds, MCP_PATH)
     protected = protect(
         BodyLimit(endpoint, limit=HTTP_BODY_BYTES),
         boot.config.server,

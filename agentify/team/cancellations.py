@@ -161,15 +161,16 @@ class CancelRelay:
     a POSTed `notifications/cancelled` that the SDK would drop (2026-07-28, no session) or refuse (a 2025-11-25
     session this replica does not hold) cancels the call here, or goes to the other replicas, and is answered
     202 as the SDK answers a notification. Everything else passes as it came. `holds(session)`: whether this
-    replica serves that 2025-11-25 session (then the SDK cancels the call itself)."""
+    replica serves that 2025-11-25 session (then the SDK cancels the call itself); `path`: the MCP endpoint's."""
 
-    def __init__(self, app: ASGIApp, channel: CancelChannel, holds: Callable[[str], bool]) -> None:
+    def __init__(self, app: ASGIApp, channel: CancelChannel, holds: Callable[[str], bool], path: str) -> None:
         self.app = app
         self.channel = channel
         self.holds = holds
+        self.path = path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
         first = await receive()

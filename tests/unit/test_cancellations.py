@@ -81,7 +81,7 @@ async def test_what_is_no_cancel_goes_on_to_the_endpoint_as_it_came(body: Any) -
     async def endpoint(scope: Any, receive: Any, send: Any) -> None:
         reached.append((await receive())["body"])
 
-    relay = CancelRelay(endpoint, channel, holds=lambda session: False)
+    relay = CancelRelay(endpoint, channel, holds=lambda session: False, path="/mcp")
     user = AuthenticatedUser(AccessToken(token="t", client_id="alice", scopes=[], subject="alice"))
     scope = {"type": "http", "method": "POST", "headers": [], "user": user, "path": "/mcp"}
     messages = [{"type": "http.request", "body": raw, "more_body": False}]
