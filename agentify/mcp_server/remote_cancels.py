@@ -18,7 +18,7 @@ from agentify.mcp_server.results import error_result
 from agentify.team.cancellations import CallBook, call_key
 from agentify.team.principal import ANONYMOUS, current_principal
 
-CANCELLED = "the client cancelled this call (its cancel reached another replica, which passed it on)"
+CANCELLED = "the client cancelled this call; its backend was told to stop"
 
 
 def cancellable(book: CallBook) -> Any:
@@ -29,7 +29,7 @@ def cancellable(book: CallBook) -> Any:
         session = ctx.request.headers.get(MCP_SESSION_ID_HEADER) if ctx.request is not None else None
         with book.running(call_key(str(principal), session, ctx.request_id)):
             return await call_next(ctx)
-        # Here only when the book cancelled the call (a cancel through Redis): any other cancellation goes on.
+        # Here only when the book cancelled the call (a cancel POSTed to any replica): any other cancellation goes on.
         return error_result(TaskCancelled(CANCELLED), ctx.lifespan_context.redactor)
 
     return run

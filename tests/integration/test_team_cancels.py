@@ -93,13 +93,23 @@ async def test_a_cancel_sent_to_another_replica_ends_the_call_and_only_its_owner
                     member,
                     8,
                     lambda at, rid, sid, m=mode: cancel(at, bob, m, rid, sid),
-                    both=True,
+                    at="both",
                 )
                 # Alice's own cancel, at the replica that does not run the call, ends it.
                 seen[f"{mode} cancelled"], seen[f"{mode} alice"] = await _cancelled_by(
                     client, sent, marker, member, 60, lambda at, rid, sid, m=mode: cancel(at, alice, m, rid, sid)
                 )
-            seen[f"{mode} backend"] = marker.read_text().count("cancelled slow")
+                if mode == "auto":  # and at the replica that runs it, which the SDK alone would have dropped
+                    seen["auto cancelled here"], _ = await _cancelled_by(
+                        client,
+                        sent,
+                        marker,
+                        member,
+                        60,
+                        lambda at, rid, sid: cancel(at, alice, "auto", rid, sid),
+                        at="running",
+                    )
+            seen[f"{mode} backend"] = _cancels(marker)
     for mode in MODES:
         finished, cancelled = seen[f"{mode} finished"], seen[f"{mode} cancelled"]
         assert not finished.is_error and text_of(finished) == "slept 8.0", (mode, text_of(finished))
@@ -108,16 +118,17 @@ async def test_a_cancel_sent_to_another_replica_ends_the_call_and_only_its_owner
         bobs = [answer.status for answer in seen[f"{mode} bob"]]
         assert bobs == ([202, 404] if mode == "legacy" else [202, 202]), (mode, bobs)
         assert [answer.status for answer in seen[f"{mode} alice"]] == [202], seen[f"{mode} alice"]
-    # The backend itself was told, once per era: Alice's cancels, never Bob's.
-    assert (seen["legacy backend"], seen["auto backend"]) == (1, 2), marker.read_text()
+    assert error_code(seen["auto cancelled here"]) == "cancelled", text_of(seen["auto cancelled here"])
+    # The backend itself was told of Alice's cancels (one in 2025-11-25, two in 2026-07-28), never of Bob's.
+    assert (seen["legacy backend"], seen["auto backend"]) == (1, 3), marker.read_text()
 
 
 async def _cancelled_by(
-    client: Any, sent: Sent, marker: Path, member: Team, seconds: float, send_cancel: Any, both: bool = False
+    client: Any, sent: Sent, marker: Path, member: Team, seconds: float, send_cancel: Any, at: str = "other"
 ) -> tuple[types.CallToolResult, list[Answer]]:
     """A slow call through HAProxy; once the backend runs it, `send_cancel(replica URL, id, session)` to the
-    replica that does not run it (`both`: and then to the one that does). Returns the call's result and the
-    answers to the cancels."""
+    replica that does not run it (`at` "other"), to the one that does ("running"), or to both, in that order.
+    Returns the call's result and the answers to the cancels."""
     runs_before = len(_runs(marker))
     outcome: dict[str, types.CallToolResult] = {}
     answers: list[Answer] = []
@@ -132,7 +143,7 @@ async def _cancelled_by(
         running = _runs(marker)[-1]
         assert running in member.replicas, (running, member.replicas)
         others = [url for pid, url in member.replicas.items() if pid != running]
-        targets = others + ([member.replicas[running]] if both else [])
+        targets = (others if at != "running" else []) + ([member.replicas[running]] if at != "other" else [])
         request_id, session = sent.calls[-1]
         for url in targets:
             answers.append(await anyio.to_thread.run_sync(send_cancel, url, request_id, session))
