@@ -7,7 +7,8 @@ HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health ro
 (`team.drain.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
 (`team.authentication.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
 of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`), the
-drain gate (`team.drain.DrainGate`: behind the token check and the body's deadline), all behind the
+drain gate (`team.drain.DrainGate`: behind the token check and the body's deadline) and, with `server.redis`,
+in front of it the relay of cancels for calls other replicas run (`team.cancellations`), all behind the
 connection gate against idle sockets; then the endpoint (`http_app`: a request whose result comes alone is
 answered with one JSON body). `initializationOptions` change nothing.
 `GET /metrics` sits beside the health routes (`team.metrics`), and every operation is handed to the
