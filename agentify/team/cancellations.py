@@ -89,6 +89,7 @@ class CancelChannel:
         self.subscribed = anyio.Event()
         """Set once the channel is first heard (a cancel published before that reaches no one)."""
         self._link = link
+        self._failures = 0
 
     async def publish(self, key: str) -> None:
         """Tells every replica; when Redis cannot be reached the cancel is lost (the call runs to its end)."""
@@ -106,37 +107,38 @@ class CancelChannel:
     @asynccontextmanager
     async def listening(self) -> AsyncIterator[None]:
         """Cancels the calls of this replica that other replicas were asked to cancel, while the body runs."""
-        async with background() as tg:
-            tg.start_soon(self._listen)
-            try:
+        try:
+            async with background() as tg:
+                tg.start_soon(self._listen)
                 yield
-            finally:
-                await self._link.aclose()
+        finally:  # after the listener stopped: closing under it would read as Redis gone
+            await self._link.aclose()
 
     async def _listen(self) -> None:
-        failures = 0
         while True:
             try:
                 await self._subscribed()
             except self._link.unreachable as exc:
-                wait = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
-                if failures == 0:
+                wait = RETRY_SECONDS[min(self._failures, len(RETRY_SECONDS) - 1)]
+                if self._failures == 0:
                     logger.warning(
                         "cancels from other replicas are not heard: {} cannot be reached ({}); trying again",
                         self._link.where,
                         type(exc).__name__,
                     )
-                failures += 1
+                self._failures += 1
                 await anyio.sleep(wait)
-            else:
-                failures = 0
 
     async def _subscribed(self) -> None:
+        """Hears the channel until Redis goes away (raises one of `unreachable`)."""
         pubsub = self._link.client.pubsub()
         try:
             with anyio.fail_after(REDIS_SECONDS):
                 await pubsub.subscribe(CHANNEL)
             self.subscribed.set()
+            if self._failures:
+                logger.info("cancels from other replicas are heard again ({})", self._link.where)
+                self._failures = 0
             while True:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=REDIS_SECONDS / 2)
                 if message is not None and message.get("type") == "message":

@@ -58,6 +58,29 @@ async def test_a_cancel_while_redis_is_down_is_lost_and_raises_nothing(redis: An
         await anyio.sleep(0.2)
 
 
+async def test_a_replica_hears_cancels_again_once_redis_is_back(redis: Any) -> None:
+    channel, other = _channel(redis.url), _channel(redis.url)
+    redis.stop()
+    cancelled = anyio.Event()
+
+    async def call(*, task_status: Any) -> None:
+        with channel.book.running(call_key("alice", None, 1)) as scope:
+            task_status.started()
+            await anyio.sleep(60)
+        if scope.cancelled_caught:
+            cancelled.set()
+
+    async with channel.listening(), other.listening(), anyio.create_task_group() as tg:
+        await anyio.sleep(0.3)  # the listener found Redis gone and waits to try again
+        assert not channel.subscribed.is_set()
+        redis.start()  # the same port
+        with anyio.fail_after(20):
+            await channel.subscribed.wait()
+            await tg.start(call)
+            await other.publish(call_key("alice", None, 1))
+            await cancelled.wait()
+
+
 def test_the_key_depends_on_the_person_the_session_and_the_id() -> None:
     keys = {call_key("alice", None, 1), call_key("bob", None, 1), call_key("alice", "s", 1), call_key("alice", None, 2)}
     assert len(keys) == 4 and all(len(key) == 64 for key in keys)
