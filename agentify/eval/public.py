@@ -186,6 +186,8 @@ class SetReport:
     source: dict[str, Any]
     part: str
     catalog_size: int
+    check: bool
+    """A check set: held out whole, nothing was fitted on it."""
     semantic: bool
     agentify: dict[str, float | int | None]
     bm25: dict[str, float | int | None]
@@ -197,6 +199,7 @@ class SetReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "set": self.name,
+            "checkSet": self.check,
             "source": self.source,
             "part": self.part,
             "catalogTools": self.catalog_size,
@@ -252,6 +255,7 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
     n = len(queries) or 1
     return SetReport(
         name=public.name,
+        check=public.check,
         source=public.source,
         part=which,
         catalog_size=len(catalog),
@@ -272,8 +276,9 @@ def report_lines(reports: list[SetReport]) -> list[str]:
     """The text report: one block per set, agentify beside BM25."""
     out: list[str] = []
     for r in reports:
+        which = "check set, held out whole" if r.check else f"{r.part} part"
         out.append(
-            f"{r.name} ({r.part} part, {r.agentify['queries']} queries, {r.agentify['multiTool']} multi-tool; "
+            f"{r.name} ({which}, {r.agentify['queries']} queries, {r.agentify['multiTool']} multi-tool; "
             f"{r.catalog_size} tools; {'semantic + lexical' if r.semantic else 'lexical only'}) "
             f"from {r.source.get('repo', '?')} @ {str(r.source.get('commit', '?'))[:12]}, "
             f"{r.source.get('licence', '?')}"

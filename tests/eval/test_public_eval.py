@@ -37,6 +37,7 @@ def test_eval_public_on_a_slice_reports_search_tools_beside_bm25(tmp_path: Path)
     assert sorted(r["set"] for r in reports) == sorted(available())
     for report in reports:
         assert report["part"] == "heldout" and report["searchTools"]["queries"] == 6
+        assert report["checkSet"] == (report["set"] == "toolbench")
         assert METRICS <= report["searchTools"].keys() and METRICS <= report["bm25"].keys()
         assert {"right", "wrong", "refused", "total"} <= report["offlinePlanner"].keys()
         assert {"holdsRight", "holdsAllOfMulti", "meanSize", "baseK"} <= report["shortlist"].keys()
@@ -45,6 +46,26 @@ def test_eval_public_on_a_slice_reports_search_tools_beside_bm25(tmp_path: Path)
     assert text.returncode == 0, text.stderr
     assert "search_tools" in text.stdout and "BM25" in text.stdout and "recall@5" in text.stdout
     assert "restbench (tune part, 4 queries" in text.stdout and "offline planner" in text.stdout
+    check = agentify_eval("toolbench", "--mode", "public", "--sample", "2", cwd=tmp_path)
+    assert check.returncode == 0 and "toolbench (check set, held out whole, 2 queries" in check.stdout, check.stderr
+
+
+def test_a_check_set_has_no_tuning_part(tmp_path: Path) -> None:
+    tool = {"name": "get_forecast", "description": "Weather forecast", "inputSchema": {"type": "object"}}
+    data = {
+        "backends": [{"id": "weather", "tools": [tool]}],
+        "queries": [
+            {"query": q, "tools": ["weather/get_forecast"]}
+            for q in ("rain in Oslo?", "wind in Rome?", "snow in Bern?", "sun in Nice?", "fog in Pisa?")
+        ],
+    }
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps(data))
+    split = load_public(str(path))
+    assert not split.check and split.select("tune") and split.select("heldout")
+    path.write_text(json.dumps({**data, "check": True}))
+    check = load_public(str(path))
+    assert check.check and check.select("tune") == [] and len(check.select("heldout")) == 5
 
 
 @pytest.mark.parametrize(
