@@ -288,13 +288,15 @@ class ToolIndex:
         """The best `limit` tools (all by default) for `text`, best first, by the hybrid score (see the module's
         docstring); ties keep the catalog's order, and tools that score nothing come last with 0. `said`: words
         that count as said for the name bonuses though not in `terms` (a question says "list" and "read").
-        `related=False` leaves out what tools gain from others (the backend and provider weights): each tool's score
-        by itself, as the offline planner's confidence compares them."""
+        `related=False` leaves out what tools gain from others (the backend and provider weights) and the lexical
+        weight's growth with the query's length: each tool's score by itself, on one scale for every query, as the
+        offline planner's confidence compares them with absolute thresholds (scores that grow with the query's
+        length would make a long query look surer)."""
         terms = query_terms(text) if terms is None else terms
-        w = self.weights if related else replace(self.weights, backend=0.0, provider=0.0)
+        w = self.weights if related else replace(self.weights, backend=0.0, provider=0.0, lexical_long=0.0)
         sparse = self._lexical(terms, self._hybrid)
         best = max(sparse.values(), default=0.0) or 1.0
-        if w.semantic:
+        if w.semantic and w.lexical_long:
             w = replace(w, lexical=self.lexical_weight(terms))
         if w.coverage or w.whole_name:
             said = said | set(terms)
