@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("--spawn-child", action="store_true", help="start a grandchild that outlives nothing")
     parser.add_argument("--one-at-a-time", action="store_true", help="serve one call at a time")
     parser.add_argument("--resources", help="list PREFIX/doc, read any URI, and offer the tool link(uri)")
+    parser.add_argument("--param-header", action="store_true", help="echo's text is mirrored in Mcp-Param-Text")
     args = parser.parse_args()
 
     def mark(event: str) -> None:
@@ -72,6 +73,8 @@ def main() -> None:
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        if args.param_header:  # 2026-07-28 clients send the value in a header too, which servers compare
+            schema["properties"]["text"]["x-mcp-header"] = "Text"
         slow = {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}
         empty = {"type": "object"}
         flood = {"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}
