@@ -182,6 +182,13 @@ async def _throughput(team: Team, calls: int) -> Throughput:
     return calls / elapsed, {part: seconds * 1000 / calls for part, seconds in spent.items()}, idle
 
 
+async def _idle_cpu(team: Team, seconds: float = 5.0) -> float:
+    """CPU milliseconds a second one replica spends while no call comes (the mean of the team's replicas)."""
+    before = team.cpu_seconds()["replicas"]
+    await anyio.sleep(seconds)
+    return (team.cpu_seconds()["replicas"] - before) * 1000 / seconds / len(team.replicas())
+
+
 async def _under_load(url: str, disturb: Any) -> tuple[list[float], list[str]]:
     """Latencies (ms) and failures of WORKERS clients calling while `disturb()` runs."""
     latencies: list[float] = []
@@ -346,6 +353,7 @@ async def main(calls: int, audit_only: bool = False) -> None:
             team(3, team_config(work, backend, 3), work) as three,
         ):
             print(f"load before: {os.getloadavg()[0]:.1f} (1-minute load average, 2 cores)")
+            idle = await _idle_cpu(three)
             rounds = await interleaved(
                 {"1 replica": lambda: _throughput(one, calls), "3 replicas": lambda: _throughput(three, calls)},
                 rounds=3,
@@ -362,12 +370,18 @@ async def main(calls: int, audit_only: bool = False) -> None:
             print("  CPU ms per call        1 replica   3 replicas")
             for part in triple[1]:
                 print(f"    {part:22s} {single[1][part]:6.1f}      {triple[1][part]:6.1f}")
-            for name, (rate, parts, idle) in (("1 replica", single), ("3 replicas", triple)):
+            for name, (rate, parts, spare) in (("1 replica", single), ("3 replicas", triple)):
                 used = rate * sum(parts.values()) / 1000
                 print(
-                    f"  {name}: the calls used {used:.2f} cores; the machine left {idle:.2f} of its "
+                    f"  {name}: the calls used {used:.2f} cores; the machine left {spare:.2f} of its "
                     f"{os.cpu_count()} cores idle meanwhile"
                 )
+            # Each replica spends `idle` a second whatever comes: the rest is what the calls cost.
+            net = {n: parts["replicas"] - n * idle / rate for n, (rate, parts, _) in ((1, single), (3, triple))}
+            print(
+                f"  a replica spends {idle:.1f} ms of CPU a second with no call (timers, health checks, polls): "
+                f"{net[1]:.1f} ms (1 replica) and {net[3]:.1f} ms (3 replicas) per call without it"
+            )
             print(f"  load average after the rounds: {os.getloadavg()[0]:.1f}")
 
             parent = {"name": "fake__parent", "arguments": {}}
@@ -391,8 +405,9 @@ async def main(calls: int, audit_only: bool = False) -> None:
                 f"side by side: HAProxy hop {hop_ratio:.2f}x a replica's p50 (target: within 1.1x) | a replica's CPU "
                 f"per call {single[1]['replicas']:.2f} ms (1 replica), {triple[1]['replicas']:.2f} ms (3 replicas) "
                 f"with access, audit and limits (target: at most 3 ms), one gateway over HTTP without them "
-                f"{one_gateway:.2f} ms | 3 replicas {triple[0] / single[0]:.2f}x the throughput of 1 (target: "
-                f"at least 2.5x), {triple[2]:.2f} of {os.cpu_count()} cores idle meanwhile"
+                f"{one_gateway:.2f} ms, a replica idle {idle:.1f} ms a second | 3 replicas "
+                f"{triple[0] / single[0]:.2f}x the throughput of 1 (target: at least 2.5x), {triple[2]:.2f} of "
+                f"{os.cpu_count()} cores idle meanwhile"
             )
 
             async def rolling() -> None:
