@@ -148,18 +148,23 @@ class BackendManager:
         if self.on_log is not None:
             self.on_log(backend, params)
 
+    def learns_for_caller(self, tool_name: str) -> bool:
+        """Whether `tool_name` (`<backend>__<tool>`) names a backend reached as each person whose tools nobody has
+        listed yet: a call to it asks the caller to authorize (`learn_for_caller`) instead of failing."""
+        supervisor = self._supervisors.get(tool_name.partition("__")[0])
+        return isinstance(supervisor, PrincipalBackend) and not supervisor.tools.listed and supervisor.spec.enabled
+
     async def learn_for_caller(self, tool_name: str, answerer: Answerer | None) -> bool:
-        """When `tool_name` (`<backend>__<tool>`) names a backend reached as each person whose tools nobody has
-        listed yet: the caller authorizes (if they must) and their session lists the tools. False for any
-        other name.
+        """When `learns_for_caller(tool_name)`: the caller authorizes (if they must) and their session lists the
+        tools. False for any other name. The caller checks first that the principal may use the backend.
 
         Raises:
             what `PrincipalBackend.learn` raises (NeedsAuth, Declined, BackendUnavailable, AskingClient, ...).
         """
-        backend = tool_name.partition("__")[0]
-        supervisor = self._supervisors.get(backend)
-        if not isinstance(supervisor, PrincipalBackend) or supervisor.tools.listed or not supervisor.spec.enabled:
+        if not self.learns_for_caller(tool_name):
             return False
+        supervisor = self._supervisors[tool_name.partition("__")[0]]
+        assert isinstance(supervisor, PrincipalBackend)
         await supervisor.learn(answerer)
         return True
 

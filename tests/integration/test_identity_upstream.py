@@ -288,3 +288,24 @@ async def test_a_replica_with_a_per_person_backend_is_ready_before_anyone_author
         with httpx2.Client(timeout=30) as http:
             answer = http.get(gateway.at("/readyz"))
     assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_person_the_access_rules_refuse_gets_forbidden_never_an_authorization_url(
+    tmp_path: Path, mode: str
+) -> None:
+    access = {"rules": [{"principals": ["alice"], "allow": ["gh"]}, {"principals": ["bob"], "deny": ["gh"]}]}
+    async with team(tmp_path, access=access) as (gateway, tokens, events):
+        alice, bob = Person(Browser("alice")), Person(Browser("bob"))
+        async with http_client(gateway.url, tokens["bob"], mode, elicitation_callback=bob.elicit) as client:
+            before = await whoami(client)  # nobody has listed gh's tools yet
+        async with http_client(gateway.url, tokens["alice"], mode, elicitation_callback=alice.elicit) as client:
+            alices = await whoami(client)
+        async with http_client(gateway.url, tokens["bob"], mode, elicitation_callback=bob.elicit) as client:
+            after = await whoami(client)  # now they are listed, for alice
+    for refused in (before, after):
+        assert error_code(refused) == "forbidden", refused
+        assert "/oauth/start/" not in text_of(refused), text_of(refused)
+    assert bob.asked == [] and bob.browser.pages == []
+    assert text_of(alices).startswith("you are alice"), alices
+    assert "authorized bob" not in events.read_text()
