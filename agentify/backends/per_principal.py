@@ -69,6 +69,8 @@ class _Person:
 class PrincipalBackend(Supervisor):
     """The front of one `perPrincipal` backend; safe to call from any task, like every supervisor."""
 
+    personal = True
+
     def __init__(
         self,
         spec: BackendConfig,
@@ -84,6 +86,9 @@ class PrincipalBackend(Supervisor):
         lazy = spec.model_copy(update={"start": "lazy"})
         super().__init__(lazy, RemoteConnection(lazy), StderrLog(spec.id), manifests, on_state, roots, routes)
         self.spec = spec
+        # What the manifest keeps of the resources and prompts is what one person's session listed: the lists are
+        # asked of the caller's own session (only the capabilities are the backend's, the same for everyone).
+        self.offers.offers = replace(self.offers.offers, complete=False)
         self._inner_spec = spec.model_copy(
             update={"start": "lazy", "idle_stop_seconds": min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)}
         )
@@ -266,7 +271,7 @@ class PrincipalBackend(Supervisor):
                 on_state=self._inner_state,
                 roots=self._inner_roots,
                 routes=self._inner_routes,
-                on_change=self._inner_change,
+                on_change=self._changes_of(principal),
                 on_log=None,  # a log message no call owns is this person's: it reaches nobody else
             )
             supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
@@ -299,6 +304,14 @@ class PrincipalBackend(Supervisor):
                 person.supervisor.stop()
             if self._exchanger is not None:
                 self._exchanger.drop(principal)
+
+    def _changes_of(self, principal: str) -> ChangeListener | None:
+        """What a person's session says changed (a list, a subscribed resource) is theirs: it reaches only their
+        clients (`Change.principal`)."""
+        heard = self._inner_change
+        if heard is None:
+            return None
+        return lambda change: heard(replace(change, principal=principal))
 
     def _inner_state(self, status: BackendStatus) -> None:
         self._lifecycle.changed()  # the catalog and the console hear of it as of this backend

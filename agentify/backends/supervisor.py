@@ -73,6 +73,9 @@ SETTLE_SLACK = 1.0  # a waiter's margin over the start-up timeout, so it sees th
 class Supervisor:
     """One backend. Public methods are safe to call from any task."""
 
+    personal = False
+    """True where each principal has a session of their own (`PrincipalBackend`): what it lists and says is theirs."""
+
     def __init__(
         self,
         spec: BackendConfig,
