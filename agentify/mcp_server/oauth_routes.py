@@ -1,4 +1,4 @@
-"""The gateway's own `/oauth/start/<id>` and `/oauth/callback` (backends with `auth.perPrincipal`), as a small
+"""The gateway's own `/oauth/start/<id>` and `/oauth/callback` (OAuth backends authorized by URL), as a small
 ASGI wrapper in front of everything that needs a bearer token: the person's browser carries none. What the
 routes decide is `team.flows`'; this module only speaks HTTP: a short HTML page (escaped), a redirect, and
 the cookie that binds the browser that started a flow to its callback.
@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from agentify.team.flows import Page
-from agentify.team.identity import Identity
+from agentify.team.identity import Authorizations
 
 COOKIE = "agentify_oauth"
 _START = "/oauth/start/"
@@ -24,7 +24,7 @@ _MAX_QUERY = 8192
 
 
 class OAuthRoutes:
-    def __init__(self, app: Any, identity: Identity) -> None:
+    def __init__(self, app: Any, identity: Authorizations) -> None:
         self._app = app
         self._identity = identity
 
