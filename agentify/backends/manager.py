@@ -155,13 +155,13 @@ class BackendManager:
     def learns_for_caller(self, tool_name: str) -> bool:
         """Whether `tool_name` (`<backend>__<tool>`) names a backend whose tools nobody has listed yet because each
         person must authorize it first (`auth.perPrincipal`), or its one shared identity must be (the server
-        refuses even to list them, and the caller may authorize it): a call to it asks the caller to authorize
-        (`learn_for_caller`) instead of failing as an unknown tool."""
+        refuses even to list them): a call to it asks the caller to authorize (`learn_for_caller`), or says who may,
+        instead of failing as an unknown tool."""
         supervisor = self._supervisors.get(tool_name.partition("__")[0])
         if supervisor is None or supervisor.tools.listed or not supervisor.spec.enabled:
             return False
         if isinstance(supervisor, SharedOAuthBackend):
-            return supervisor.state is BackendState.NEEDS_AUTH and supervisor.may_ask()
+            return supervisor.state is BackendState.NEEDS_AUTH
         return isinstance(supervisor, PrincipalBackend)
 
     async def learn_for_caller(self, tool_name: str, answerer: Answerer | None) -> bool:

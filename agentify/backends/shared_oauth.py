@@ -142,8 +142,14 @@ class SharedOAuthBackend(Supervisor):
         return await super().live_tool(tool)
 
     async def learn(self, answerer: Answerer | None) -> None:
-        """Its tools, listed once the person authorized it (nobody had: the server refuses even to list them)."""
+        """Its tools, listed once the person authorized it (nobody had: the server refuses even to list them).
+
+        Raises:
+            BackendUnavailable: the caller may not authorize it (a named person of a team), or what `call` raises.
+        """
         if self._needs_authorization():
+            if not self.may_ask():
+                raise BackendUnavailable(self._ask_the_operator("authorization"))
             await self._authorize(answerer)
         await self.live_tool("")
 
@@ -189,6 +195,7 @@ class SharedOAuthBackend(Supervisor):
             authorized=authorized,
             wanted=store.wanted_scope(),
             whose="for this gateway",
+            otherwise=f" (or run `agentify auth {self.spec.id}` where the gateway runs)",
         )
 
     async def _for_a_team(self, call: Any) -> types.CallToolResult:

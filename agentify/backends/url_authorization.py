@@ -57,11 +57,12 @@ async def ask_by_url(
     authorized: Callable[[], Awaitable[bool]],
     wanted: str | None,
     whose: str = "as you",
+    otherwise: str = "",
 ) -> None:
     """The caller authorizes `spec` for `principal` (`wanted`: the scope a step-up asks for), unless
     `authorized()` says the tokens are there already; returns once the flow stored them (`flow_store` makes the
-    store the flow writes: `principal_flow.for_flow`). `tg` owns the flow; `whose` says in the question whose
-    identity the backend will see.
+    store the flow writes: a `principal_flow.FlowTokens`). `tg` owns the flow; `whose` says in the question whose
+    identity the backend will see; `otherwise`, what else a person whose client cannot open the URL may do.
 
     Raises:
         NeedsAuth: the client cannot open the URL for its user (the text holds it), or the flow did not complete
@@ -108,7 +109,7 @@ async def ask_by_url(
         if isinstance(answers, types.ErrorData):
             raise NeedsAuth(
                 f"backend {backend!r} needs you to authorize it {whose}, and your client cannot open a page for "
-                f"you. Open this URL in your browser (it works once, for 10 minutes), then call again: {url}"
+                f"you. Open this URL in your browser (it works once, for 10 minutes), then call again{otherwise}: {url}"
             )
         answer = answers.get("authorize")
         if not isinstance(answer, types.ElicitResult) or answer.action != "accept":

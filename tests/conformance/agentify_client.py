@@ -128,6 +128,7 @@ def main() -> int:
         config.write_text(json.dumps(config_for(url, scenario, context)))
         env = os.environ | {
             "AGENTIFY_CACHE_DIR": str(home / "cache"),
+            "AGENTIFY_STATE_DIR": str(home / "state"),  # never the user's pins
             "BROWSER": "false",  # nothing may open a browser: the IDE (this client) is asked to
         }
         env.pop("OPENAI_API_KEY", None)

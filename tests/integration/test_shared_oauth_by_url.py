@@ -1,0 +1,75 @@
+"""A remote OAuth backend with one shared identity, authorized from the IDE: on a one-person gateway the call that
+meets the server's request for authorization (at first, and for a scope step-up) asks the person to open a URL,
+in both eras, and the tokens land where `agentify auth` keeps them; nobody runs `agentify auth`. On a team
+gateway a named person may not choose the identity everyone's calls carry: they are told who can.
+
+The backend is tests/fakes/oauth_backend.py --people (see test_identity_upstream.py): whoami() answers with the
+identity its token carries, admin_action() needs the scope "admin" (a 403 step-up).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+
+from tests.conftest import error_code, gateway_env, text_of, write_config
+from tests.integration.ide_client import MODES, ide_client
+from tests.integration.team import add_token, http_client, http_gateway
+from tests.integration.test_identity_upstream import Browser, Person, people_backend, whoami
+from tests.servers import wait_accepting
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_person_at_the_ide_authorizes_and_steps_up_a_shared_backend_by_url(tmp_path: Path, mode: str) -> None:
+    with people_backend(tmp_path) as (url, events):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        config = write_config(tmp_path, [{"id": "gh", "url": url, "auth": {"type": "oauth"}}])
+        env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"), AGENTIFY_CONFIG_DIR=str(tmp_path / "cfg"))
+        carol = Person(Browser("carol"))
+        log = tmp_path / "gateway.log"
+        options = {"elicitation_callback": carol.elicit, "message_handler": carol.heard}
+        async with ide_client(config, env, log, mode, **options) as client:
+            first = await whoami(client)  # nobody has authorized: the server refuses even to list its tools
+            admin = await client.call_tool("call_tool", {"name": "gh__admin_action", "arguments": {}})
+            after = await whoami(client)
+            listed = await client.call_tool("list_backends", {})
+    assert text_of(first) == "you are carol; scopes: none", first
+    assert text_of(admin) == "admin action done", admin
+    assert text_of(after) == "you are carol; scopes: admin read", after
+    assert (listed.structured_content or {})["backends"][0]["state"] == "ready", listed
+    assert len(carol.asked) == 2, carol.asked  # the authorization, then the step-up: each by URL, once
+    for asked in carol.asked:
+        assert isinstance(asked, types.ElicitRequestURLParams), asked
+        assert asked.url.startswith("http://127.0.0.1:") and "/oauth/start/" in asked.url, asked.url
+    assert "admin" in carol.asked[1].message and "scope" in carol.asked[1].message, carol.asked[1].message
+    if mode == "legacy":
+        assert carol.completed == [asked.elicitation_id for asked in carol.asked]  # type: ignore[union-attr]
+    # The tokens are the gateway's one shared identity, where `agentify auth` keeps them.
+    (token_file,) = (tmp_path / "cfg" / "oauth").glob("gh-*.json")
+    assert json.loads(token_file.read_text())["tokens"]["scope"].split() == ["read", "admin"]
+    assert events.read_text().splitlines().count("authorized carol") == 2
+    text = log.read_text()
+    assert "Traceback" not in text and "ERROR" not in text, text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_named_person_of_a_team_is_told_who_may_authorize_a_shared_backend(tmp_path: Path, mode: str) -> None:
+    with people_backend(tmp_path) as (url, _):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        backend = {"id": "gh", "url": url, "auth": {"type": "oauth"}}
+        server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+        config = write_config(tmp_path, [backend], planner={"provider": "offline"}, server=server)
+        token = await add_token(tmp_path / "tokens.json", "alice")
+        alice = Person(Browser("alice"))
+        async with http_gateway(config, tmp_path / "gateway.log", {}) as gateway:
+            async with http_client(gateway.url, token, mode, elicitation_callback=alice.elicit) as client:
+                result = await whoami(client)
+    assert error_code(result) == "backend_unavailable", result
+    assert "ask whoever runs the gateway" in text_of(result) and "agentify auth gh" in text_of(result), result
+    assert "perPrincipal" in text_of(result), result
+    assert alice.asked == [] and alice.browser.pages == []
