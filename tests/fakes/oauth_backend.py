@@ -18,6 +18,7 @@ whoever the browser's `user` cookie (or the `login_hint` parameter) names, and e
 that subject (the log records "issued to USER: ACCESS REFRESH", so a test can look for the tokens where
 they must not be). The tool whoami() answers with the identity (and scopes) of the token its request came with,
 which is how tests see that each person reaches the backend as themselves; the log records "authorized USER".
+The log records every credential a request to /mcp carried ("saw CREDENTIAL"), as with `--exchange-issuer`.
 The resource note://board is listed, and touch() says, on the session that called it, that the board was
 updated (`resources/updated`) and that the resource list changed.
 
@@ -273,7 +274,7 @@ def main() -> None:
         if args.exchange_issuer and scope["type"] == "http" and scope["path"] == "/token":
             await _exchange(app, provider, base, args.exchange_issuer, args.exchange_client, scope, receive, send)
             return
-        if args.exchange_issuer and scope["type"] == "http" and scope["path"] == "/mcp":
+        if (args.exchange_issuer or args.people) and scope["type"] == "http" and scope["path"] == "/mcp":
             credential = dict(scope["headers"]).get(b"authorization", b"").decode().partition(" ")[2]
             provider.note(f"saw {credential or '(none)'}")
         if args.people and scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":

@@ -135,6 +135,10 @@ async def test_two_people_each_reach_the_backend_as_themselves(tmp_path: Path, m
     assert events.read_text().splitlines().count("authorized alice") == 1
     assert events.read_text().splitlines().count("authorized bob") == 1
     assert "Traceback" not in log
+    # The backend saw each person's own upstream token, never the token they reach agentify with.
+    seen = [line.removeprefix("saw ") for line in events.read_text().splitlines() if line.startswith("saw ")]
+    assert len(seen) >= 4 and all(len(credential) > 20 for credential in seen if credential != "(none)"), seen
+    assert not {tokens["alice"], tokens["bob"]} & set(seen), seen
 
 
 @pytest.mark.parametrize("mode", MODES)
