@@ -39,7 +39,7 @@ from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendState, BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.supervisor import StateListener, Supervisor
-from agentify.backends.url_authorization import ask_by_url, guarded
+from agentify.backends.url_authorization import ask_by_url, guarded, never_accepted
 from agentify.config import BackendConfig, ExchangeSettings
 from agentify.errors import BackendUnavailable, NeedsAuth
 from agentify.team.identity import Identity
@@ -182,7 +182,8 @@ class PrincipalBackend(Supervisor):
         try:
             return await person.supervisor.call(tool, arguments, progress, answerer, logs)
         except ScopeStepUp:
-            raise self._never_accepted(person, tool) from None
+            granted = person.tokens.granted_scope() if person.tokens is not None else None
+            raise never_accepted(self.spec.id, tool, granted) from None
 
     async def _step_up(self, person: _Person, tokens: VaultTokens, tool: str, answerer: Answerer | None) -> None:
         """A 403 `insufficient_scope`: the person authorizes again for the scopes granted plus the new one (the
@@ -196,14 +197,6 @@ class PrincipalBackend(Supervisor):
         self._log.info("step-up: {} asks for the scope {}", tool, tokens.wanted_scope())
         await self._vault_call(tokens.save())  # the flow reads the wanted scope from the vault
         await self._authorize(tokens, answerer)
-
-    def _never_accepted(self, person: _Person, tool: str) -> BackendUnavailable:
-        granted = (person.tokens.granted_scope() if person.tokens is not None else None) or "no scope"
-        return BackendUnavailable(
-            f"backend {self.spec.id!r} refused the call to {tool} for want of scope (HTTP 403 insufficient_scope), "
-            f"although your authorization grants what it asked for ({granted}). Authorizing again cannot fix this: "
-            "the server does not accept the scope it asks for. Tell the backend's administrator."
-        )
 
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
         """Resources, prompts and completions go to the caller's own session, once they have authorized."""

@@ -35,7 +35,7 @@ from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendState, BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.supervisor import StateListener, Supervisor
-from agentify.backends.url_authorization import ask_by_url
+from agentify.backends.url_authorization import ask_by_url, never_accepted
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable
 from agentify.pinning import PinBook
@@ -132,7 +132,7 @@ class SharedOAuthBackend(Supervisor):
         try:
             return await super().call(tool, arguments, progress, answerer, logs)
         except ScopeStepUp:
-            raise self._never_accepted(tool) from None
+            raise never_accepted(self.spec.id, tool, self._store.granted_scope()) from None
 
     async def live_tool(self, tool: str) -> types.Tool | None:
         """`Supervisor.live_tool`, but a backend waiting for the person to authorize it is not started to read an
@@ -163,14 +163,6 @@ class SharedOAuthBackend(Supervisor):
             return
         logger.bind(backend=self.spec.id).info("step-up: {} asks for the scope {}", tool, self._store.wanted_scope())
         await self._authorize(answerer)
-
-    def _never_accepted(self, tool: str) -> BackendUnavailable:
-        granted = self._store.granted_scope() or "no scope"
-        return BackendUnavailable(
-            f"backend {self.spec.id!r} refused the call to {tool} for want of scope (HTTP 403 insufficient_scope), "
-            f"although the authorization grants what it asked for ({granted}). Authorizing again cannot fix this: "
-            "the server does not accept the scope it asks for. Tell the backend's administrator."
-        )
 
     async def _authorize(self, answerer: Answerer | None) -> None:
         if self._tg is None:

@@ -46,6 +46,15 @@ async def guarded(backend: str, awaitable: Awaitable[T]) -> T:
         raise BackendUnavailable(f"backend {backend!r}: {exc}") from None
 
 
+def never_accepted(backend: str, tool: str, granted: str | None) -> BackendUnavailable:
+    """A 403 `insufficient_scope` again after authorizing for what it asked: no authorization fixes that."""
+    return BackendUnavailable(
+        f"backend {backend!r} refused the call to {tool} for want of scope (HTTP 403 insufficient_scope), although "
+        f"the authorization grants what it asked for ({granted or 'no scope'}). Authorizing again cannot fix this: "
+        "the server does not accept the scope it asks for. Tell the backend's administrator."
+    )
+
+
 async def ask_by_url(
     spec: BackendConfig,
     routes: Authorizations,
