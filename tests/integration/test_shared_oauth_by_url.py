@@ -73,3 +73,24 @@ async def test_a_named_person_of_a_team_is_told_who_may_authorize_a_shared_backe
     assert "ask whoever runs the gateway" in text_of(result) and "agentify auth gh" in text_of(result), result
     assert "perPrincipal" in text_of(result), result
     assert alice.asked == [] and alice.browser.pages == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_over_http_the_holder_of_the_one_shared_token_authorizes_a_shared_backend(
+    tmp_path: Path, mode: str
+) -> None:
+    with people_backend(tmp_path) as (url, _):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        config = write_config(
+            tmp_path, [{"id": "gh", "url": url, "auth": {"type": "oauth"}}], planner={"provider": "offline"}
+        )
+        token = "one-shared-token-for-this-test-0123456789"
+        env = {"AGENTIFY_HTTP_TOKEN": token, "AGENTIFY_CONFIG_DIR": str(tmp_path / "cfg")}
+        dave = Person(Browser("dave"))
+        async with http_gateway(config, tmp_path / "gateway.log", env) as gateway:
+            async with http_client(gateway.url, token, mode, elicitation_callback=dave.elicit) as client:
+                result = await whoami(client)
+    assert text_of(result) == "you are dave; scopes: none", result
+    (asked,) = dave.asked
+    assert isinstance(asked, types.ElicitRequestURLParams) and asked.url.startswith(gateway.at("/oauth/start/"))
+    assert list((tmp_path / "cfg" / "oauth").glob("gh-*.json")), "the tokens are the gateway's shared ones"
