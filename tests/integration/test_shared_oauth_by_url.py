@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import mcp_types as types
 import pytest
@@ -94,3 +95,43 @@ async def test_over_http_the_holder_of_the_one_shared_token_authorizes_a_shared_
     (asked,) = dave.asked
     assert isinstance(asked, types.ElicitRequestURLParams) and asked.url.startswith(gateway.at("/oauth/start/"))
     assert list((tmp_path / "cfg" / "oauth").glob("gh-*.json")), "the tokens are the gateway's shared ones"
+
+
+async def test_a_declined_step_up_leaves_a_shared_backend_usable_and_shows_the_scope(tmp_path: Path) -> None:
+    with people_backend(tmp_path) as (url, _):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        config = write_config(tmp_path, [{"id": "gh", "url": url, "auth": {"type": "oauth"}}])
+        env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"), AGENTIFY_CONFIG_DIR=str(tmp_path / "cfg"))
+        erin = Person(Browser("erin"))
+
+        async def once_then_decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            if erin.asked:
+                erin.asked.append(params)
+                return types.ElicitResult(action="decline")
+            return await erin.elicit(context, params)
+
+        log = tmp_path / "gateway.log"
+        async with ide_client(config, env, log, "legacy", elicitation_callback=once_then_decline) as client:
+            await whoami(client)
+            admin = await client.call_tool("call_tool", {"name": "gh__admin_action", "arguments": {}})
+            still = await whoami(client)
+            listed = await client.call_tool("list_backends", {})
+    assert error_code(admin) == "denied" and "declined" in text_of(admin), admin
+    assert text_of(still) == "you are erin; scopes: none", still
+    (backend,) = (listed.structured_content or {})["backends"]
+    assert backend["state"] == "ready" and "read admin" in backend["lastError"], backend
+    assert "step-up: admin_action asks for the scope read admin" in log.read_text()
+    assert "Traceback" not in log.read_text()
+
+
+async def test_metadata_naming_another_resource_says_so_without_asking_the_person(tmp_path: Path) -> None:
+    with people_backend(tmp_path, "--wrong-resource") as (url, _):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        config = write_config(tmp_path, [{"id": "gh", "url": url, "auth": {"type": "oauth"}}])
+        env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"), AGENTIFY_CONFIG_DIR=str(tmp_path / "cfg"))
+        frank = Person(Browser("frank"))
+        async with ide_client(config, env, tmp_path / "gateway.log", "legacy", elicitation_callback=frank.elicit) as c:
+            result = await whoami(c)
+    assert error_code(result) == "backend_unavailable", result
+    assert "names another resource" in text_of(result) and "cannot fix this" in text_of(result), text_of(result)
+    assert frank.asked == []
