@@ -135,3 +135,29 @@ async def test_metadata_naming_another_resource_says_so_without_asking_the_perso
     assert error_code(result) == "backend_unavailable", result
     assert "names another resource" in text_of(result) and "cannot fix this" in text_of(result), text_of(result)
     assert frank.asked == []
+
+
+async def test_a_named_person_of_a_team_meeting_a_step_up_is_told_who_may_widen_the_scope(tmp_path: Path) -> None:
+    with people_backend(tmp_path) as (url, _):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        backend = {"id": "gh", "url": url, "auth": {"type": "oauth"}}
+        shared = {"AGENTIFY_CONFIG_DIR": str(tmp_path / "cfg")}
+        # Whoever runs the gateway authorized it as themselves, from their own IDE (over stdio).
+        owner = Person(Browser("owner"))
+        (tmp_path / "solo").mkdir()
+        solo = write_config(tmp_path / "solo", [backend])
+        env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "solo-cache"), **shared)
+        async with ide_client(solo, env, tmp_path / "solo.log", "legacy", elicitation_callback=owner.elicit) as ide:
+            assert text_of(await whoami(ide)).startswith("you are owner")
+        server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+        config = write_config(tmp_path, [backend], planner={"provider": "offline"}, server=server)
+        token = await add_token(tmp_path / "tokens.json", "alice")
+        alice = Person(Browser("alice"))
+        async with http_gateway(config, tmp_path / "gateway.log", shared) as gateway:
+            async with http_client(gateway.url, token, "legacy", elicitation_callback=alice.elicit) as client:
+                mine = await whoami(client)
+                admin = await client.call_tool("call_tool", {"name": "gh__admin_action", "arguments": {}})
+    assert text_of(mine).startswith("you are owner"), mine  # one identity, shared by everyone on the gateway
+    assert error_code(admin) == "backend_unavailable", admin
+    assert "ask whoever runs the gateway" in text_of(admin) and "more scope" in text_of(admin), admin
+    assert alice.asked == []
