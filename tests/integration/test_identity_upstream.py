@@ -381,3 +381,25 @@ async def test_what_a_persons_backend_session_says_changed_reaches_only_that_per
     board = [f"updated {BOARD}", "list changed"]
     assert sorted(heard["alice"].events) == sorted(board * 2), heard
     assert sorted(heard["bob"].events) == sorted(board), heard  # never what alice's session said
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_what_one_persons_session_listed_is_never_shown_to_another_after_a_restart(
+    tmp_path: Path, mode: str
+) -> None:
+    with people_backend(tmp_path) as (url, _):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        config = team_config(tmp_path, url)
+        tokens = {name: await add_token(tmp_path / "tokens.json", name) for name in ("alice", "bob")}
+        env = {"AGENTIFY_VAULT_KEY": VAULT_KEY}
+        alice = Person(Browser("alice"))
+        async with http_gateway(config, tmp_path / "gateway.log", env) as gateway:
+            async with http_client(gateway.url, tokens["alice"], mode, elicitation_callback=alice.elicit) as client:
+                await whoami(client)
+                alices = await client.list_resources(cache_mode="bypass")
+        # The next run keeps what alice's session listed in the backend's manifest (the same cache folder).
+        async with http_gateway(config, tmp_path / "gateway.log", env) as gateway:
+            async with http_client(gateway.url, tokens["bob"], mode) as client:
+                bobs = await client.list_resources(cache_mode="bypass")
+    assert [str(r.uri) for r in alices.resources] == [BOARD], alices
+    assert bobs.resources == [], bobs  # bob has not authorized: nothing of alice's
