@@ -74,7 +74,7 @@ def _principal() -> str:
 class PrincipalBus:
     """The SDK's `SubscriptionBus` in this process, where each listen stream belongs to the principal who opened
     it (`ListenHandler` subscribes in the request's context): `publish` reaches every stream, `publish_to` only
-    one principal's. Listeners are synchronous and never raise (the SDK's contract)."""
+    one principal's. Listeners are synchronous."""
 
     def __init__(self) -> None:
         self._listeners: dict[object, tuple[str, Callable[[ServerEvent], None]]] = {}
@@ -95,7 +95,10 @@ class PrincipalBus:
         """`event` to the streams of `principal` (None: every stream)."""
         for owner, listener in list(self._listeners.values()):
             if principal is None or owner == principal:
-                listener(event)
+                try:
+                    listener(event)
+                except Exception:  # the fan-out's boundary, as the SDK's bus: one stream must not starve the others
+                    logger.exception("a subscriptions/listen stream failed to take an event")
         await anyio.lowlevel.checkpoint()  # a burst of events lets the streams drain between them
 
 
