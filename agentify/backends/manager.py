@@ -240,10 +240,16 @@ class BackendManager:
             )
         stderr = StderrLog(spec.id)
         connection: Connection
+        more: Callable[[], Connection] | None = None  # how an extra session connects, when calls overlap
         if spec.problem is not None:
             connection = Misconfigured(spec, spec.problem)
+        elif spec.remote:
+            connection = RemoteConnection(spec, self._secrets)
+            if not spec.oauth:  # OAuth sessions would share one refresh token, which servers may rotate
+                more = lambda: RemoteConnection(spec, self._secrets)  # noqa: E731
         else:
-            connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
+            connection = StdioConnection(spec, stderr)
+            more = lambda: StdioConnection(spec, stderr)  # noqa: E731
         return Supervisor(
             spec,
             connection,
@@ -255,6 +261,7 @@ class BackendManager:
             on_change=self._changed,
             on_log=self._logged,
             pins=self.pins,
+            more=more,
         )
 
     def _known_roots(self) -> list[types.Root]:

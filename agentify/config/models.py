@@ -177,6 +177,10 @@ class BackendConfig(Model):
     """`eager`: started with the gateway; `lazy`: by the first call that needs it, planned from its tool manifest."""
     idle_stop_seconds: float | None = Field(default=None, gt=0)
     """Stop the backend after this long without calls; the next call starts it again. Unset: never."""
+    max_sessions: int = Field(default=4, ge=1, le=64)
+    """At most this many sessions of the backend at once (for a command, processes), each carrying one call at a
+    time, so that what the backend says during a call (questions, logs) is that call's; a call that finds them all
+    busy waits for one, at most `timeoutSeconds`. Extra sessions start when calls overlap and stop when idle."""
     forward_roots: bool = False
     """Answer the backend's `roots/list` with the IDE's workspace roots and tell it when they change."""
     protocol: Protocol = "auto"

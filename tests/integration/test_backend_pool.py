@@ -1,0 +1,114 @@
+"""A backend's sessions leased one call at a time (docs/backends.md, "Calls that overlap"): two people's calls
+to one stdio backend on a team gateway each get their own questions and logs, on a process of their own.
+
+The gateway is a subprocess with a tokens file and two people; the clients are the SDK's, in both eras; the
+backends are real stdio servers (tests/fakes/asking_backend.py, tests/fakes/mcp_backend.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+
+from tests.conftest import REPO, fake_backend, text_of, write_config
+from tests.integration.ide_client import LOGGED_MODES, MODES, answering
+from tests.integration.team import add_token, http_client, http_gateway
+from tests.integration.test_backend_logs import Logs
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+ASKING = REPO / "tests/fakes/asking_backend.py"
+
+
+def team_config(tmp_path: Path, backend: dict[str, Any]) -> Path:
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+    return write_config(tmp_path, [backend], planner={"provider": "offline"}, server=server)
+
+
+async def call(client: Any, name: str, arguments: dict[str, Any]) -> str:
+    result = await client.call_tool("call_tool", {"name": name, "arguments": arguments})
+    assert isinstance(result, types.CallToolResult), result
+    return text_of(result)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_peoples_overlapping_calls_to_one_stdio_backend_each_get_their_own_question(
+    tmp_path: Path, mode: str
+) -> None:
+    """The backend asks by request (a 2025-11-25 session, where nothing on stdio says which call asks): while
+    Bob has a call in flight, Alice and Bob each call a tool that asks; each is asked their own question only,
+    and each answer reaches their own call."""
+    backend = {"id": "ask", "command": sys.executable, "args": [str(ASKING), "--era", "legacy"]}
+    config = team_config(tmp_path, backend)
+    alice_token = await add_token(tmp_path / "tokens.json", "alice")
+    bob_token = await add_token(tmp_path / "tokens.json", "bob")
+    alice_seen: list[types.ElicitRequestParams] = []
+    bob_seen: list[types.ElicitRequestParams] = []
+    results: dict[str, str] = {}
+
+    async def run(client: Any, who: str, name: str, arguments: dict[str, Any]) -> None:
+        results[who] = await call(client, name, arguments)
+
+    with anyio.fail_after(150):
+        async with (
+            http_gateway(config, tmp_path / "e.log") as gateway,
+            http_client(gateway.url, alice_token, mode, elicitation_callback=answering("accept", alice_seen)) as alice,
+            http_client(gateway.url, bob_token, mode, elicitation_callback=answering("decline", bob_seen)) as bob,
+        ):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, bob, "bob-wait", "ask__wait", {"seconds": 6})
+                await anyio.sleep(1.5)  # Bob's first call is in flight on the backend
+                tg.start_soon(run, alice, "alice", "ask__confirm", {"path": "alice.txt"})
+                tg.start_soon(run, bob, "bob", "ask__confirm", {"path": "bob.txt"})
+    assert results["alice"] == "deleted alice.txt", results
+    assert results["bob"] == "kept (decline) bob.txt", results
+    assert results["bob-wait"].startswith("waited"), results
+    assert alice_seen and all("alice.txt" in p.message and "bob.txt" not in p.message for p in alice_seen)
+    assert bob_seen and all("bob.txt" in p.message and "alice.txt" not in p.message for p in bob_seen)
+
+
+@pytest.mark.parametrize("mode", LOGGED_MODES)
+async def test_a_backends_logs_during_overlapping_calls_reach_the_caller_only_and_its_extra_process_stops(
+    tmp_path: Path, mode: str
+) -> None:
+    """Bob keeps a call open while Alice's call logs: Alice gets her call's message, Bob never does; the extra
+    process that carried Alice's call is shown in list_backends and is gone once the gateway stopped."""
+    config = team_config(tmp_path, fake_backend(protocol="2025-11-25"))
+    alice_token = await add_token(tmp_path / "tokens.json", "alice")
+    bob_token = await add_token(tmp_path / "tokens.json", "bob")
+    alice_logs, bob_logs = Logs(), Logs()
+    log = {"count": 1, "level": "error", "message": "alice-private"}
+    with anyio.fail_after(150):
+        async with (
+            http_gateway(config, tmp_path / "e.log", {"AGENTIFY_LOG_LEVEL": "INFO"}) as gateway,
+            http_client(gateway.url, alice_token, mode, logging_callback=alice_logs.heard) as alice,
+            http_client(gateway.url, bob_token, mode, logging_callback=bob_logs.heard) as bob,
+        ):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, bob, "fake__slow", {"seconds": 5})
+                await anyio.sleep(1.5)
+                logged = await call(alice, "fake__log", log)
+                listed = await alice.call_tool("list_backends", {})
+            for client, logs in ((alice, alice_logs), (bob, bob_logs)):
+                await call(client, "fake__log", {"count": 1, "level": "error", "message": "the end"})
+                await logs.until("the end")
+    assert logged == "logged 1"
+    assert [entry.data for entry in alice_logs] == ["alice-private", "the end"]
+    assert [entry.data for entry in bob_logs] == ["the end"]
+    assert listed.structured_content is not None
+    (status,) = listed.structured_content["backends"]
+    assert status["state"] == "ready" and len(status["extraPids"]) == 1, status
+    assert not alive(status["pid"]) and not alive(status["extraPids"][0])
