@@ -79,8 +79,9 @@ class Lanes:
                     await self._freed.wait()
                     lane = self._free()
             if lane is None:
+                sessions = f"all {self._bound} sessions" if self._bound > 1 else "the one session"
                 raise TaskTimeout(
-                    f"all {self._bound} sessions of backend {self._backend!r} stayed busy with other calls for "
+                    f"{sessions} of backend {self._backend!r} stayed busy with other calls for "
                     f"{self._wait_limit:g} s, so the call was not made. Raise maxSessions for the backend in the "
                     "config if it should carry more calls at once."
                 )
