@@ -10,8 +10,8 @@ ones; --ask request always asks by request (the trap: it fails on 2026-07-28 wit
 
 Tools: era() names the session's protocol; confirm(path) asks a form question ("deleted" on accept,
 else "kept", and its own fallback text when the question fails); login() asks a URL-mode question;
-summarize(text) asks the client's model (sampling); wait(seconds) only waits. --marker records one line per question asked
-("asked <tool>") and per call that ran to its end ("<result text>"). Resource `ask://broken` fails
+summarize(text) asks the client's model (sampling); wait(seconds) only waits. --marker records one line
+per question asked ("asked <tool>") and per call that ran to its end ("<result text>"). Resource `ask://broken` fails
 to read, with an error whose message and data echo the API_KEY of its env, far past any bound.
 """
 
