@@ -17,6 +17,7 @@ from agentify.backends.misconfigured import Misconfigured
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
 from agentify.backends.per_principal import PrincipalBackend
+from agentify.backends.personal import PersonalBackend
 from agentify.backends.questions import Answerer
 from agentify.backends.remote import RemoteConnection
 from agentify.backends.routes import ResourceRoutes
@@ -158,7 +159,9 @@ class BackendManager:
         """
         backend = tool_name.partition("__")[0]
         supervisor = self._supervisors.get(backend)
-        if not isinstance(supervisor, PrincipalBackend) or supervisor.tools.listed or not supervisor.spec.enabled:
+        if not isinstance(supervisor, PrincipalBackend | PersonalBackend):
+            return False
+        if supervisor.tools.listed or not supervisor.spec.enabled:
             return False
         await supervisor.learn(answerer)
         return True
@@ -229,6 +232,17 @@ class BackendManager:
         per_principal = isinstance(spec.auth, OAuthSettings) and spec.auth.per_principal and self._identity is not None
         if spec.problem is None and (per_principal or isinstance(spec.auth, ExchangeSettings)):
             return PrincipalBackend(
+                spec,
+                self._manifests,
+                self._identity,
+                secrets=self._secrets,
+                on_state=self._published,
+                roots=self._known_roots,
+                routes=self.routes,
+                on_change=self._changed,
+            )
+        if spec.problem is None and spec.personal_secrets and self._identity is not None:
+            return PersonalBackend(
                 spec,
                 self._manifests,
                 self._identity,
