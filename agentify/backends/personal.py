@@ -103,10 +103,10 @@ class PersonalBackend(Supervisor):
         """Owns every person's supervisor until stopped; reads their vault records again every `WATCH_SECONDS`."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            with anyio.CancelScope() as watching:
-                tg.start_soon(self._watch, watching)
-                await self._starts.stopping.wait()
-                watching.cancel()
+            watching = anyio.CancelScope()
+            tg.start_soon(self._watch, watching)
+            await self._starts.stopping.wait()
+            watching.cancel()
             if self._forget in self._identity.forgotten:
                 self._identity.forgotten.remove(self._forget)
             for person in self._people.values():

@@ -242,8 +242,10 @@ class Flows:
         asked) when this browser opened the page, `values` holds every secret asked, and nobody answered it yet
         (now claimed); else the page that says why not."""
         record = await self._keys.get(flow_id)
-        if record is None or not record.get("asks") or "outcome" in record:
+        if record is None or not record.get("asks"):
             return Page(404, "This page is unknown or expired (pages last 10 minutes). Call the tool again.")
+        if "outcome" in record:
+            return Page(410, "This page was answered already.")
         expected = record.get("browser")
         if not isinstance(expected, str) or browser is None or not secrets.compare_digest(expected, browser):
             return Page(403, "This page was opened in another browser: open the link agentify gave you.")
