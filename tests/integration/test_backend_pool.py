@@ -6,7 +6,6 @@ backends are real stdio servers (tests/fakes/asking_backend.py, tests/fakes/mcp_
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from tests.conftest import REPO, fake_backend, text_of, write_config
+from tests.conftest import REPO, fake_backend, pid_alive, text_of, write_config
 from tests.integration.ide_client import LOGGED_MODES, MODES, answering
 from tests.integration.team import add_token, http_client, http_gateway
 from tests.integration.test_backend_logs import Logs
@@ -34,14 +33,6 @@ async def call(client: Any, name: str, arguments: dict[str, Any]) -> str:
     result = await client.call_tool("call_tool", {"name": name, "arguments": arguments})
     assert isinstance(result, types.CallToolResult), result
     return text_of(result)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -111,4 +102,4 @@ async def test_a_backends_logs_during_overlapping_calls_reach_the_caller_only_an
     assert listed.structured_content is not None
     (status,) = listed.structured_content["backends"]
     assert status["state"] == "ready" and len(status["extraPids"]) == 1, status
-    assert not alive(status["pid"]) and not alive(status["extraPids"][0])
+    assert not pid_alive(status["pid"]) and not pid_alive(status["extraPids"][0])

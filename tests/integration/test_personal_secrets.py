@@ -22,7 +22,7 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from tests.conftest import AGENTIFY, error_code, fake_backend, text_of, wait_until, write_config
+from tests.conftest import AGENTIFY, error_code, fake_backend, pid_alive, text_of, wait_until, write_config
 from tests.integration.ide_client import MODES
 from tests.integration.team import HttpGateway, add_token, http_client, http_gateway, token_command
 
@@ -53,14 +53,6 @@ class Person:
 
 def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @asynccontextmanager
@@ -147,15 +139,15 @@ async def test_removing_a_persons_token_or_forgetting_them_stops_their_process_a
             done = await token_command("remove", "bob", "--file", str(tmp_path / "tokens.json"))
             assert done.returncode == 0, done.stderr
             await digest_as(gateway, tokens["alice"], "legacy", alice)  # the next request reloads the tokens file
-            await wait_until(lambda: not alive(bob_pid), 20)
-            assert alive(alice_pid)
+            await wait_until(lambda: not pid_alive(bob_pid), 20)
+            assert pid_alive(alice_pid)
             env = os.environ | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")}
             with anyio.fail_after(60):
                 forgot = await anyio.run_process(
                     [str(AGENTIFY), "vault", "forget", "alice", "--config", str(config)], check=False, env=env
                 )
             assert forgot.returncode == 0, forgot.stderr
-            await wait_until(lambda: not alive(alice_pid), 20)
+            await wait_until(lambda: not pid_alive(alice_pid), 20)
             seen, new_pid = await digest_as(gateway, tokens["alice"], "auto", alice)
     assert len(bob.asked) == 1
     assert len(alice.asked) == 2 and seen == digest(SECRETS["alice"]) and new_pid != alice_pid
