@@ -9,7 +9,7 @@ least recently used one with no call in flight makes room.
 A person with no secrets in the vault yet is first asked to open the gateway's page (URL-mode elicitation,
 through the relay every backend question takes, so both protocol eras get it; never a form elicitation, which
 the MCP specification forbids for secrets): `/oauth/start/<id>` answers a form of password fields whose values
-go straight into the person's vault record (`Identity.submit_secrets`), and the call goes on:
+go straight into the person's vault record (`team/secret_pages.py`), and the call goes on:
 - 2025-11-25: `elicitation/create`; the call waits for the page (bounded by the backend's timeout), then goes
   on, and the client is told `notifications/elicitation/complete`;
 - 2026-07-28: the round ends with the question; the client's next round carries the answer; if the page was not

@@ -4,7 +4,7 @@ routes decide is `team.flows`'; this module only speaks HTTP: a short HTML page 
 the cookie that binds the browser that started a flow to its callback.
 
 A flow that asks for a person's own secrets (a stdio backend's `${person:NAME}`) answers its start URL with a
-form of password fields instead of a redirect, posted back to the same URL (`Identity.submit_secrets`).
+form of password fields instead of a redirect, posted back to the same URL (`team/secret_pages.py`).
 
 The routes are matched by their last segments, so a proxy that serves the gateway under a prefix
 (`publicUrl` `https://h/team/mcp` gives `https://h/team/oauth/...`) needs no extra configuration.
@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 
 from agentify.team.flows import Page
 from agentify.team.identity import Identity
+from agentify.team.secret_pages import submit_secrets
 
 COOKIE = "agentify_oauth"
 _START = "/oauth/start/"
@@ -70,7 +71,10 @@ class OAuthRoutes:
             values = {k: v[0] for k, v in parse_qs(body.decode(), strict_parsing=False).items()}
         except UnicodeDecodeError:
             return Page(400, "The form could not be read.")
-        return await self._identity.submit_secrets(flow_id, _cookie(scope), values)
+        vault = getattr(self._identity, "vault", None)  # only a gateway with the vault asks for secrets
+        if vault is None:
+            return Page(404, "Unknown link.")
+        return await submit_secrets(self._identity.flows, vault, flow_id, _cookie(scope), values)
 
 
 def _cookie(scope: Any) -> str | None:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 from loguru import logger
 
 from agentify.config import Config
-from agentify.team.flows import Flows, FlowStoreUnavailable, MemoryKeys, Page, RedisKeys
+from agentify.team.flows import Flows, MemoryKeys, RedisKeys
 from agentify.team.vault import Vault, VaultUnavailable, store_for, vault_keys
 
 
@@ -37,24 +37,6 @@ class Identity:
         if self.base_url is None:
             raise RuntimeError("the gateway's /oauth routes are not served yet")
         return self.base_url.rstrip("/")
-
-    async def submit_secrets(self, flow_id: str, browser: str | None, values: dict[str, str]) -> Page:
-        """The person's own secrets posted from the page of their flow: sealed into their vault record for the
-        backend (`{"secrets": {NAME: value}}`), and the flow ends, so the call that waits goes on."""
-        try:
-            record = await self.flows.submitted(flow_id, browser, values)
-            if isinstance(record, Page):
-                return record
-            asked = {str(name): values[str(name)] for name in record["asks"]}
-            try:
-                await self.vault.save(str(record["principal"]), str(record["backend"]), {"secrets": asked})
-            except VaultUnavailable as exc:
-                await self.flows.finish(flow_id, f"your secrets could not be kept ({exc})")
-                return Page(503, "agentify could not keep them now; call the tool again to get a new page.")
-            await self.flows.finish(flow_id, None)
-        except FlowStoreUnavailable:
-            return Page(503, "agentify cannot reach its store of pages now; try again in a moment.")
-        return Page(200, "agentify: kept. You can close this window and go back to your IDE.")
 
     async def forget(self, principals: set[str]) -> None:
         """Drops the upstream tokens of principals whose own tokens were removed (the tokens file changed)."""
