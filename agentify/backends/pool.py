@@ -13,6 +13,7 @@ as are its state and restarts in `list_backends` and the console (which also sho
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -45,7 +46,8 @@ class Lanes:
         self._wait_limit = wait_limit
         self._extra = extra
         self._lanes = [_Lane(None)]
-        self._freed = anyio.Event()
+        self._waiting: deque[tuple[anyio.Event, list[_Lane]]] = deque()
+        """Calls waiting for a session, first come first served: a freed one is handed to the first."""
         self._tg: TaskGroup | None = None
 
     @property
@@ -74,24 +76,44 @@ class Lanes:
         """
         lane = self._free()
         if lane is None:
-            with anyio.move_on_after(self._wait_limit):
-                while lane is None:
-                    await self._freed.wait()
-                    lane = self._free()
-            if lane is None:
-                sessions = f"all {self._bound} sessions" if self._bound > 1 else "the one session"
-                raise TaskTimeout(
-                    f"{sessions} of backend {self._backend!r} stayed busy with other calls for "
-                    f"{self._wait_limit:g} s, so the call was not made. Raise maxSessions for the backend in the "
-                    "config if it should carry more calls at once."
-                )
-        lane.busy = True
+            lane = await self._handed()
         try:
             yield lane.supervisor
         finally:
+            self._release(lane)
+
+    async def _handed(self) -> _Lane:
+        """The session a finishing call hands over, waited for at most the backend's timeout."""
+        entry: tuple[anyio.Event, list[_Lane]] = (anyio.Event(), [])
+        self._waiting.append(entry)
+        handed = entry[1]
+        try:
+            with anyio.move_on_after(self._wait_limit):
+                await entry[0].wait()
+        except BaseException:  # cancelled: a session handed over meanwhile goes to the next
+            if handed:
+                self._release(handed[0])
+            else:
+                self._waiting.remove(entry)
+            raise
+        if handed:
+            return handed[0]
+        self._waiting.remove(entry)
+        sessions = f"all {self._bound} sessions" if self._bound > 1 else "the one session"
+        raise TaskTimeout(
+            f"{sessions} of backend {self._backend!r} stayed busy with other calls for {self._wait_limit:g} s, "
+            "so the call was not made. Raise maxSessions for the backend in the config if it should carry more "
+            "calls at once."
+        )
+
+    def _release(self, lane: _Lane) -> None:
+        """The lane goes to the first call waiting (it stays busy), else it is free."""
+        if self._waiting:
+            event, handed = self._waiting.popleft()
+            handed.append(lane)
+            event.set()
+        else:
             lane.busy = False
-            freed, self._freed = self._freed, anyio.Event()
-            freed.set()
 
     def _free(self) -> _Lane | None:
         """A free lane (the owner's first), or a new one while fewer than the bound run."""
@@ -101,4 +123,6 @@ class Lanes:
             self._lanes.append(lane)
             assert lane.supervisor is not None
             self._tg.start_soon(lane.supervisor.run)
+        if lane is not None:
+            lane.busy = True
         return lane

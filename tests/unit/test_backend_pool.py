@@ -63,3 +63,35 @@ async def test_without_a_way_to_open_more_the_backend_keeps_one_session() -> Non
             with pytest.raises(TaskTimeout, match="the one session of backend 'mem'"):
                 async with lanes.lease():
                     pass
+
+
+async def test_waiting_calls_get_freed_sessions_in_order_and_a_cancelled_one_keeps_none() -> None:
+    lanes = Lanes("mem", 1, 10, None)
+    order: list[str] = []
+
+    async def waiter(name: str) -> None:
+        async with lanes.lease():
+            order.append(name)
+
+    with anyio.fail_after(10):
+        async with lanes.serving():
+            async with anyio.create_task_group() as tg:
+                async with lanes.lease():
+                    tg.start_soon(waiter, "first")
+                    await anyio.sleep(0.05)
+                    tg.start_soon(waiter, "second")
+                    await anyio.sleep(0.05)
+                    async with anyio.create_task_group() as cancelled:
+                        cancelled.start_soon(waiter, "cancelled while waiting")
+                        await anyio.sleep(0.05)
+                        cancelled.cancel_scope.cancel()
+                    tg.start_soon(waiter, "third")
+                    await anyio.sleep(0.05)
+            async with anyio.create_task_group() as late:
+                async with lanes.lease():
+                    late.start_soon(waiter, "cancelled once handed the session")
+                    await anyio.sleep(0.05)
+                late.cancel_scope.cancel()  # handed over as the lease ended: it runs, or is cancelled, and frees it
+            async with lanes.lease() as again:  # nothing was left leased by the cancelled ones
+                assert again is None
+    assert order[:3] == ["first", "second", "third"]
