@@ -143,6 +143,10 @@ class _Sessions(StreamableHTTPSessionManager):
             self.caps.ended(session_id)
         await super()._discard_session(session_id, transport)
 
+    def holds(self, session_id: str) -> bool:
+        """Whether this process serves the 2025-11-25 session `session_id`."""
+        return session_id in self._server_instances
+
     async def end_principals(self, principals: set[str]) -> None:
         """Ends every session these principals hold (their tokens were removed), and so their streams."""
         for principal in principals:

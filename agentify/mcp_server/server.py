@@ -44,6 +44,7 @@ from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
 from agentify.mcp_server.logs import LogRelay, protocol_level
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
 from agentify.mcp_server.operations import recording
+from agentify.mcp_server.remote_cancels import cancellable
 from agentify.mcp_server.results import backends_result, error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots, RootsBook
 from agentify.planner import TaskInput
@@ -51,6 +52,7 @@ from agentify.security.display import escaped
 from agentify.security.redact import Redactor
 from agentify.team.access import AccessGate
 from agentify.team.bearer import who_of
+from agentify.team.cancellations import CallBook
 from agentify.team.drain import BackendReadiness, Replica
 from agentify.team.limits import Limiter
 from agentify.team.operations import OperationSink
@@ -166,6 +168,8 @@ class Clients:
 
     one: bool = True
     replica: Replica | None = None
+    cancels: CallBook | None = None
+    """With `server.redis`: the book of calls that a cancel through another replica can end."""
 
 
 OpenServices = Callable[[], AbstractAsyncContextManager[McpServices]]
@@ -230,6 +234,8 @@ def build_server(
     # before it, so that span (`enduser.id`) and everything after run as the principal.
     if not clients.one:
         server.middleware.insert(0, _per_request(clients.replica))
+    if clients.cancels is not None:
+        server.middleware.insert(1, cancellable(clients.cancels))
     server.middleware.append(_initialization_options_reader(trusted=trust_init_options))
     server.middleware.append(capabilities_writer(lambda ctx: ctx.lifespan_context.offerings))
     server.middleware.append(connection_keeper(lambda ctx: ctx.lifespan_context.relay))

@@ -7,7 +7,8 @@ HTTP, outermost first: WebSocket upgrades closed (`NoWebSockets`), the health ro
 (`team.drain.ReplicaRoutes`), the bearer token of `server.auth` with a back-off per address
 (`team.authentication.protect`; behind the proxies of `server.trustedProxies` the address is the right-most
 of X-Forwarded-For that is not one of them), a cap and a deadline on request bodies (`BodyLimit`), the
-drain gate (`team.drain.DrainGate`: behind the token check and the body's deadline), all behind the
+drain gate (`team.drain.DrainGate`: behind the token check and the body's deadline) and, with `server.redis`,
+in front of it the relay of cancels for calls other replicas run (`team.cancellations`), all behind the
 connection gate against idle sockets; then the endpoint (`http_app`: a request whose result comes alone is
 answered with one JSON body). `initializationOptions` change nothing.
 `GET /metrics` sits beside the health routes (`team.metrics`), and every operation is handed to the
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from agentify.mcp_server.client_requests import Questions
     from agentify.mcp_server.server import OpenServices
     from agentify.team.audit import AuditLog
+    from agentify.team.cancellations import CancelChannel
     from agentify.team.drain import Replica
     from agentify.team.identity import Identity
 
@@ -99,6 +101,7 @@ async def serve_http(
     from agentify.security.connections import ConnectionGate
     from agentify.team.authentication import host_check, protect
     from agentify.team.bearer import RequireBearer
+    from agentify.team.cancellations import CancelRelay, cancel_channel
     from agentify.team.drain import DrainGate, Replica, ReplicaRoutes
     from agentify.team.metrics import METRICS_PATH, TOKEN_VARIABLE, Metrics, metrics_token
     from agentify.team.sessions import SessionCaps
@@ -113,21 +116,25 @@ async def serve_http(
     boot.redactor.add([scrapers] if scrapers else [])
     metrics = Metrics(replica, scrapers)
     audit = await _open_audit(boot)
+    cancels = cancel_channel(boot.config.server.redis)  # cancels reach the replica running the call
     # A network client is not the user who started agentify: its initializationOptions change nothing
     # (not the log level either, which is the gateway's, for every client).
     server = build_server(
         open_services,
         trust_init_options=False,
         questions=questions,
-        clients=Clients(one=False, replica=replica),
+        clients=Clients(one=False, replica=replica, cancels=cancels.book if cancels is not None else None),
         operations=[metrics.operation, *([audit.operation] if audit is not None else [])],
     )
     caps = SessionCaps(boot.config.server.max_sessions_per_principal, boot.config.server.session_opens_per_minute)
     mcp = mcp_app(server, host_check(host, boot.config.server), held=replica, caps=caps)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
     logger.info("agentify {} serving MCP on {} with {} backends", __version__, url, len(boot.config.backends))
+    endpoint: Any = DrainGate(mcp, replica)
+    if cancels is not None:  # in front of the drain gate: a draining replica still passes cancels on
+        endpoint = CancelRelay(endpoint, cancels, mcp.state.sessions.holds, MCP_PATH)
     protected = protect(
-        BodyLimit(DrainGate(mcp, replica), limit=HTTP_BODY_BYTES),
+        BodyLimit(endpoint, limit=HTTP_BODY_BYTES),
         boot.config.server,
         boot.redactor,
         lambda line: boot.logs.reveal("agentify", line),
@@ -166,7 +173,7 @@ async def serve_http(
         forwarded_allow_ips=boot.config.server.trusted_proxies,
     )
     try:
-        async with _auditing(audit):
+        async with _auditing(audit), _listening(cancels):
             await _serve_until_drained(EmbeddedServer(settings), listener, replica, boot.config.server.drain_seconds)
     finally:
         await questions.aclose()
@@ -202,6 +209,16 @@ async def _auditing(audit: AuditLog | None) -> AsyncIterator[None]:
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(audit.close)
+
+
+@asynccontextmanager
+async def _listening(cancels: CancelChannel | None) -> AsyncIterator[None]:
+    """While serving, the cancels other replicas pass on are heard (with `server.redis`)."""
+    if cancels is None:
+        yield
+        return
+    async with cancels.listening():
+        yield
 
 
 async def _serve_until_drained(

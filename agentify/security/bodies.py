@@ -49,7 +49,7 @@ class BodyLimit:
                 await response(scope, receive, send)
                 return
             if message["type"] != "http.request":  # the client went away: let the app see that
-                await self.app(scope, _replay([message], receive), send)
+                await self.app(scope, replayed([message], receive), send)
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
@@ -60,7 +60,7 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         whole: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        await self.app(scope, _replay([whole], receive), send)
+        await self.app(scope, replayed([whole], receive), send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str) -> None:
         detail = f"the request body {what}; at most {self.limit} bytes are accepted"
@@ -78,7 +78,8 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-def _replay(messages: list[Message], receive: Receive) -> Receive:
+def replayed(messages: list[Message], receive: Receive) -> Receive:
+    """`receive`, giving `messages` back first (what a middleware read before handing the request on)."""
     pending = list(messages)
 
     async def replaying() -> Message:

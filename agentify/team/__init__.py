@@ -9,6 +9,7 @@
     limits          `server.limits`: calls counted per principal and per backend, in memory or Redis
     answer_ledger   the used answers of 2026-07-28 round trips, in memory or Redis
     shared_state    what replicas share: the state keys and the answer ledger
+    cancellations   cancels that reach the replica running the call, over a Redis channel
     drain           one replica's health, readiness and drain on SIGTERM
 
 A base layer: it imports only agentify._common, agentify.security, agentify.config and the error tree, so

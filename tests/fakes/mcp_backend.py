@@ -1,8 +1,8 @@
 """A small MCP backend for behaviours the real servers cannot be made to show on demand.
 
 Flags: --hang-initialize (never answers initialize), --exit-at-start (exits at once with
-code 3), --marker FILE (records events: "started <pid>", "slow <seconds>" when slow begins,
-"cancelled slow"). Tools: echo, slow(seconds) reporting progress, crash (exits mid-call),
+code 3), --marker FILE (records events: "started <pid>", "slow <seconds>" and "parent <ppid> runs
+slow" when slow begins, "cancelled slow"). Tools: echo, slow(seconds) reporting progress, crash (exits mid-call),
 flood_stderr(bytes), nested(code) whose schema has catastrophic regexes (`pattern`,
 `patternProperties`), progress(count, message, env?) sending `count` progress notifications as
 fast as it can (the message with the value of the environment variable `env` appended),
@@ -169,6 +169,7 @@ def main() -> None:
         if params.name == "slow":
             seconds = float(arguments["seconds"])
             mark(f"slow {seconds:g}")
+            mark(f"parent {os.getppid()} runs slow")  # which replica of a team runs it
             try:
                 steps = 10
                 for step in range(steps):

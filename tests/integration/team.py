@@ -9,13 +9,14 @@ import subprocess
 import urllib.error
 import urllib.request
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -117,13 +118,21 @@ def _json(raw: bytes) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def http_client(url: str, token: str | None, mode: str = "legacy", **options: Any) -> AsyncIterator[Client]:
+async def http_client(
+    url: str,
+    token: str | None,
+    mode: str = "legacy",
+    on_request: Callable[[httpx2.Request], Awaitable[None]] | None = None,
+    **options: Any,
+) -> AsyncIterator[Client]:
     """The SDK's `Client` over streamable HTTP with `token`, in the era `mode` names (with a log level when
-    it ends in `+logs`)."""
+    it ends in `+logs`); `on_request` hears every HTTP request it sends."""
     headers = {"Authorization": f"Bearer {token}"} if token else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)  # roots are deprecated in 2026-07-28
         async with create_mcp_http_client(headers=headers) as http:
+            if on_request is not None:
+                http.event_hooks = {"request": [on_request], "response": []}
             transport = streamable_http_client(url, http_client=http)
             async with Client(transport, mode=era_of(mode), **logging_options(mode, options)) as client:
                 assert client.protocol_version == ERAS[era_of(mode)], client.protocol_version

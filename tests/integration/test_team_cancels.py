@@ -1,0 +1,187 @@
+"""A cancel that reaches another replica than the one running the call (DESIGN.md, cancellation and the team
+gateway's isolation): two replicas behind HAProxy with Redis, as `scripts/team.sh` runs them.
+
+The call is the official Python client's, through HAProxy, in both eras. Its cancel is what other clients
+send: a `notifications/cancelled` POST of its own (2026-07-28: no session, so HAProxy sends it anywhere;
+2025-11-25: the session's id, sent elsewhere once HAProxy lost track of the session). The test sends it
+straight to the replica that does not run the call, which the backend names (its parent process).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+
+from tests.conftest import error_code, fake_backend, text_of, wait_until, write_config
+from tests.integration.cluster import Team, team
+from tests.integration.ide_client import ERAS, MODES
+from tests.integration.team import Answer, add_token, http_client, request
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+RUNS = re.compile(r"^parent (\d+) runs slow$", re.MULTILINE)
+
+
+def _runs(marker: Path) -> list[int]:
+    """The replicas (pids) that ran each slow call, in order."""
+    return [int(pid) for pid in RUNS.findall(marker.read_text())]
+
+
+@dataclass
+class Sent:
+    """The `tools/call` requests a client sent: each one's JSON-RPC id and session (None: 2026-07-28)."""
+
+    calls: list[tuple[str | int, str | None]] = field(default_factory=list)
+
+    async def hear(self, sent: httpx2.Request) -> None:
+        try:
+            body = json.loads(sent.content)
+        except ValueError:
+            return
+        if isinstance(body, dict) and body.get("method") == "tools/call":
+            self.calls.append((body["id"], sent.headers.get("mcp-session-id")))
+
+
+@asynccontextmanager
+async def calling(url: str, token: str, mode: str) -> AsyncIterator[tuple[Any, Sent]]:
+    """The official client (`team.http_client`), with the calls it sends recorded."""
+    sent = Sent()
+    async with http_client(url, token, mode, on_request=sent.hear) as client:
+        yield client, sent
+
+
+def cancel(url: str, token: str, mode: str, request_id: str | int, session: str | None) -> Answer:
+    """A client's `notifications/cancelled` as a POST of its own, straight to one replica (blocking)."""
+    body = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    if session is not None:
+        return request("POST", url, token, body, session=session)
+    return _post_modern(url, token, body)
+
+
+def _post_modern(url: str, token: str, body: dict[str, Any]) -> Answer:
+    headers = {"MCP-Protocol-Version": ERAS["auto"], "Authorization": f"Bearer {token}"}
+    answer = httpx2.post(url, json=body, headers=headers | {"Accept": "application/json, text/event-stream"})
+    return Answer(answer.status_code, dict(answer.headers), {})
+
+
+async def test_a_cancel_sent_to_another_replica_ends_the_call_and_only_its_owners_cancel_does(tmp_path: Path) -> None:
+    marker = tmp_path / "backend.log"
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+    config = write_config(
+        tmp_path, [fake_backend("fake", "--marker", str(marker))], planner={"provider": "offline"}, server=server
+    )
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    bob = await add_token(tmp_path / "tokens.json", "bob")
+    seen: dict[str, Any] = {}
+    async with team(config, tmp_path / "logs", replicas=2) as member:
+        for mode in MODES:
+            async with calling(member.url, alice, mode) as (client, sent):
+                # Bob names Alice's call (and her session): at both replicas, nothing happens to it.
+                seen[f"{mode} finished"], seen[f"{mode} bob"] = await _cancelled_by(
+                    client,
+                    sent,
+                    marker,
+                    member,
+                    8,
+                    lambda at, rid, sid, m=mode: cancel(at, bob, m, rid, sid),
+                    at="both",
+                )
+                # Alice's own cancel, at the replica that does not run the call, ends it.
+                seen[f"{mode} cancelled"], seen[f"{mode} alice"] = await _cancelled_by(
+                    client, sent, marker, member, 60, lambda at, rid, sid, m=mode: cancel(at, alice, m, rid, sid)
+                )
+                if mode == "auto":  # and at the replica that runs it, which the SDK alone would have dropped
+                    seen["auto cancelled here"], _ = await _cancelled_by(
+                        client,
+                        sent,
+                        marker,
+                        member,
+                        60,
+                        lambda at, rid, sid: cancel(at, alice, "auto", rid, sid),
+                        at="running",
+                    )
+            seen[f"{mode} backend"] = _cancels(marker)
+    for mode in MODES:
+        finished, cancelled = seen[f"{mode} finished"], seen[f"{mode} cancelled"]
+        assert not finished.is_error and text_of(finished) == "slept 8.0", (mode, text_of(finished))
+        assert error_code(cancelled) == "cancelled", (mode, text_of(cancelled))
+        # Where Alice's session lives, the SDK answers Bob as if there were no such session; elsewhere, 202.
+        bobs = [answer.status for answer in seen[f"{mode} bob"]]
+        assert bobs == ([202, 404] if mode == "legacy" else [202, 202]), (mode, bobs)
+        assert [answer.status for answer in seen[f"{mode} alice"]] == [202], seen[f"{mode} alice"]
+    assert error_code(seen["auto cancelled here"]) == "cancelled", text_of(seen["auto cancelled here"])
+    # The backend itself was told of Alice's cancels (one in 2025-11-25, two in 2026-07-28), never of Bob's.
+    assert (seen["legacy backend"], seen["auto backend"]) == (1, 3), marker.read_text()
+
+
+async def _cancelled_by(
+    client: Any, sent: Sent, marker: Path, member: Team, seconds: float, send_cancel: Any, at: str = "other"
+) -> tuple[types.CallToolResult, list[Answer]]:
+    """A slow call through HAProxy; once the backend runs it, `send_cancel(replica URL, id, session)` to the
+    replica that does not run it (`at` "other"), to the one that does ("running"), or to both, in that order.
+    Returns the call's result and the answers to the cancels."""
+    runs_before = len(_runs(marker))
+    outcome: dict[str, types.CallToolResult] = {}
+    answers: list[Answer] = []
+    async with anyio.create_task_group() as tg:
+
+        async def call() -> None:
+            arguments = {"name": "fake__slow", "arguments": {"seconds": seconds}}
+            outcome["result"] = await client.call_tool("call_tool", arguments)
+
+        tg.start_soon(call)
+        await wait_until(lambda: len(_runs(marker)) > runs_before, 60)
+        running = _runs(marker)[-1]
+        assert running in member.replicas, (running, member.replicas)
+        others = [url for pid, url in member.replicas.items() if pid != running]
+        targets = (others if at != "running" else []) + ([member.replicas[running]] if at != "other" else [])
+        request_id, session = sent.calls[-1]
+        for url in targets:
+            answers.append(await anyio.to_thread.run_sync(send_cancel, url, request_id, session))
+    return outcome["result"], answers
+
+
+async def test_an_official_clients_own_cancel_through_haproxy_reaches_the_backend_at_once(tmp_path: Path) -> None:
+    """The SDK's cancel: in 2025-11-25 a notification in the session (HAProxy sticks it to the call's
+    replica); in 2026-07-28 the call's response stream closed, which HAProxy passes on at once
+    (`option abortonclose`; without it, only when the replica's keep-alive fails, 30 s later)."""
+    marker = tmp_path / "backend.log"
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+    backends = [fake_backend("fake", "--marker", str(marker))]
+    config = write_config(tmp_path, backends, planner={"provider": "offline"}, server=server)
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    heard: dict[str, int] = {}
+    async with team(config, tmp_path / "logs", replicas=2) as member:
+        for mode in MODES:
+            async with http_client(member.url, alice, mode) as client:
+                heard[mode] = await _cancels_heard_after_own_cancel(client, marker)
+                after = await client.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": "next"}})
+                assert text_of(after) == "echo: next", text_of(after)
+    assert heard == dict.fromkeys(MODES, 1), heard
+
+
+async def _cancels_heard_after_own_cancel(client: Any, marker: Path) -> int:
+    """Starts a slow call, cancels it the SDK's way once the backend runs it, and counts the cancels the
+    backend heard within 10 s (well under the 30 s one took without abortonclose)."""
+    runs_before, cancels_before = len(_runs(marker)), _cancels(marker)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client.call_tool, "call_tool", {"name": "fake__slow", "arguments": {"seconds": 120}})
+        await wait_until(lambda: len(_runs(marker)) > runs_before, 60)
+        tg.cancel_scope.cancel()
+    with anyio.move_on_after(10):
+        while _cancels(marker) == cancels_before:  # noqa: ASYNC110 - the backend is another process
+            await anyio.sleep(0.05)
+    return _cancels(marker) - cancels_before
+
+
+def _cancels(marker: Path) -> int:
+    return marker.read_text().count("cancelled slow")
