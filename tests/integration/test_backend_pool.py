@@ -18,6 +18,7 @@ from tests.conftest import REPO, fake_backend, pid_alive, text_of, write_config
 from tests.integration.ide_client import LOGGED_MODES, MODES, answering
 from tests.integration.team import add_token, http_client, http_gateway
 from tests.integration.test_backend_logs import Logs
+from tests.servers import free_port, server_process, wait_accepting
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -43,6 +44,20 @@ async def test_two_peoples_overlapping_calls_to_one_stdio_backend_each_get_their
     Bob has a call in flight, Alice and Bob each call a tool that asks; each is asked their own question only,
     and each answer reaches their own call."""
     backend = {"id": "ask", "command": sys.executable, "args": [str(ASKING), "--era", "legacy"]}
+    await each_gets_their_own_question(tmp_path, mode, backend)
+
+
+async def test_over_streamable_http_too_each_overlapping_call_gets_its_own_question(tmp_path: Path) -> None:
+    """The SDK's HTTP client does not say on which call's stream a backend's request came, so a remote backend's
+    calls that overlap get sessions of their own as well."""
+    port = free_port()
+    argv = [sys.executable, str(ASKING), "--era", "legacy", "--port", str(port)]
+    with server_process(argv, tmp_path / "backend.log"):
+        await wait_accepting(port)
+        await each_gets_their_own_question(tmp_path, "legacy", {"id": "ask", "url": f"http://127.0.0.1:{port}/mcp"})
+
+
+async def each_gets_their_own_question(tmp_path: Path, mode: str, backend: dict[str, Any]) -> None:
     config = team_config(tmp_path, backend)
     alice_token = await add_token(tmp_path / "tokens.json", "alice")
     bob_token = await add_token(tmp_path / "tokens.json", "bob")
