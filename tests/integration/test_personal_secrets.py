@@ -23,8 +23,9 @@ import mcp_types as types
 import pytest
 
 from tests.conftest import AGENTIFY, error_code, fake_backend, pid_alive, text_of, wait_until, write_config
-from tests.integration.ide_client import MODES
+from tests.integration.ide_client import LOGGING, MODES
 from tests.integration.team import HttpGateway, add_token, http_client, http_gateway, token_command
+from tests.integration.test_backend_logs import Logs
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -93,6 +94,11 @@ async def test_each_person_runs_the_backend_with_their_own_secret_and_a_third_ge
             alices, alice_pid = await digest_as(gateway, tokens["alice"], mode, alice)
             bobs, bob_pid = await digest_as(gateway, tokens["bob"], mode, bob)
             again, again_pid = await digest_as(gateway, tokens["alice"], mode, alice)
+            logs = Logs()  # the backend logs alice's secret: what reaches her is masked
+            async with http_client(gateway.url, tokens["alice"], mode + LOGGING, logging_callback=logs.heard) as client:
+                echo = {"count": 1, "level": "error", "message": "using ", "env": "PAT"}
+                await client.call_tool("call_tool", {"name": "pat__log", "arguments": echo})
+                await logs.until("using")
             async with http_client(gateway.url, tokens["carol"], mode) as client:  # her client opens no URLs
                 carols = await env_digest(client)
             log = gateway.log()
@@ -101,6 +107,7 @@ async def test_each_person_runs_the_backend_with_their_own_secret_and_a_third_ge
     assert len(alice.asked) == 1 and len(bob.asked) == 1
     assert all(isinstance(p, types.ElicitRequestURLParams) and "/oauth/start/" in p.url for p in alice.asked)
     assert [status for status, _ in alice.pages] == [200, 200] and 'type="password"' in alice.pages[0][1]
+    assert [entry.data for entry in logs] == ["using [REDACTED]"]
     assert error_code(carols) == "needs_auth", carols
     assert "/oauth/start/" in text_of(carols) and digest(SECRETS["alice"]) not in text_of(carols)
     written = everything_written(tmp_path)  # the gateway's log, the vault, the tokens file, the caches
