@@ -22,8 +22,17 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from tests.conftest import AGENTIFY, error_code, fake_backend, pid_alive, text_of, wait_until, write_config
-from tests.integration.ide_client import LOGGING, MODES
+from tests.conftest import (
+    AGENTIFY,
+    error_code,
+    fake_backend,
+    gateway_env,
+    pid_alive,
+    text_of,
+    wait_until,
+    write_config,
+)
+from tests.integration.ide_client import LOGGING, MODES, ide_client
 from tests.integration.team import HttpGateway, add_token, http_client, http_gateway, token_command
 from tests.integration.test_backend_logs import Logs
 
@@ -158,3 +167,21 @@ async def test_removing_a_persons_token_or_forgetting_them_stops_their_process_a
             seen, new_pid = await digest_as(gateway, tokens["alice"], "auto", alice)
     assert len(bob.asked) == 1
     assert len(alice.asked) == 2 and seen == digest(SECRETS["alice"]) and new_pid != alice_pid
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_over_stdio_the_one_person_gives_their_secret_on_the_loopback_page(tmp_path: Path, mode: str) -> None:
+    """A gateway an IDE starts over stdio serves the page on 127.0.0.1, as it does for perPrincipal OAuth."""
+    config = write_config(
+        tmp_path, [fake_backend("pat", env={"PAT": "${person:PAT}"})], planner={"provider": "offline"}
+    )
+    env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"), AGENTIFY_VAULT_KEY=VAULT_KEY)
+    me = Person(SECRETS["alice"])
+    with anyio.fail_after(120):
+        async with ide_client(config, env, tmp_path / "e.log", mode, elicitation_callback=me.elicit) as client:
+            first = await env_digest(client)
+            again = await env_digest(client)
+    assert text_of(first).split()[0] == digest(SECRETS["alice"]), text_of(first)
+    assert text_of(again) == text_of(first) and len(me.asked) == 1
+    assert all(p.url.startswith("http://127.0.0.1:") for p in me.asked)  # type: ignore[union-attr]
+    assert SECRETS["alice"].encode() not in everything_written(tmp_path)
