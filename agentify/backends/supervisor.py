@@ -308,7 +308,15 @@ class Supervisor:
         assert self._more is not None
         idle = min(self.spec.idle_stop_seconds or LANE_IDLE_SECONDS, LANE_IDLE_SECONDS)
         spec = self.spec.model_copy(update={"start": "lazy", "idle_stop_seconds": idle, "max_sessions": 1})
-        extra = Supervisor(spec, self._more(), self.stderr, self._manifests, roots=self._roots, on_log=self._on_log)
+        extra = Supervisor(
+            spec,
+            self._more(),
+            self.stderr,
+            self._manifests,
+            roots=self._roots,
+            routes=self.offers.routes,  # a link in a result it carries makes this backend the URI's owner too
+            on_log=self._on_log,
+        )
         extra._log_level = self._log_level
         return extra
 

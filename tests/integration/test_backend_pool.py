@@ -118,3 +118,34 @@ async def test_a_backends_logs_during_overlapping_calls_reach_the_caller_only_an
     (status,) = listed.structured_content["backends"]
     assert status["state"] == "ready" and len(status["extraPids"]) == 1, status
     assert not pid_alive(status["pid"]) and not pid_alive(status["extraPids"][0])
+
+
+async def test_a_link_returned_by_a_call_on_an_extra_process_makes_its_backend_the_uris_owner_for_the_caller(
+    tmp_path: Path,
+) -> None:
+    """Bob keeps the backend's own process busy; Alice's call that links to a URI nobody lists runs on an extra
+    process, and her read of the URI is answered by that backend, as it would be from its own process."""
+    backends = [fake_backend("demo", "--resources", "demo://honest"), fake_backend("linker", "--resources", "lk://x")]
+    config = write_config(
+        tmp_path, backends, planner={"provider": "offline"}, server={"auth": {"type": "tokens", "file": "tokens.json"}}
+    )
+    alice_token = await add_token(tmp_path / "tokens.json", "alice")
+    bob_token = await add_token(tmp_path / "tokens.json", "bob")
+    with anyio.fail_after(120):
+        async with (
+            http_gateway(config, tmp_path / "e.log") as gateway,
+            http_client(gateway.url, alice_token, "legacy") as alice,
+            http_client(gateway.url, bob_token, "legacy") as bob,
+        ):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, bob, "linker__slow", {"seconds": 4})
+                await anyio.sleep(1.5)
+                await call(alice, "linker__link", {"uri": "demo://unlisted/1"})
+                listed = await alice.call_tool("list_backends", {})
+                read = await alice.read_resource("demo://unlisted/1")
+    assert listed.structured_content is not None
+    linker = next(b for b in listed.structured_content["backends"] if b["id"] == "linker")
+    assert len(linker["extraPids"]) == 1, linker  # Alice's call did run on an extra process
+    assert "".join(c.text for c in read.contents if isinstance(c, types.TextResourceContents)) == (
+        "lk://x reads demo://unlisted/1"
+    )
