@@ -31,6 +31,7 @@ from anyio.abc import TaskGroup
 from loguru import logger
 from mcp.shared.dispatcher import ProgressFnT
 
+from agentify.backends.calls import unavailable
 from agentify.backends.logs import LogSink
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.oauth import SecretSink
@@ -205,6 +206,8 @@ class PersonalBackend(Supervisor):
     async def ready_for(self, answerer: Answerer | None) -> _Person:
         """The caller's supervisor, with their secrets from the vault: asked for on the page first if there are
         none (or not every one the backend names)."""
+        if not self.spec.enabled:
+            raise unavailable(self.spec, "stopped", None)  # says it is disabled, before anyone is asked anything
         principal = current_principal() or LOCAL
         stored = await self._stored(principal)
         if stored is None:
