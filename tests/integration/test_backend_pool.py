@@ -14,7 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from tests.conftest import REPO, fake_backend, pid_alive, text_of, write_config
+from tests.conftest import REPO, fake_backend, pid_alive, text_of, wait_until, write_config
 from tests.integration.ide_client import LOGGED_MODES, MODES, answering
 from tests.integration.team import add_token, http_client, http_gateway
 from tests.integration.test_backend_logs import Logs
@@ -149,3 +149,31 @@ async def test_a_link_returned_by_a_call_on_an_extra_process_makes_its_backend_t
     assert "".join(c.text for c in read.contents if isinstance(c, types.TextResourceContents)) == (
         "lk://x reads demo://unlisted/1"
     )
+
+
+async def test_an_extra_process_stops_when_idle_and_a_later_overlap_starts_one_again(tmp_path: Path) -> None:
+    config = team_config(tmp_path, fake_backend(idleStopSeconds=2))
+    alice_token = await add_token(tmp_path / "tokens.json", "alice")
+    bob_token = await add_token(tmp_path / "tokens.json", "bob")
+
+    async def overlap(alice: Any, bob: Any) -> dict[str, Any]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, bob, "fake__slow", {"seconds": 3})
+            await anyio.sleep(1.5)
+            await call(alice, "fake__echo", {"text": "hi"})
+            listed = await alice.call_tool("list_backends", {})
+        assert listed.structured_content is not None
+        status: dict[str, Any] = listed.structured_content["backends"][0]
+        return status
+
+    with anyio.fail_after(120):
+        async with (
+            http_gateway(config, tmp_path / "e.log") as gateway,
+            http_client(gateway.url, alice_token, "auto") as alice,
+            http_client(gateway.url, bob_token, "auto") as bob,
+        ):
+            first = await overlap(alice, bob)
+            (extra,) = first["extraPids"]
+            await wait_until(lambda: not pid_alive(extra), 20)  # idle for idleStopSeconds: stopped
+            second = await overlap(alice, bob)
+    assert len(second["extraPids"]) == 1 and second["extraPids"] != [extra]
