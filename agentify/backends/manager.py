@@ -17,6 +17,7 @@ from agentify.backends.misconfigured import Misconfigured
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
 from agentify.backends.per_principal import PrincipalBackend
+from agentify.backends.personal import PersonalBackend
 from agentify.backends.questions import Answerer
 from agentify.backends.remote import RemoteConnection
 from agentify.backends.routes import ResourceRoutes
@@ -162,7 +163,7 @@ class BackendManager:
             return False
         if isinstance(supervisor, SharedOAuthBackend):
             return supervisor.state is BackendState.NEEDS_AUTH
-        return isinstance(supervisor, PrincipalBackend)
+        return isinstance(supervisor, PrincipalBackend | PersonalBackend)
 
     async def learn_for_caller(self, tool_name: str, answerer: Answerer | None) -> bool:
         """When `learns_for_caller(tool_name)`: the caller authorizes (if they must) and their session lists the
@@ -174,7 +175,7 @@ class BackendManager:
         if not self.learns_for_caller(tool_name):
             return False
         supervisor = self._supervisors[tool_name.partition("__")[0]]
-        assert isinstance(supervisor, PrincipalBackend | SharedOAuthBackend)
+        assert isinstance(supervisor, PrincipalBackend | SharedOAuthBackend | PersonalBackend)
         await supervisor.learn(answerer)
         return True
 
@@ -267,12 +268,29 @@ class BackendManager:
                 on_log=self._logged,
                 pins=self.pins,
             )
+        if spec.problem is None and spec.personal_secrets and self._identity is not None:
+            return PersonalBackend(
+                spec,
+                self._manifests,
+                self._identity,
+                secrets=self._secrets,
+                on_state=self._published,
+                roots=self._known_roots,
+                routes=self.routes,
+                on_change=self._changed,
+            )
         stderr = StderrLog(spec.id)
         connection: Connection
+        more: Callable[[], Connection] | None = None  # how an extra session connects, when calls overlap
         if spec.problem is not None:
             connection = Misconfigured(spec, spec.problem)
+        elif spec.remote:
+            connection = RemoteConnection(spec, self._secrets)
+            if not spec.oauth:  # OAuth sessions would share one refresh token, which servers may rotate
+                more = lambda: RemoteConnection(spec, self._secrets)  # noqa: E731
         else:
-            connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
+            connection = StdioConnection(spec, stderr)
+            more = lambda: StdioConnection(spec, stderr)  # noqa: E731
         return Supervisor(
             spec,
             connection,
@@ -284,6 +302,7 @@ class BackendManager:
             on_change=self._changed,
             on_log=self._logged,
             pins=self.pins,
+            more=more,
         )
 
     def _known_roots(self) -> list[types.Root]:
