@@ -105,10 +105,9 @@ def large_catalog() -> Catalog:
     backends = [b for name in available() for b in load_public(name).backends]
     backends += load_backends(EXAMPLE_TOOLS)
     generated = load_backends(GENERATED_TOOLS)
-    copy = 0
+    copies = ((f"{bid}{copy or ''}", desc, tools) for copy in itertools.count() for bid, desc, tools in generated)
     while sum(len(tools) for _, _, tools in backends) < SEARCH_TOOLS:
-        backends += [(f"{bid}{copy or ''}", desc, tools) for bid, desc, tools in generated]
-        copy += 1
+        backends.append(next(copies))
     return Catalog.build(backends)
 
 
@@ -209,7 +208,7 @@ def print_retrieval(r: dict[str, Any], figures: list[dict[str, Any]]) -> None:
     for label, value, target in rows:
         print(f"{label:<{width}}  {value:<24} {target}")
     print()
-    print("held-out part: agentify's search_tools (plain BM25)")
+    print("held-out part (a check set: held out whole, marked *): agentify's search_tools (plain BM25)")
     columns = ("recall@1", "recall@5", "recall@10", "ndcg@5", "allInTop5")
     print(
         f"{'set':<11} {'queries':>7}  " + "  ".join(f"{c:<11}" for c in columns) + "  planner right / wrong  shortlist"
@@ -219,8 +218,9 @@ def print_retrieval(r: dict[str, Any], figures: list[dict[str, Any]]) -> None:
         cells = [f"{a[c]:.2f} ({b[c]:.2f})" if a[c] is not None else "-" for c in columns]
         total = p["total"] or 1
         planner = f"{p['right'] / total:.1%} / {p['wrong'] / total:.1%}"
+        name = f"{f['set']}*" if f.get("checkSet") else f["set"]
         print(
-            f"{f['set']:<11} {a['queries']:>7}  "
+            f"{name:<11} {a['queries']:>7}  "
             + "  ".join(f"{c:<11}" for c in cells)
             + f"  {planner:<21}  {s['holdsRight']:.1%}"
         )

@@ -344,7 +344,8 @@ async def main(calls: int, audit_only: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-team-") as directory:
         work = Path(directory)
         fake = [str(REPO / "tests/fakes/mcp_backend.py"), "--one-at-a-time"]
-        backend = {"id": "fake", "command": sys.executable, "args": fake}
+        # One process per replica, as a one-at-a-time backend that cannot be started twice would have.
+        backend = {"id": "fake", "command": sys.executable, "args": fake, "maxSessions": 1}
         one_gateway = await audit_cost(work, backend, max(calls // 2, 50))
         if audit_only:
             return

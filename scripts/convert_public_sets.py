@@ -14,10 +14,14 @@ Sets (all three licences allow redistribution with attribution; see the README b
   functions; each instruction is labelled with the functions of its golden actions.
 - restbench: Yifan-Song793/RestGPT (MIT). The TMDB and Spotify endpoints (OpenAPI), each query
   labelled with the endpoints of its solution path (mostly several).
+- toolbench (a check set: held out whole, nothing is fitted on it): THUNLP-MT/StableToolBench
+  (Apache-2.0), the solvable test queries of ToolBench (RapidAPI services). Every API that any
+  test query offers becomes a tool of its service's backend, and each query is labelled with its
+  "relevant APIs" (mostly several).
 
 Sampling is deterministic (a hash of the query's text), so a rerun gives the same file.
 
-    python scripts/convert_public_sets.py --metatool DIR --toolalpaca DIR --restbench DIR
+    python scripts/convert_public_sets.py --metatool DIR --toolalpaca DIR --restbench DIR --toolbench DIR
 """
 
 from __future__ import annotations
@@ -232,14 +236,83 @@ def restbench(repo: Path) -> dict[str, Any]:
     }
 
 
+TOOLBENCH_GROUPS = ("G1_instruction", "G1_category", "G1_tool", "G2_instruction", "G2_category", "G3_instruction")
+MAX_PARAMETER_DESCRIPTION = 200
+
+
+def _toolbench_tool(api: dict[str, Any]) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    required = []
+    for kind in ("required_parameters", "optional_parameters"):
+        for p in api.get(kind) or []:
+            name = tool_name(str(p.get("name") or ""))
+            kind_ = str(p.get("type") or "string").lower()
+            text = " ".join(str(p.get("description") or "").split())[:MAX_PARAMETER_DESCRIPTION]
+            properties[name] = {
+                "type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}.get(kind_, "string")
+                if kind_ not in ("string", "integer", "number", "boolean", "array", "object")
+                else kind_,
+                **({"description": text} if text else {}),
+            }
+            if kind == "required_parameters":
+                required.append(name)
+    return {
+        "name": tool_name(api["api_name"]),
+        "description": clip(str(api.get("api_description") or "")),
+        "inputSchema": schema(properties, required),
+    }
+
+
+def toolbench(repo: Path) -> dict[str, Any]:
+    apis: dict[tuple[str, str], dict[str, Any]] = {}
+    queries = []
+    for group in TOOLBENCH_GROUPS:
+        for item in json.loads(git_show(repo, f"solvable_queries/test_instruction/{group}.json")):
+            for api in item["api_list"]:
+                apis.setdefault((api["tool_name"], api["api_name"]), api)
+            wanted = [f"{slug(t)}/{tool_name(a)}" for t, a in item["relevant APIs"] if (t, a) in apis]
+            if wanted:
+                queries.append({"query": item["query"], "tools": list(dict.fromkeys(wanted))})
+    services: dict[str, dict[str, Any]] = {}
+    for (service, _), api in sorted(apis.items()):
+        backend = services.setdefault(
+            slug(service), {"id": slug(service), "description": str(api.get("category_name") or ""), "tools": {}}
+        )
+        tool = _toolbench_tool(api)
+        backend["tools"].setdefault(tool["name"], tool)
+    backends = [{**b, "tools": list(b["tools"].values())} for b in services.values()]
+    unique = list({q["query"]: q for q in queries}.values())
+    return {
+        "name": "toolbench",
+        "check": True,
+        "source": {
+            "repo": "THUNLP-MT/StableToolBench",
+            "commit": head(repo),
+            "licence": "Apache-2.0",
+            "paper": "Qin et al., ToolLLM: Facilitating Large Language Models to Master 16000+ Real-world APIs, ICLR "
+            "2024 (arXiv:2307.16789); Guo et al., StableToolBench (arXiv:2403.07714)",
+            "files": [f"solvable_queries/test_instruction/{g}.json" for g in TOOLBENCH_GROUPS],
+            "sampling": "none: every solvable test query; a backend's description is its RapidAPI category",
+        },
+        "backends": backends,
+        "queries": unique,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--metatool", type=Path, help="a checkout of HowieHwong/MetaTool")
     parser.add_argument("--toolalpaca", type=Path, help="a checkout of tangqiaoyu/ToolAlpaca")
     parser.add_argument("--restbench", type=Path, help="a checkout of Yifan-Song793/RestGPT")
+    parser.add_argument("--toolbench", type=Path, help="a checkout of THUNLP-MT/StableToolBench")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, convert in (("metatool", metatool), ("toolalpaca", toolalpaca), ("restbench", restbench)):
+    for name, convert in (
+        ("metatool", metatool),
+        ("toolalpaca", toolalpaca),
+        ("restbench", restbench),
+        ("toolbench", toolbench),
+    ):
         repo = getattr(args, name)
         if repo is None:
             continue

@@ -4,7 +4,9 @@ A set (agentify/eval/data/public/NAME.json, written by scripts/convert_public_se
 recorded backends and queries labelled with every tool they need (`"<backend>/<tool>"`). Each
 query belongs to the tuning part or the held-out part by a hash of its text (`part`), so the split
 is the same on every machine and a new query never moves an old one. Weights are fitted on the
-tuning parts only (scripts/fit_retrieval.py); figures are reported on the held-out parts.
+tuning parts only (scripts/fit_retrieval.py); figures are reported on the held-out parts. A check
+set (`"check": true`, such as toolbench) is held out whole: it has no tuning part, so nothing is
+ever fitted on it, and it tells whether what was fitted on the others carries over.
 """
 
 from __future__ import annotations
@@ -45,13 +47,15 @@ class PublicSet:
     source: dict[str, Any]
     backends: Backends
     queries: list[Query]
+    check: bool = False
+    """Held out whole: every query is in the held-out part and none in the tuning part."""
 
     def catalog(self) -> Catalog:
         return Catalog.build(self.backends)
 
     def select(self, which: str, sample: int | None = None) -> list[Query]:
         """The queries of one part (`heldout`, `tune` or `all`); with `sample`, n of them spread evenly over it."""
-        chosen = [q for q in self.queries if which == "all" or q.part == which]
+        chosen = [q for q in self.queries if which == "all" or (q.part if not self.check else "heldout") == which]
         if sample is None or sample >= len(chosen):
             return chosen
         return [chosen[i * len(chosen) // sample] for i in range(sample)]
@@ -93,7 +97,9 @@ def load_public(name_or_path: str) -> PublicSet:
         ) from None
     if not queries or any(len(t) != 2 for q in queries for t in q.tools):
         raise EvalFileError(f'{path}: every query needs "tools": ["<backend>/<tool>", ...]')
-    return PublicSet(str(data.get("name") or path.stem), dict(data.get("source") or {}), backends, queries)
+    return PublicSet(
+        str(data.get("name") or path.stem), dict(data.get("source") or {}), backends, queries, data.get("check") is True
+    )
 
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -180,6 +186,8 @@ class SetReport:
     source: dict[str, Any]
     part: str
     catalog_size: int
+    check: bool
+    """A check set: held out whole, nothing was fitted on it."""
     semantic: bool
     agentify: dict[str, float | int | None]
     bm25: dict[str, float | int | None]
@@ -191,6 +199,7 @@ class SetReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "set": self.name,
+            "checkSet": self.check,
             "source": self.source,
             "part": self.part,
             "catalogTools": self.catalog_size,
@@ -246,6 +255,7 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
     n = len(queries) or 1
     return SetReport(
         name=public.name,
+        check=public.check,
         source=public.source,
         part=which,
         catalog_size=len(catalog),
@@ -266,8 +276,9 @@ def report_lines(reports: list[SetReport]) -> list[str]:
     """The text report: one block per set, agentify beside BM25."""
     out: list[str] = []
     for r in reports:
+        which = "check set, held out whole" if r.check else f"{r.part} part"
         out.append(
-            f"{r.name} ({r.part} part, {r.agentify['queries']} queries, {r.agentify['multiTool']} multi-tool; "
+            f"{r.name} ({which}, {r.agentify['queries']} queries, {r.agentify['multiTool']} multi-tool; "
             f"{r.catalog_size} tools; {'semantic + lexical' if r.semantic else 'lexical only'}) "
             f"from {r.source.get('repo', '?')} @ {str(r.source.get('commit', '?'))[:12]}, "
             f"{r.source.get('licence', '?')}"

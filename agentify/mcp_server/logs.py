@@ -8,7 +8,7 @@ A client says which levels it wants, and gets no backend logs until it does:
   write logs on any stream but a request's, so it gets them only during the calls that carry a level.
 
 During a call, the backend's messages go on that call's stream (`CallLogs`). A message the gateway cannot tie
-to exactly one call (outside calls, or with several calls of the backend in flight: `backends/logs.py`) is
+to exactly one call (outside calls; each call has a session of its own, `backends/pool.py`) is
 nobody's: over HTTP, where the gateway serves several people, it goes to the gateway's own log and to no
 client's session; over stdio, whose one client is the user who started agentify, it goes to that client when
 its level lets it through (`LogRelay`). Each message is redacted as progress is (the backends' known secrets),

@@ -95,7 +95,7 @@ FIGURES = [  # the README's "Figures on the example set", on the recorded tools:
     ("routing", False, 40),
     ("routing", True, 39),
     ("routing-fresh", False, 52),
-    ("routing-fresh", True, 49),
+    ("routing-fresh", True, 51),
     ("routing-heldout", False, 18),
     ("routing-heldout", True, 18),
     ("routing-implied", False, 40),

@@ -1,0 +1,95 @@
+"""What the hybrid ranking adds over BM25F, checked on the lexical side (no model needed): a task's
+sentences, a tool's siblings rising with it, and a multi-request query's parts after the whole's best."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from agentify.planner.catalog import Catalog
+from agentify.planner.retrieval import LEXICAL_ONLY, MAX_SENTENCES, ToolIndex, sentences
+from agentify.planner.search import KEEP, search_tools
+from tests.planner.support import tool
+
+SERVICES = Catalog.build(
+    [
+        (
+            "football",
+            "football data",
+            [
+                tool("player_search", "Search football players by name"),
+                tool("player_moves", "Moves of a player between clubs"),
+            ],
+        ),
+        ("money", "payments", [tool("money_transfer", "Send a money transfer")]),
+    ]
+)
+
+
+def test_a_task_is_split_into_its_sentences_and_a_long_one_keeps_its_tail_together() -> None:
+    assert sentences("Find Messi. Then show his transfers? Thanks!") == [
+        "Find Messi.",
+        "Then show his transfers?",
+        "Thanks!",
+    ]
+    assert sentences("version 1.5 of the api") == ["version 1.5 of the api"]
+    many = sentences(" ".join(f"Part {i}." for i in range(12)))
+    assert len(many) == MAX_SENTENCES and many[-1].startswith(f"Part {MAX_SENTENCES - 1}.") and "Part 11." in many[-1]
+
+
+def test_the_siblings_of_the_best_tool_rise_with_it_and_the_best_tool_stays_first() -> None:
+    query = "search football players by name: Messi, and a transfer"
+    alone = ToolIndex(SERVICES, replace(LEXICAL_ONLY, backend=0.0)).search(query)
+    together = ToolIndex(SERVICES, replace(LEXICAL_ONLY, backend=1.0)).search(query)
+    assert alone[0].tool.name == together[0].tool.name == "football__player_search"
+    assert [r.tool.name for r in alone][1] == "money__money_transfer"
+    assert [r.tool.name for r in together][1] == "football__player_moves"
+
+
+def test_each_part_of_a_query_for_several_tools_follows_the_whole_querys_first_tools() -> None:
+    index = ToolIndex(SERVICES, LEXICAL_ONLY)
+    query = "search the player Messi and then send a money transfer"
+    whole = [r.tool.name for r in search_tools(index, "search the player Messi send a money transfer", 3)]
+    found = [r.tool.name for r in search_tools(index, query, 3)]
+    assert set(found) == set(whole) == set(SERVICES.tools)
+    assert KEEP >= 1 and found[0] == whole[0]
+
+
+MOVIES = Catalog.build(
+    [
+        (
+            "films",
+            "",
+            [
+                tool("movie_reviews", "Reviews of a movie", {"movie_id": {"type": "integer"}}, "movie_id"),
+                tool("search_movie", "Look a title up"),
+                tool("search_person", "Look a name up"),
+                tool("movie_reviews_by_critic", "What critics say about films and reviews of movies"),
+            ],
+        )
+    ]
+)
+
+
+def test_the_tool_that_finds_an_id_follows_the_tool_that_needs_it() -> None:
+    index = ToolIndex(MOVIES, LEXICAL_ONLY)
+    found = [r.tool.tool.name for r in index.search("reviews of the movie Titanic")]
+    assert found[:2] == ["movie_reviews", "search_movie"]
+    plain = [
+        r.tool.tool.name for r in ToolIndex(MOVIES, replace(LEXICAL_ONLY, provider=0.0)).search("reviews of movie")
+    ]
+    assert plain.index("search_movie") > plain.index("movie_reviews_by_critic")
+
+
+def test_the_offline_planner_is_confident_on_an_absolute_lead_above_a_least_score() -> None:
+    from agentify.planner.offline.planner import CONFIDENT, CONFIDENT_SCORE, confident
+    from agentify.planner.retrieval import Ranked
+
+    one, two = (SERVICES.tools[name] for name in list(SERVICES.tools)[:2])
+
+    def ranked(*scores: float) -> list[Ranked]:
+        return [Ranked(t, s) for t, s in zip((one, two), scores, strict=False)]
+
+    assert confident(ranked(CONFIDENT_SCORE + CONFIDENT, CONFIDENT_SCORE - 0.01))
+    assert not confident(ranked(CONFIDENT_SCORE + CONFIDENT, CONFIDENT_SCORE + 0.01))  # too close
+    assert not confident(ranked(CONFIDENT_SCORE - 0.01))  # alone, but too low
+    assert confident(ranked(2.0, 1.7)) and not confident(ranked(0.3, 0.0)) and not confident([])
