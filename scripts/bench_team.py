@@ -3,12 +3,17 @@ replicas, at once, on a backend that serves one call at a time.
 
 - throughput of 1 and of 3 replicas (target: 3 replicas >= 2.5x one), each call holding the backend
   SLOW_SECONDS as a real one-at-a-time backend would, with the CPU each part spent per call (the
-  replicas, their backends, HAProxy, and this script's clients, the load generator);
-- the HAProxy hop: a call through HAProxy against the same call straight to a replica;
+  replicas, their backends, HAProxy, and this script's clients, the load generator), and how much of
+  the machine's CPU was left idle meanwhile: the ratio says something of agentify only while the
+  machine had CPU to spare. The teams run with access rules, the audit and rate limits (in Redis)
+  on, as a team would (target: a replica's CPU per call at most 3 ms);
+- the HAProxy hop: a call through HAProxy against the same call straight to the replica (the team of one);
 - p50/p99 and failed calls during a rolling restart (SIGHUP to team.sh: each replica SIGTERMed in turn);
 - failed calls when one replica is SIGKILLed under load;
 - the audit's cost (`server.audit`): one gateway with it and one without, called in turn, CPU per call and
   p50 side by side (target: the audit costs under 10 % of a call).
+
+A team that fails to start leaves its logs in a folder the run does not remove; the message names it.
 
 Usage: .venv/bin/python scripts/bench_team.py [--calls N] [--audit-only]
 """
@@ -55,6 +60,13 @@ CONCURRENCY = 9
 spreads them unevenly."""
 WORKERS = 4
 ROUNDS_AUDIT = 9
+SERVER = {
+    "access": {"rules": [{"principals": ["shared-token"], "allow": ["fake"]}]},
+    "audit": {"file": "audit-{replica}.jsonl"},
+    "limits": {"perPrincipal": "100000/minute", "perBackend": {"fake": "100000/minute"}},
+}
+"""What the teams run with: access rules, the audit (beside the team's config) and rate limits (counted in the
+team's Redis), each high enough never to refuse a call of this benchmark."""
 
 
 class Team:
@@ -77,11 +89,21 @@ class Team:
         return found
 
 
+def team_config(work: Path, backend: dict[str, Any], replicas: int) -> Path:
+    """A team's config in a folder of its own (its replicas' audit files go beside it)."""
+    folder = work / f"team-{replicas}"
+    folder.mkdir()
+    config = folder / "agentify.json"
+    config.write_text(json.dumps({"backends": [backend], "planner": {"provider": "offline"}, "server": SERVER}))
+    return config
+
+
 @contextmanager
 def team(replicas: int, config: Path, work: Path) -> Iterator[Team]:
     errors = work / f"team-{replicas}.err"
     env = os.environ | {"AGENTIFY_HTTP_TOKEN": TOKEN, "AGENTIFY_BIN": str(AGENTIFY), "AGENTIFY_LOG_LEVEL": "WARNING"}
-    command = ["bash", str(REPO / "scripts/team.sh"), "--replicas", str(replicas), "--port", str(_free_port())]
+    # --port 0: team.sh chooses it outside the kernel's range for outgoing connections (see its free_port)
+    command = ["bash", str(REPO / "scripts/team.sh"), "--replicas", str(replicas), "--port", "0"]
     command += ["--config", str(config), "--logs", str(work / f"logs-{replicas}")]
     with errors.open("wb") as err:
         process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
@@ -119,8 +141,14 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-Throughput = tuple[float, dict[str, float]]
-"""Calls a second, and the CPU milliseconds each part spent per call."""
+Throughput = tuple[float, dict[str, float], float]
+"""Calls a second, the CPU milliseconds each part spent per call, and the cores the machine left idle meanwhile."""
+
+
+def _idle_seconds() -> float:
+    """CPU seconds all cores of this machine have spent idle since it started (/proc/stat)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")  # idle + iowait
 
 
 async def _throughput(team: Team, calls: int) -> Throughput:
@@ -146,10 +174,19 @@ async def _throughput(team: Team, calls: int) -> Throughput:
             tg.start_soon(client)
         await connected.wait()
         before, own_before, start = team.cpu_seconds(), time.process_time(), time.perf_counter()
+        idle_before = _idle_seconds()
     elapsed = time.perf_counter() - start
+    idle = (_idle_seconds() - idle_before) / elapsed
     spent = {part: seconds - before[part] for part, seconds in team.cpu_seconds().items()}
     spent["clients (this script)"] = time.process_time() - own_before
-    return calls / elapsed, {part: seconds * 1000 / calls for part, seconds in spent.items()}
+    return calls / elapsed, {part: seconds * 1000 / calls for part, seconds in spent.items()}, idle
+
+
+async def _idle_cpu(team: Team, seconds: float = 5.0) -> float:
+    """CPU milliseconds a second one replica spends while no call comes (the mean of the team's replicas)."""
+    before = team.cpu_seconds()["replicas"]
+    await anyio.sleep(seconds)
+    return (team.cpu_seconds()["replicas"] - before) * 1000 / seconds / len(team.replicas())
 
 
 async def _under_load(url: str, disturb: Any) -> tuple[list[float], list[str]]:
@@ -171,9 +208,10 @@ async def _under_load(url: str, disturb: Any) -> tuple[list[float], list[str]]:
                         else:
                             latencies.append((time.perf_counter() - start) * 1000)
             except Exception as exc:  # every failure a client sees is counted
-                while isinstance(exc, BaseExceptionGroup):
-                    exc = exc.exceptions[0]
-                failures.append(f"{type(exc).__name__}: {exc}"[:200])
+                failure: BaseException = exc
+                while isinstance(failure, BaseExceptionGroup):
+                    failure = failure.exceptions[0]
+                failures.append(f"{type(failure).__name__}: {failure}"[:200])
 
     async with anyio.create_task_group() as tg:
         for _ in range(WORKERS):
@@ -212,9 +250,10 @@ def gateway(config: Path, work: Path, name: str) -> Iterator[tuple[str, int]]:
             process.kill()
 
 
-async def audit_cost(work: Path, backend: dict[str, Any], calls: int) -> None:
+async def audit_cost(work: Path, backend: dict[str, Any], calls: int) -> float:
     """The audit's cost per call: the same quick call to a gateway with `server.audit` and to one without, in
-    interleaved rounds; each gateway's own CPU (its writer thread included) and the client's p50."""
+    interleaved rounds; each gateway's own CPU (its writer thread included) and the client's p50. Returns the
+    CPU milliseconds per call of the gateway without it (one gateway over HTTP, as bench_http measures one)."""
     plain = {"backends": [backend], "planner": {"provider": "offline"}}
     configs = {"audit off": work / "off.json", "audit on": work / "on.json"}
     configs["audit off"].write_text(json.dumps(plain))
@@ -248,7 +287,7 @@ async def audit_cost(work: Path, backend: dict[str, Any], calls: int) -> None:
     p50_ratio = statistics.median(
         statistics.median(on[1]) / statistics.median(off[1]) for off, on in zip(off_rounds, on_rounds, strict=True)
     )
-    off_cpu = statistics.median(cpu for cpu, _ in off_rounds)
+    off_cpu: float = statistics.median(cpu for cpu, _ in off_rounds)
     on_cpu = statistics.median(cpu for cpu, _ in on_rounds)
     off_p50 = percentiles([ms for _, samples in off_rounds for ms in samples])[0]
     on_p50 = percentiles([ms for _, samples in on_rounds for ms in samples])[0]
@@ -266,6 +305,7 @@ async def audit_cost(work: Path, backend: dict[str, Any], calls: int) -> None:
         f"  one audit line, written in this process: {line_us:.0f} us of CPU, "
         f"{100 * line_us / 1000 / off_cpu:.1f} % of a call's CPU without the audit (target: under 10 %)"
     )
+    return off_cpu
 
 
 def _audit_line_cpu(path: Path, arguments: dict[str, Any], lines: int = 20_000) -> float:
@@ -304,20 +344,26 @@ async def main(calls: int, audit_only: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-team-") as directory:
         work = Path(directory)
         fake = [str(REPO / "tests/fakes/mcp_backend.py"), "--one-at-a-time"]
-        backend = {"id": "fake", "command": sys.executable, "args": fake}
-        config = work / "agentify.json"
-        config.write_text(json.dumps({"backends": [backend], "planner": {"provider": "offline"}}))
-        await audit_cost(work, backend, max(calls // 2, 50))
+        # One process per replica, as a one-at-a-time backend that cannot be started twice would have.
+        backend = {"id": "fake", "command": sys.executable, "args": fake, "maxSessions": 1}
+        one_gateway = await audit_cost(work, backend, max(calls // 2, 50))
         if audit_only:
             return
-        with team(1, config, work) as one, team(3, config, work) as three:
+        with (
+            team(1, team_config(work, backend, 1), work) as one,
+            team(3, team_config(work, backend, 3), work) as three,
+        ):
             print(f"load before: {os.getloadavg()[0]:.1f} (1-minute load average, 2 cores)")
+            idle = await _idle_cpu(three)
             rounds = await interleaved(
                 {"1 replica": lambda: _throughput(one, calls), "3 replicas": lambda: _throughput(three, calls)},
                 rounds=3,
             )
             single, triple = (sorted(rounds[k])[1] for k in ("1 replica", "3 replicas"))  # the median round
-            print(f"throughput, backend one call at a time ({SLOW_SECONDS:g} s each), {CONCURRENCY} clients:")
+            print(
+                f"throughput, backend one call at a time ({SLOW_SECONDS:g} s each), {CONCURRENCY} clients, "
+                "access rules, audit and limits on:"
+            )
             print(f"  1 replica  {single[0]:6.1f} calls/s (at most {1 / SLOW_SECONDS:g})")
             print(
                 f"  3 replicas {triple[0]:6.1f} calls/s (at most {3 / SLOW_SECONDS:g})   {triple[0] / single[0]:.2f}x"
@@ -325,11 +371,25 @@ async def main(calls: int, audit_only: bool = False) -> None:
             print("  CPU ms per call        1 replica   3 replicas")
             for part in triple[1]:
                 print(f"    {part:22s} {single[1][part]:6.1f}      {triple[1][part]:6.1f}")
+            for name, (rate, parts, spare) in (("1 replica", single), ("3 replicas", triple)):
+                used = rate * sum(parts.values()) / 1000
+                print(
+                    f"  {name}: the calls used {used:.2f} cores; the machine left {spare:.2f} of its "
+                    f"{os.cpu_count()} cores idle meanwhile"
+                )
+            # Each replica spends `idle` a second whatever comes: the rest is what the calls cost.
+            net = {n: parts["replicas"] - n * idle / rate for n, (rate, parts, _) in ((1, single), (3, triple))}
+            print(
+                f"  a replica spends {idle:.1f} ms of CPU a second with no call (timers, health checks, polls): "
+                f"{net[1]:.1f} ms (1 replica) and {net[3]:.1f} ms (3 replicas) per call without it"
+            )
             print(f"  load average after the rounds: {os.getloadavg()[0]:.1f}")
 
             parent = {"name": "fake__parent", "arguments": {}}
-            (_, direct_url) = three.replicas()[1]
-            async with http_client(three.url, TOKEN, "auto") as via, http_client(direct_url, TOKEN, "auto") as direct:
+            # The team of one: through HAProxy and straight, a call reaches the same replica and backend, so the
+            # difference is HAProxy's alone (round robin over three would add two more processes' caches).
+            (_, direct_url) = one.replicas()[1]
+            async with http_client(one.url, TOKEN, "auto") as via, http_client(direct_url, TOKEN, "auto") as direct:
                 hop = await interleaved_percentiles(
                     {
                         "through HAProxy": lambda: via.call_tool("call_tool", parent),
@@ -337,15 +397,18 @@ async def main(calls: int, audit_only: bool = False) -> None:
                     },
                     count=200,
                 )
-            print("one call, one client at a time (p50 / p95 ms):")
+            print("one call, one client at a time, 1 replica through HAProxy and straight (p50 / p95 ms):")
             for name, (p50, p95) in hop.items():
                 print(f"  {name:22s} {p50:7.2f} / {p95:7.2f}")
             hop_ratio = hop["through HAProxy"][0] / hop["straight to a replica"][0]
             print(f"  HAProxy hop: {hop_ratio:.2f}x the p50")
             print(
-                f"side by side: HAProxy hop {hop_ratio:.2f}x a replica's p50 | a replica's CPU per call "
-                f"{single[1]['replicas']:.2f} ms (1 replica), {triple[1]['replicas']:.2f} ms (3 replicas) | "
-                f"3 replicas {triple[0] / single[0]:.2f}x the throughput of 1"
+                f"side by side: HAProxy hop {hop_ratio:.2f}x a replica's p50 (target: within 1.1x) | a replica's CPU "
+                f"per call {single[1]['replicas']:.2f} ms (1 replica), {triple[1]['replicas']:.2f} ms (3 replicas) "
+                f"with access, audit and limits (target: at most 3 ms), one gateway over HTTP without them "
+                f"{one_gateway:.2f} ms, a replica idle {idle:.1f} ms a second | 3 replicas "
+                f"{triple[0] / single[0]:.2f}x the throughput of 1 (target: at least 2.5x), {triple[2]:.2f} of "
+                f"{os.cpu_count()} cores idle meanwhile"
             )
 
             async def rolling() -> None:
@@ -362,12 +425,21 @@ async def main(calls: int, audit_only: bool = False) -> None:
             for failure in failed[:5]:
                 print(f"    {failure}")
 
+            killed: list[str] = []
+
             async def kill_one() -> None:
-                pid, _ = three.replicas()[2]
-                os.kill(pid, signal.SIGKILL)
+                """SIGKILL to a replica still running (one that stopped since its start is named, and skipped)."""
+                for number, (pid, _) in sorted(three.replicas().items(), reverse=True):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        killed.append(f"replica {number} (pid {pid}) had already stopped: see its log")
+                        continue
+                    killed.append(f"replica {number} (pid {pid}) killed")
+                    return
 
             latencies, failed = await _under_load(three.url, kill_one)
-            print(f"SIGKILL of one replica under load: {len(latencies)} ok, {len(failed)} failed")
+            print(f"SIGKILL of one replica under load: {len(latencies)} ok, {len(failed)} failed ({'; '.join(killed)})")
             print(f"load after: {os.getloadavg()[0]:.1f}")
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/team.sh [--replicas N] [--port P] [--config F] [--logs DIR]
+# scripts/team.sh [--replicas N] [--port P] [--config F] [--logs DIR]   (--port 0: a free port)
 #
 # A team gateway on this machine (DESIGN.md, "Team gateway"): Debian's redis-server, N replicas of
 # `agentify serve --transport http`, and HAProxy with the shipped deploy/haproxy.cfg, all on
@@ -55,9 +55,24 @@ mkdir -p "$LOGS"
 PIDS=()        # replicas
 OTHERS=()      # HAProxy, then Redis: stopped after the replicas
 
+# A port free now, outside the range the kernel takes the source ports of outgoing connections from: a process
+# binds it seconds later (a replica once Python has started), and a connection made meanwhile (a health check,
+# a client, Redis) could otherwise take it, and the process exit with "Address already in use".
 free_port() {
-  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  "$PYTHON" -c 'import random, socket
+low, high = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+ports = [p for p in range(10000, 65536) if not low <= p <= high]
+for port in random.sample(ports, min(len(ports), 500)) + [0]:  # 0: the kernel chooses
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(s.getsockname()[1])
+        break'
 }
+
+[ "$PORT" = 0 ] && PORT="$(free_port)" # --port 0: a free one (the ready line names it)
 
 # Waits (bounded) for the processes in "$@" to exit; what is left gets SIGKILL.
 stop_pids() {
@@ -178,13 +193,20 @@ rolling_restart() {
   done
   echo "team: rolling restart done" >&2
 }
+# Says which process exited, with the end of its log, and stops the team (the logs stay in $LOGS).
+exited_while_starting() {
+  echo "team: $1 exited while starting; the end of its log $2 (every log is in $LOGS):" >&2
+  tail -n 5 "$2" 2>/dev/null | sed 's/^/team:     /' >&2
+  exit 1
+}
 for ((tick = 0; tick < READY_SECONDS * 10; tick++)); do
   waiting=0
   for port in "${REPLICA_PORTS[@]}"; do ready "$port" || waiting=1; done
   lb_ready || waiting=1
-  for pid in "${PIDS[@]}" "$HAPROXY_PID"; do
-    kill -0 "$pid" 2>/dev/null || { echo "team: a process exited while starting: see $LOGS" >&2; exit 1; }
+  for ((n = 1; n <= REPLICAS; n++)); do
+    kill -0 "${PIDS[n - 1]}" 2>/dev/null || exited_while_starting "replica $n (pid ${PIDS[n - 1]})" "$LOGS/replica-$n.log"
   done
+  kill -0 "$HAPROXY_PID" 2>/dev/null || exited_while_starting "haproxy (pid $HAPROXY_PID)" "$LOGS/haproxy.log"
   [ "$waiting" = 0 ] && break
   sleep 0.1
 done

@@ -16,6 +16,7 @@ from fnmatch import fnmatchcase
 from mcp.client.stdio import get_default_environment
 
 from agentify.config.itself import PARENT_VARIABLE
+from agentify.config.models import PERSONAL
 
 _PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
 PASSED = (
@@ -44,3 +45,10 @@ def backend_environment(
         patterns = [*PASSED, *(inherit or [])]
         passed = {k: v for k, v in environ.items() if any(fnmatchcase(k, p) for p in patterns)}
     return get_default_environment() | passed | dict(own) | {PARENT_VARIABLE: str(os.getpid())}
+
+
+def personal_env(own: Mapping[str, str], secrets: Mapping[str, str] | None) -> dict[str, str]:
+    """`own` with each `${person:NAME}` replaced by the person's secret NAME (empty without one: a process started
+    for nobody in particular, as `doctor` starts it, gets no placeholder)."""
+    values = secrets or {}
+    return {key: PERSONAL.sub(lambda match: values.get(match.group(1), ""), value) for key, value in own.items()}

@@ -1,10 +1,10 @@
 """A backend's log messages (`notifications/message`) and the levels they are asked at.
 
-A message that comes while exactly one call of the backend is in flight is that call's, and goes to
+A message that comes while exactly one call of the session is in flight is that call's, and goes to
 the call's `LogSink` (or nowhere, when its client asked for no logs). Nothing on the wire says which
-call a message belongs to (over stdio; the SDK's client does not say over HTTP either), so one that
-comes with no call or several in flight goes to the backend's `LogListener`: the clients that asked
-for logs outside calls.
+call a message belongs to (over stdio; the SDK's client does not say over HTTP either), so each call
+leases a session of its own (`pool.py`); a message that comes with no call (or several, on a session
+calls share) goes to the backend's `LogListener`: the clients that asked for logs outside calls.
 
 How the level reaches a backend depends on its session's era: a 2026-07-28 session has no
 `logging/setLevel`; each call carries its client's level in `_meta` (`io.modelcontextprotocol/logLevel`)

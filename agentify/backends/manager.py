@@ -17,16 +17,18 @@ from agentify.backends.misconfigured import Misconfigured
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import Change, ChangeListener
 from agentify.backends.per_principal import PrincipalBackend
+from agentify.backends.personal import PersonalBackend
 from agentify.backends.questions import Answerer
 from agentify.backends.remote import RemoteConnection
 from agentify.backends.routes import ResourceRoutes
-from agentify.backends.state import BackendStatus
+from agentify.backends.shared_oauth import SharedOAuthBackend
+from agentify.backends.state import BackendState, BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
 from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor
 from agentify.config import BackendConfig, ExchangeSettings, OAuthSettings
 from agentify.pinning import Held, PinBook
-from agentify.team.identity import Identity
+from agentify.team.identity import Authorizations, Identity
 
 CATALOG_WAIT_MAX = 30.0  # a catalog waits at most this long for backends that are still starting
 
@@ -41,18 +43,21 @@ class BackendManager:
         *,
         cache_dir: Path | None = None,
         secrets: SecretSink | None = None,
-        identity: Identity | None = None,
+        identity: Authorizations | None = None,
         pins: PinBook | None = None,
     ) -> None:
-        """`secrets` hears the credentials learnt while running (OAuth tokens from the store); `identity` keeps each
-        principal's tokens for backends with `auth.perPrincipal` (without it they use the one token file of
-        `agentify auth`, as one person's gateway does); `pins` judges every listing (config `pinning`)."""
+        """`secrets` hears the credentials learnt while running (OAuth tokens from the store); `identity` runs the
+        authorizations by URL of OAuth backends (`Authorizations`: the shared token file of `agentify auth` is
+        then authorized from the IDE of a one-person gateway), and as an `Identity` keeps each principal's tokens
+        for backends with `auth.perPrincipal` (without it they use that one token file); `pins` judges every
+        listing (config `pinning`)."""
         self._on_state = on_state
         self.pins = pins
         if pins is not None:
             pins.on_change = self._pins_changed
         self._secrets = secrets
-        self._identity = identity
+        self._identity = identity if isinstance(identity, Identity) else None
+        self._authorizations = identity
         self._roots: list[types.Root] = []
         """What backends with `forwardRoots` are told: the client's roots once known (none until then)."""
         self._manifests = ManifestStore(cache_dir)
@@ -148,18 +153,29 @@ class BackendManager:
         if self.on_log is not None:
             self.on_log(backend, params)
 
+    def learns_for_caller(self, tool_name: str) -> bool:
+        """Whether `tool_name` (`<backend>__<tool>`) names a backend whose tools nobody has listed yet because each
+        person must authorize it first (`auth.perPrincipal`), or its one shared identity must be (the server
+        refuses even to list them): a call to it asks the caller to authorize (`learn_for_caller`), or says who may,
+        instead of failing as an unknown tool."""
+        supervisor = self._supervisors.get(tool_name.partition("__")[0])
+        if supervisor is None or supervisor.tools.listed or not supervisor.spec.enabled:
+            return False
+        if isinstance(supervisor, SharedOAuthBackend):
+            return supervisor.state is BackendState.NEEDS_AUTH
+        return isinstance(supervisor, PrincipalBackend | PersonalBackend)
+
     async def learn_for_caller(self, tool_name: str, answerer: Answerer | None) -> bool:
-        """When `tool_name` (`<backend>__<tool>`) names a backend reached as each person whose tools nobody has
-        listed yet: the caller authorizes (if they must) and their session lists the tools. False for any
-        other name.
+        """When `learns_for_caller(tool_name)`: the caller authorizes (if they must) and their session lists the
+        tools. False for any other name. The caller checks first that the principal may use the backend.
 
         Raises:
             what `PrincipalBackend.learn` raises (NeedsAuth, Declined, BackendUnavailable, AskingClient, ...).
         """
-        backend = tool_name.partition("__")[0]
-        supervisor = self._supervisors.get(backend)
-        if not isinstance(supervisor, PrincipalBackend) or supervisor.tools.listed or not supervisor.spec.enabled:
+        if not self.learns_for_caller(tool_name):
             return False
+        supervisor = self._supervisors[tool_name.partition("__")[0]]
+        assert isinstance(supervisor, PrincipalBackend | SharedOAuthBackend | PersonalBackend)
         await supervisor.learn(answerer)
         return True
 
@@ -238,12 +254,43 @@ class BackendManager:
                 routes=self.routes,
                 on_change=self._changed,
             )
+        shared_oauth = isinstance(spec.auth, OAuthSettings) and not spec.auth.per_principal
+        if spec.problem is None and shared_oauth and self._authorizations is not None:
+            return SharedOAuthBackend(
+                spec,
+                self._manifests,
+                self._authorizations,
+                secrets=self._secrets,
+                on_state=self._published,
+                roots=self._known_roots,
+                resource_routes=self.routes,
+                on_change=self._changed,
+                on_log=self._logged,
+                pins=self.pins,
+            )
+        if spec.problem is None and spec.personal_secrets and self._identity is not None:
+            return PersonalBackend(
+                spec,
+                self._manifests,
+                self._identity,
+                secrets=self._secrets,
+                on_state=self._published,
+                roots=self._known_roots,
+                routes=self.routes,
+                on_change=self._changed,
+            )
         stderr = StderrLog(spec.id)
         connection: Connection
+        more: Callable[[], Connection] | None = None  # how an extra session connects, when calls overlap
         if spec.problem is not None:
             connection = Misconfigured(spec, spec.problem)
+        elif spec.remote:
+            connection = RemoteConnection(spec, self._secrets)
+            if not spec.oauth:  # OAuth sessions would share one refresh token, which servers may rotate
+                more = lambda: RemoteConnection(spec, self._secrets)  # noqa: E731
         else:
-            connection = RemoteConnection(spec, self._secrets) if spec.remote else StdioConnection(spec, stderr)
+            connection = StdioConnection(spec, stderr)
+            more = lambda: StdioConnection(spec, stderr)  # noqa: E731
         return Supervisor(
             spec,
             connection,
@@ -255,6 +302,7 @@ class BackendManager:
             on_change=self._changed,
             on_log=self._logged,
             pins=self.pins,
+            more=more,
         )
 
     def _known_roots(self) -> list[types.Root]:

@@ -93,6 +93,9 @@ class Change:
     backend: str
     kind: ChangeKind
     uri: str | None = None
+    principal: str | None = None
+    """Whose session said it, for a backend reached as each person (`per_principal.py`): only that principal's
+    clients hear it. None: every client's concern."""
 
 
 ChangeListener = Callable[[Change], None]

@@ -7,13 +7,9 @@ stops when idle, and at most `MAX_PRINCIPALS` are kept (the least recently used 
 
 A call by a principal who has no tokens yet (or whose tokens the server refused, or that lack a scope it asked
 for) first asks that person to open a URL (URL-mode elicitation, through the relay every backend question
-takes, `gateway/backend_questions.py`, so both protocol eras get it the way they take questions):
-- 2025-11-25: `elicitation/create`; the call waits for the authorization (bounded by the backend's timeout),
-  then goes on, and the client is told `notifications/elicitation/complete`;
-- 2026-07-28: the round ends with the question (`AskingClient`); the client's next round carries the answer;
-  if the authorization has not completed by then, the answer is another round (at most `MAX_ROUNDS`);
-- a client that cannot open a URL for its user gets `needs_auth` with the URL in the text.
-The authorization itself runs on this replica (`principal_flow.drive`), owned by this front's task group.
+takes, `gateway/backend_questions.py`, so both protocol eras get it the way they take questions: see
+`url_authorization.py`). The authorization itself runs on this replica (`principal_flow.drive`), owned by this
+front's task group.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ from agentify.backends.logs import LogSink
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import ChangeListener
-from agentify.backends.principal_flow import drive
+from agentify.backends.principal_flow import VaultFlowTokens
 from agentify.backends.principal_tokens import VaultTokens
 from agentify.backends.questions import Answerer
 from agentify.backends.remote import RemoteConnection
@@ -43,18 +39,14 @@ from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendState, BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.supervisor import StateListener, Supervisor
+from agentify.backends.url_authorization import ask_by_url, guarded, never_accepted
 from agentify.config import BackendConfig, ExchangeSettings
-from agentify.errors import BackendUnavailable, Declined, NeedsAuth
-from agentify.team.flows import START_WAIT_SECONDS, FlowStoreUnavailable, Outcome, polled
+from agentify.errors import BackendUnavailable, NeedsAuth
 from agentify.team.identity import Identity
 from agentify.team.principal import LOCAL, current_principal, inbound_token
-from agentify.team.vault import VaultUnavailable
 
 INNER_IDLE_SECONDS = 600.0  # a person's session closes after this long unused (unless idleStopSeconds says less)
 MAX_PRINCIPALS = 256
-MAX_ROUNDS = 5  # 2026-07-28 rounds one call asks before it gives up waiting for the authorization
-ROUND_WAIT_SECONDS = 10.0  # how long a 2026-07-28 round waits for the authorization before asking again
-CODE_EXCHANGE_SECONDS = 30.0  # how long a call waits for a code that came back to be exchanged
 _R = Any
 
 
@@ -68,6 +60,8 @@ class _Person:
 
 class PrincipalBackend(Supervisor):
     """The front of one `perPrincipal` backend; safe to call from any task, like every supervisor."""
+
+    personal = True
 
     def __init__(
         self,
@@ -84,6 +78,9 @@ class PrincipalBackend(Supervisor):
         lazy = spec.model_copy(update={"start": "lazy"})
         super().__init__(lazy, RemoteConnection(lazy), StderrLog(spec.id), manifests, on_state, roots, routes)
         self.spec = spec
+        # What the manifest keeps of the resources and prompts is what one person's session listed: the lists are
+        # asked of the caller's own session (only the capabilities are the backend's, the same for everyone).
+        self.offers.offers = replace(self.offers.offers, complete=False)
         self._inner_spec = spec.model_copy(
             update={"start": "lazy", "idle_stop_seconds": min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)}
         )
@@ -185,7 +182,8 @@ class PrincipalBackend(Supervisor):
         try:
             return await person.supervisor.call(tool, arguments, progress, answerer, logs)
         except ScopeStepUp:
-            raise self._never_accepted(person, tool) from None
+            granted = person.tokens.granted_scope() if person.tokens is not None else None
+            raise never_accepted(self.spec.id, tool, granted) from None
 
     async def _step_up(self, person: _Person, tokens: VaultTokens, tool: str, answerer: Answerer | None) -> None:
         """A 403 `insufficient_scope`: the person authorizes again for the scopes granted plus the new one (the
@@ -199,14 +197,6 @@ class PrincipalBackend(Supervisor):
         self._log.info("step-up: {} asks for the scope {}", tool, tokens.wanted_scope())
         await self._vault_call(tokens.save())  # the flow reads the wanted scope from the vault
         await self._authorize(tokens, answerer)
-
-    def _never_accepted(self, person: _Person, tool: str) -> BackendUnavailable:
-        granted = (person.tokens.granted_scope() if person.tokens is not None else None) or "no scope"
-        return BackendUnavailable(
-            f"backend {self.spec.id!r} refused the call to {tool} for want of scope (HTTP 403 insufficient_scope), "
-            f"although your authorization grants what it asked for ({granted}). Authorizing again cannot fix this: "
-            "the server does not accept the scope it asks for. Tell the backend's administrator."
-        )
 
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
         """Resources, prompts and completions go to the caller's own session, once they have authorized."""
@@ -266,7 +256,7 @@ class PrincipalBackend(Supervisor):
                 on_state=self._inner_state,
                 roots=self._inner_roots,
                 routes=self._inner_routes,
-                on_change=self._inner_change,
+                on_change=self._changes_of(principal),
                 on_log=None,  # a log message no call owns is this person's: it reaches nobody else
             )
             supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
@@ -300,92 +290,44 @@ class PrincipalBackend(Supervisor):
             if self._exchanger is not None:
                 self._exchanger.drop(principal)
 
+    def _changes_of(self, principal: str) -> ChangeListener | None:
+        """What a person's session says changed (a list, a subscribed resource) is theirs: it reaches only their
+        clients (`Change.principal`)."""
+        heard = self._inner_change
+        if heard is None:
+            return None
+        return lambda change: heard(replace(change, principal=principal))
+
     def _inner_state(self, status: BackendStatus) -> None:
         self._lifecycle.changed()  # the catalog and the console hear of it as of this backend
 
     # ----- authorizing ----------------------------------------------------------------------------------
 
     async def _authorize(self, tokens: VaultTokens, answerer: Answerer | None) -> None:
-        assert self._identity is not None
+        assert self._identity is not None and self._tg is not None
         identity = self._identity
-        principal = tokens.principal
-        flows = identity.flows
-        if await self._authorized_meanwhile(tokens):
-            return
-        flow_id = await self._vault_call(flows.pending(principal, self.spec.id))
-        if flow_id is not None and await self._vault_call(flows.code(flow_id)) is not None:
-            # The person's browser came back already: the code is being exchanged (on the replica that made the
-            # flow), so this call waits for it instead of sending them to a link they have used.
-            finished = await self._outcome(flow_id, CODE_EXCHANGE_SECONDS)
-            if finished is not None and finished.error is None and await self._authorized_meanwhile(tokens):
-                return
-        if flow_id is None:
-            flow_id = await self._vault_call(flows.create(principal, self.spec.id))
-            assert self._tg is not None
-            self._tg.start_soon(drive, self._inner_spec, principal, flow_id, identity, self._secrets)
-            # Discovery and registration come first: what fails there no person can fix, so nobody is asked.
-            with anyio.move_on_after(START_WAIT_SECONDS):
-                step = await self._vault_call(polled(lambda: flows.first_step(flow_id)))
-                if isinstance(step, Outcome) and step.error is not None:
-                    raise BackendUnavailable(f"backend {self.spec.id!r} cannot be authorized: {step.error}")
-        url = identity.start_url(flow_id)
-        round_trips = bool(getattr(answerer, "round_trips", False))
-        wanted = tokens.wanted_scope()
-        what = f" with the scope {wanted}" if wanted else ""
-        elicitation_id = f"agentify-auth-{flow_id[:24]}"
-        for round_number in range(MAX_ROUNDS):
-            message = f"Authorize agentify to use {self.spec.id} as you{what}: open the page and sign in."
-            if round_number:
-                message += f" (Not completed yet: finish it in the browser, then go on. Check {round_number + 1}.)"
-            params = types.ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
-            answers = (
-                await answerer.answer(self.spec.id, {"authorize": types.ElicitRequest(params=params)})
-                if (answerer is not None)
-                else types.ErrorData(code=types.INVALID_REQUEST, message="no client to ask")
-            )
-            if isinstance(answers, types.ErrorData):
-                raise NeedsAuth(
-                    f"backend {self.spec.id!r} needs you to authorize it as yourself, and your client cannot open a "
-                    f"page for you. Open this URL in your browser (it works once, for 10 minutes), then call again: "
-                    f"{url}"
-                )
-            answer = answers.get("authorize")
-            if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
-                raise Declined(f"authorizing backend {self.spec.id!r} was declined, so the call was not made")
-            wait = ROUND_WAIT_SECONDS if round_trips else self.spec.timeout_seconds
-            outcome = await self._outcome(flow_id, wait)
-            if outcome is not None:
-                break
-        else:
-            raise NeedsAuth(
-                f"the authorization of backend {self.spec.id!r} has not completed after {MAX_ROUNDS} checks. Finish "
-                f"it at {url} (it works once, for 10 minutes), then call again."
-            )
-        if outcome.error is not None:
-            raise BackendUnavailable(
-                f"authorizing backend {self.spec.id!r} failed: {outcome.error}. Call again to retry."
-            )
+
+        def flow_store() -> VaultFlowTokens:
+            store = VaultFlowTokens(self._inner_spec, tokens.principal, identity.vault, self._secrets)
+            return store.redirected(identity.callback_url())
+
+        await ask_by_url(
+            self._inner_spec,
+            identity,
+            self._tg,
+            tokens.principal,
+            answerer,
+            flow_store=flow_store,
+            authorized=lambda: self._authorized_meanwhile(tokens),
+            wanted=tokens.wanted_scope(),
+        )
         await self._vault_call(tokens.load())
-        completed = getattr(answerer, "completed", None)
-        if completed is not None and not round_trips:
-            await completed(elicitation_id)
 
     async def _authorized_meanwhile(self, tokens: VaultTokens) -> bool:
         """Whether the vault holds tokens with every scope wanted (another call's authorization completed)."""
         record = await self._vault_call(tokens.load())
         return bool(record.get("tokens")) and not tokens.missing_scope()
 
-    async def _outcome(self, flow_id: str, seconds: float) -> Outcome | None:
-        assert self._identity is not None
-        flows = self._identity.flows
-        with anyio.move_on_after(seconds):
-            outcome: Outcome = await self._vault_call(polled(lambda: flows.outcome(flow_id)))
-            return outcome
-        return None
-
     async def _vault_call(self, awaitable: Any) -> Any:
         """Vault and flow errors as the contract's: the backend is unavailable for now."""
-        try:
-            return await awaitable
-        except (VaultUnavailable, FlowStoreUnavailable) as exc:
-            raise BackendUnavailable(f"backend {self.spec.id!r}: {exc}") from None
+        return await guarded(self.spec.id, awaitable)

@@ -3,12 +3,14 @@
 The SDK's provider does the work exactly as `agentify auth` does (`login.authorize_session`); only the two ends
 differ: the authorization URL is handed to the flow (the person reaches it through `/oauth/start/<id>`), and
 the code comes back through `/oauth/callback` on whichever replica the browser reached (this replica polls the
-flow for it: it holds the PKCE verifier). The tokens land in that person's vault record (`VaultTokens`).
+flow for it: it holds the PKCE verifier). The tokens land in the store `for_flow` wraps: that person's vault
+record (`VaultTokens`), or the shared token file of a one-person gateway (`TokenFile`).
 How it ended is written to the flow, so the call waiting for it (on any replica) can go on or say why not.
 """
 
 from __future__ import annotations
 
+from typing import Self
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -19,27 +21,30 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 
 from agentify._common.errors import first
 from agentify.backends.login import authorize_session, registered_for
-from agentify.backends.oauth import SecretSink
+from agentify.backends.oauth import TokenFile
 from agentify.backends.principal_tokens import VaultTokens
 from agentify.config import BackendConfig
 from agentify.security.credentials import mask_url
-from agentify.team.flows import FLOW_SECONDS, FlowStoreUnavailable, polled
-from agentify.team.identity import Identity
+from agentify.team.flows import FLOW_SECONDS, Flows, FlowStoreUnavailable, polled
 from agentify.team.vault import VaultUnavailable
 
 
-class _ForFlow(VaultTokens):
-    """The person's record, but their current tokens count as none (they are why the person is asked: missing,
-    refused, or short of a scope), and a client registered for another redirect counts as none too."""
+class FlowTokens(TokenFile):
+    """The store a flow writes, as the flow sees it: its current tokens count as none (they are why the person is
+    asked: missing, refused, or short of a scope) until the flow stores new ones, and a client registered for
+    another redirect counts as none too (the client registers again for the gateway's callback). Over a token
+    file as it is; over a person's vault record as `VaultFlowTokens`."""
 
-    def __init__(self, spec: BackendConfig, principal: str, identity: Identity, secrets: SecretSink | None) -> None:
-        super().__init__(spec, principal, identity.vault, secrets)
-        self._redirect = identity.callback_url()
-        self._fresh = False
+    _redirect = ""
+    _fresh = False
+
+    def redirected(self, redirect_uri: str) -> Self:
+        self._redirect = redirect_uri
+        return self
 
     async def get_tokens(self) -> OAuthToken | None:
-        await self.load()
-        return await super().get_tokens() if self._fresh else None
+        current = await super().get_tokens()  # read all the same: a vault record loads here
+        return current if self._fresh else None
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         self._fresh = True
@@ -49,12 +54,13 @@ class _ForFlow(VaultTokens):
         return registered_for(await super().get_client_info(), self._redirect)
 
 
-async def drive(
-    spec: BackendConfig, principal: str, flow_id: str, identity: Identity, secrets: SecretSink | None
-) -> None:
-    """Runs the flow to its end (at most `FLOW_SECONDS`) and records the outcome; never raises but for
-    cancellation (the gateway stopping)."""
-    flows = identity.flows
+class VaultFlowTokens(FlowTokens, VaultTokens):
+    """`FlowTokens` over one person's vault record."""
+
+
+async def drive(spec: BackendConfig, store: TokenFile, flow_id: str, flows: Flows, redirect_uri: str) -> None:
+    """Runs the flow to its end (at most `FLOW_SECONDS`) with `store` (a `FlowTokens`) and records the
+    outcome; never raises but for cancellation (the gateway stopping)."""
     log = logger.bind(backend=spec.id)
 
     async def open_url(url: str) -> None:
@@ -70,8 +76,7 @@ async def drive(
     error: str | None = None
     try:
         with anyio.fail_after(FLOW_SECONDS):
-            store = _ForFlow(spec, principal, identity, secrets)
-            await authorize_session(spec, store, identity.callback_url(), open_url, wait_for_code)
+            await authorize_session(spec, store, redirect_uri, open_url, wait_for_code)
     except Exception as exc:  # every way the flow can fail becomes its outcome, said to the person who waits
         error = _why(spec, exc)
         log.info("authorization for a person did not complete: {}", error)

@@ -3,9 +3,10 @@
 A backend asks in one of two ways, and both reach the `Answerer` the caller gave (the gateway's relay
 to the IDE, `gateway/backend_questions.py`):
 - by request, on a 2025-11-25 session: `elicitation/create` or `sampling/createMessage` arrives on
-  the session that every call of the backend shares. Over stdio nothing on the wire says which call a
-  request belongs to, so it goes to the one call in flight; with several in flight it is refused
-  (the backend's own fallback applies) rather than shown to the wrong user's call.
+  the session. Nothing on the wire says which call a request belongs to, so a call leases a session
+  of its own (`pool.py`) and the request goes to the one call in flight; on a session several calls
+  share (a remote OAuth backend's) it is refused (the backend's own fallback applies) rather than
+  shown to the wrong user's call.
 - with an `InputRequiredResult`, on a 2026-07-28 session: `resolve` answers its questions and makes
   the call again with the answers and the backend's `requestState`, round after round (bounded).
 

@@ -109,6 +109,8 @@ class BackendStatus:
     """(tool, why) of each tool `pinning: enforce` keeps from every list until a person approves it."""
     flagged: tuple[tuple[str, str], ...] = ()
     """(tool, why) of each tool `pinning: warn` lists although it waits for approval."""
+    extra_pids: tuple[int, ...] = ()
+    """The processes of the backend's extra sessions running now (calls that overlapped, `pool.py`)."""
 
     def pins_dict(self) -> dict[str, list[dict[str, str]]]:
         """The withheld and flagged tools, as `list_backends` and the console show them."""
@@ -123,6 +125,7 @@ class BackendStatus:
             "description": self.description,
             "state": self.state.value,
             "pid": self.pid,
+            "extraPids": list(self.extra_pids),
             "url": self.url,
             "start": self.start,
             "tools": list(self.tools),

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from agentify.backends.connection import Link
-from agentify.backends.environment import backend_environment
+from agentify.backends.environment import backend_environment, personal_env
 from agentify.backends.failures import SessionFailure, Unexpected, Unreachable
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio_process import spawn_backend
@@ -18,16 +18,18 @@ EXIT_STATUS_WAIT = 1.0  # how long an error message waits for the exit code of a
 class StdioConnection:
     kind = "stdio"
 
-    def __init__(self, spec: BackendConfig, stderr: StderrLog) -> None:
+    def __init__(self, spec: BackendConfig, stderr: StderrLog, secrets: Mapping[str, str] | None = None) -> None:
+        """`secrets`: one person's own secrets, for the `${person:NAME}` of `env` (`personal.py`)."""
         assert spec.command is not None
         self._command = spec.command
         self._spec = spec
         self._stderr = stderr
+        self._secrets = secrets
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
         spec = self._spec
-        env = backend_environment(spec.env, spec.inherit_env or False)
+        env = backend_environment(personal_env(spec.env, self._secrets), spec.inherit_env or False)
         async with spawn_backend(self._command, spec.args, env, spec.cwd, self._stderr.line) as process:
 
             async def exit_code() -> int | None:

@@ -46,6 +46,7 @@ from agentify.backends.idle import IdleClock
 from agentify.backends.logs import LogListener, LogSink
 from agentify.backends.manifest import ManifestStore
 from agentify.backends.offers import BackendOffers, ChangeListener, change_of
+from agentify.backends.pool import LANE_IDLE_SECONDS, Lanes
 from agentify.backends.questions import Answerer, InFlight
 from agentify.backends.routes import ResourceRoutes
 from agentify.backends.session import (
@@ -73,6 +74,9 @@ SETTLE_SLACK = 1.0  # a waiter's margin over the start-up timeout, so it sees th
 class Supervisor:
     """One backend. Public methods are safe to call from any task."""
 
+    personal = False
+    """True where each principal has a session of their own (`PrincipalBackend`): what it lists and says is theirs."""
+
     def __init__(
         self,
         spec: BackendConfig,
@@ -85,7 +89,9 @@ class Supervisor:
         on_change: ChangeListener | None = None,
         on_log: LogListener | None = None,
         pins: PinBook | None = None,
+        more: Callable[[], Connection] | None = None,
     ) -> None:
+        """`more` opens the connection of one more session, when calls overlap (`pool.py`); None: one session."""
         self.spec = spec
         self.connection = connection
         self.stderr = stderr
@@ -94,6 +100,9 @@ class Supervisor:
         self.server: str | None = None
         self.tools = ToolSet(spec, manifests, self, pins)
         self.offers = BackendOffers(spec, manifests, routes or ResourceRoutes())
+        self._manifests = manifests
+        self._more = more
+        self._lanes = Lanes(spec.id, spec.max_sessions, spec.timeout_seconds, self._extra if more else None)
         self._on_change = on_change
         self._on_log = on_log
         self._log_level: types.LoggingLevel | None = None  # what logging/setLevel says; the backend's own until set
@@ -144,6 +153,7 @@ class Supervisor:
             description=self.spec.description,
             state=self.state,
             pid=link.pid if link is not None and self.state is BackendState.READY else None,
+            extra_pids=tuple(pid for extra in self._lanes.extras if (pid := extra.status().pid) is not None),
             tools=tuple(t.name for t in self.tools.tools),
             restarts=self.restarts,
             last_error=self.last_error,
@@ -193,6 +203,9 @@ class Supervisor:
         if not self.spec.enabled or self._starts.stopping.is_set() or self.state in STARTING:
             return False
         self._restart.set()
+        for extra in self._lanes.extras:
+            if extra.state is BackendState.READY:
+                extra.restart()
         self._idle.touch()  # a person wants it up: it stays until its idle time, like after a call
         self._starts.backoff = Backoff()  # asked by a person: at once, whatever failed before
         self._starts.ask()
@@ -212,7 +225,10 @@ class Supervisor:
         Raises:
             Denied, BackendUnavailable, BackendError, TaskTimeout; what the answerer raises (`questions.py`).
         """
-        return await self._calls.call(tool, arguments, progress, answerer, logs)
+        async with self._lanes.lease() as extra:  # a session of its own, so what the backend says is this call's
+            if extra is not None:
+                return await extra.call(tool, arguments, progress, answerer, logs)
+            return await self._calls.call(tool, arguments, progress, answerer, logs)
 
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
         """A request beside tool calls (resources, prompts, completions), starting the backend first if needed.
@@ -243,12 +259,16 @@ class Supervisor:
         """Tells a live session that forwards roots that they changed; nothing when not running."""
         if (session := self._session) is not None and self.spec.forward_roots:
             await send_roots_changed(session, self._log)
+        for extra in self._lanes.extras:
+            await extra.send_roots_changed()
 
     async def send_log_level(self, level: types.LoggingLevel) -> None:
         """The level a live 2025-11-25 session logs at, from now on and after every restart (`logs.py`)."""
         self._log_level = level
         if (session := self._session) is not None:
             await set_log_level(session, level, self._log)
+        for extra in self._lanes.extras:
+            await extra.send_log_level(level)
 
     def stop(self) -> None:
         self._starts.stop()
@@ -279,11 +299,29 @@ class Supervisor:
         """Runs for the manager's lifetime: every session of this backend is entered and left here."""
         if self.spec.enabled and (self.spec.start == "eager" or self._idle.learning):
             self._starts.ask()
-        while await self._starts.next():
-            began = time.monotonic()
-            await self._attempt()
-            self._starts.backoff.after(self.state in ENDED_BADLY, time.monotonic() - began)
+        async with self._lanes.serving():  # the extra sessions' owners, stopped with this one
+            while await self._starts.next():
+                began = time.monotonic()
+                await self._attempt()
+                self._starts.backoff.after(self.state in ENDED_BADLY, time.monotonic() - began)
         self._lifecycle.enter(BackendState.STOPPED)
+
+    def _extra(self) -> Supervisor:
+        """The supervisor of one more session, for calls only: started by its first call, stopped when idle."""
+        assert self._more is not None
+        idle = min(self.spec.idle_stop_seconds or LANE_IDLE_SECONDS, LANE_IDLE_SECONDS)
+        spec = self.spec.model_copy(update={"start": "lazy", "idle_stop_seconds": idle, "max_sessions": 1})
+        extra = Supervisor(
+            spec,
+            self._more(),
+            self.stderr,
+            self._manifests,
+            roots=self._roots,
+            routes=self.offers.routes,  # a link in a result it carries makes this backend the URI's owner too
+            on_log=self._on_log,
+        )
+        extra._log_level = self._log_level
+        return extra
 
     async def _attempt(self) -> None:
         """One start attempt: sessions until one ends for good (ready and then ended, or failed)."""

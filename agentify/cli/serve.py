@@ -22,18 +22,18 @@ from agentify.cli.running import run_async
 from agentify.gateway.services import SHUTDOWN_SECONDS, Boot, Services, open_gateway
 from agentify.mcp_server.server import OpenServices
 from agentify.mcp_server.serving import serve_http, serve_stdio
-from agentify.team.identity import Identity, identity_for
+from agentify.team.identity import Authorizations, authorizations_for, identity_for
 
 
 @asynccontextmanager
-async def _inspected_gateway(boot: Boot, identity: Identity | None) -> AsyncIterator[Services]:
+async def _inspected_gateway(boot: Boot, identity: Authorizations | None) -> AsyncIterator[Services]:
     from agentify.console import attached_console
 
     async with open_gateway(boot, reload=True, identity=identity) as services, attached_console(services):
         yield services
 
 
-def _services(boot: Boot, identity: Identity | None) -> OpenServices:
+def _services(boot: Boot, identity: Authorizations | None) -> OpenServices:
     return lambda: _inspected_gateway(boot, identity)
 
 
@@ -49,7 +49,7 @@ def _already_open(services: Services) -> OpenServices:
 
 async def _gateway_until(
     boot: Boot,
-    identity: Identity | None,
+    identity: Authorizations | None,
     done: anyio.Event,
     exits: ExitWatchdog,
     *,
@@ -80,7 +80,7 @@ def serve_stdio_command(boot: Boot) -> int:
     exit_after = ExitWatchdog(SHUTDOWN_SECONDS)
     close_stdout("the MCP protocol")
 
-    identity = identity_for(boot.config)
+    identity = authorizations_for(boot.config, identity_for(boot.config))
 
     async def main() -> int:
         if boot.config.debug_port is None:
@@ -102,6 +102,6 @@ def serve_stdio_command(boot: Boot) -> int:
 
 def serve_http_command(boot: Boot, host: str, port: int, token: str | None) -> int:
     """uvicorn handles SIGTERM and SIGINT itself and shuts the app (and so every backend) down."""
-    identity = identity_for(boot.config)
+    identity = authorizations_for(boot.config, identity_for(boot.config))
     anyio.run(serve_http, _services(boot, identity), boot, host, port, token, identity)
     return EXIT_OK

@@ -18,6 +18,10 @@ from agentify.config.server import ServerConfig
 from agentify.security.credentials import argument_secrets, header_credential, is_credential, mask_url, url_secrets
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+PERSONAL = re.compile(r"\$\{person:([^}$]{0,100})\}")  # bounded, so its search is linear on any text
+_PERSONAL_MARK = "${person:"
+"""`${person:NAME}` in a backend's `env`: each person's own secret NAME, asked on the gateway's page."""
+_PERSONAL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
 DEFAULT_MODEL = "gpt-5.4-mini"
 Exposed = Literal["orchestrate", "search", "tools"]
@@ -177,6 +181,10 @@ class BackendConfig(Model):
     """`eager`: started with the gateway; `lazy`: by the first call that needs it, planned from its tool manifest."""
     idle_stop_seconds: float | None = Field(default=None, gt=0)
     """Stop the backend after this long without calls; the next call starts it again. Unset: never."""
+    max_sessions: int = Field(default=4, ge=1, le=64)
+    """At most this many sessions of the backend at once (for a command, processes), each carrying one call at a
+    time, so that what the backend says during a call (questions, logs) is that call's; a call that finds them all
+    busy waits for one, at most `timeoutSeconds`. Extra sessions start when calls overlap and stop when idle."""
     forward_roots: bool = False
     """Answer the backend's `roots/list` with the IDE's workspace roots and tell it when they change."""
     protocol: Protocol = "auto"
@@ -184,8 +192,11 @@ class BackendConfig(Model):
     backend asks by request), `2025-11-25` or `2026-07-28`."""
     args: list[str] = Field(default_factory=list)
     """The command's arguments."""
-    env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment of the backend; values are secrets. What else it gets: see `inheritEnv`."""
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Extra environment of the backend; values are secrets. What else it gets: see `inheritEnv`. A value
+    `${person:NAME}` is each person's own secret NAME (a personal access token): every person is asked for
+    theirs on the gateway's page (URL-mode elicitation), it is kept in the vault, and each person's calls run
+    on a process of their own with it."""
     inherit_env: bool | list[str] | None = None
     """Which of the gateway's environment variables the backend also gets. Unset: the top-level `inheritEnv`.
     `false`: only HOME, LOGNAME, PATH, SHELL, TERM, USER and the proxy, CA-certificate and locale variables
@@ -244,7 +255,37 @@ class BackendConfig(Model):
             )
         if self.url is None and (self.transport or self.headers or self.auth):
             raise ValueError(f"backend {self.id!r}: transport, headers and auth apply to url backends only")
+        self._check_personal()
         return self
+
+    def _check_personal(self) -> None:
+        """`${person:NAME}` only in `env` values, with a name of letters, digits and `_`."""
+        elsewhere = [*self.args, *self.headers.values(), self.url or "", self.command or "", self.cwd or ""]
+        if any(_PERSONAL_MARK in value for value in elsewhere):
+            raise ValueError(
+                f"backend {self.id!r}: ${{person:NAME}} (a person's own secret) is taken in env values only; "
+                "put it in an environment variable of the backend and have its args or command read that"
+            )
+        for variable, value in self.env.items():
+            names = PERSONAL.findall(value)
+            if value.count(_PERSONAL_MARK) != len(names):
+                raise ValueError(
+                    f"backend {self.id!r}: env {variable} has a ${{person: that no }} closes after a name: write "
+                    "${person:NAME} with 1-64 of the characters A-Z a-z 0-9 _"
+                )
+            for name in names:
+                if not _PERSONAL_NAME.match(name):
+                    raise ValueError(
+                        f"backend {self.id!r}: env {variable} names a person's secret {name[:80]!r}, which is not a "
+                        "valid name: write ${person:NAME} with 1-64 of the characters A-Z a-z 0-9 _, not starting "
+                        "with a digit"
+                    )
+
+    @property
+    def personal_secrets(self) -> tuple[str, ...]:
+        """The names of the secrets each person gives for themselves (`${person:NAME}` in `env`), in order."""
+        names = (name for value in self.env.values() for name in PERSONAL.findall(value))
+        return tuple(dict.fromkeys(names))
 
     @property
     def remote(self) -> bool:

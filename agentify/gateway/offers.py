@@ -47,6 +47,7 @@ class OfferingBackend(Protocol):
 
     spec: BackendConfig
     offers: BackendOffers
+    personal: bool
 
     @property
     def state(self) -> BackendState: ...
@@ -137,6 +138,13 @@ class Offerings:
         if owner is None or not owner.spec.resources.permits_resource(uri, self._backends.routes.name(uri)):
             raise not_found(uri)
         return owner
+
+    async def personal(self, uri: str) -> bool:
+        """Whether `uri` belongs to a backend reached as each person (a subscription is each principal's own)."""
+        try:
+            return (await self.resource_owner(uri)).personal
+        except MCPError:
+            return False  # nobody owns it: subscribing says so
 
     async def subscribe(self, uri: str, *, subscribe: bool = True) -> bool:
         """(Un)subscribes at the owner where it supports it; False where it does not (nothing to relay)."""

@@ -42,7 +42,7 @@ from agentify.security.redact import Redactor
 from agentify.team.access import AccessGate
 from agentify.team.audit import AuditLog
 from agentify.team.audit import current as current_audit
-from agentify.team.identity import Identity
+from agentify.team.identity import Authorizations, Identity
 from agentify.team.limits import Limiter
 from agentify.telemetry.setup import Telemetry
 
@@ -151,12 +151,13 @@ class Services:
 
 @asynccontextmanager
 async def open_gateway(
-    boot: Boot, *, reload: bool = False, identity: Identity | None = None
+    boot: Boot, *, reload: bool = False, identity: Authorizations | None = None
 ) -> AsyncIterator[Services]:
-    """`reload`: follow changes of the config file (`serve`); one-shot commands read it once. `identity`: the vault
-    and authorizations of backends with `auth.perPrincipal` (`serve`; closed here on the way out)."""
+    """`reload`: follow changes of the config file (`serve`); one-shot commands read it once. `identity`: the
+    authorizations of OAuth backends by URL, with the vault of backends with `auth.perPrincipal` (`serve`; closed
+    here on the way out)."""
     config, redactor = boot.config, boot.redactor
-    if identity is not None:
+    if isinstance(identity, Identity):
         redactor.add(identity.keys)
     bus = EventBus()
     boot.logs.listeners.append(lambda record: bus.publish("log", record))

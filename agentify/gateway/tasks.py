@@ -34,7 +34,7 @@ from agentify.gateway.progress import LatestProgress
 from agentify.gateway.result_caps import block_size, cap_result
 from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.task_spans import as_json, call_attributes, failed, plan_attributes, step, trace_id_of
-from agentify.gateway.visible import CatalogViews, check_plan, hidden_tool
+from agentify.gateway.visible import CatalogViews, check_plan, check_unlisted, hidden_tool
 from agentify.pinning import refusal
 from agentify.planner import Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
@@ -186,8 +186,12 @@ class TaskRunner:
                         self.access().check(hidden, {"arguments": raw_input.get("arguments")})
                     # A backend reached as each person lists no tools before someone authorized: its caller is
                     # asked to, and its tools are known from then on (the catalog below applies access again).
-                    if not await self.manager.learn_for_caller(_called_name(raw_input), answerer):
+                    # Nobody is sent to authorize a backend server.access does not let them use: refused first.
+                    called = _called_name(raw_input)
+                    if not self.manager.learns_for_caller(called):
                         raise
+                    check_unlisted(self.access(), called, raw_input.get("arguments"))
+                    await self.manager.learn_for_caller(called, answerer)
                     plan = given_call(raw_input, await self.catalog())
                 if span.is_recording():
                     span.set_attributes(

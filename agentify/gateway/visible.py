@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from typing import Any
 
 from agentify.backends import BackendStatus
 from agentify.planner import Plan
@@ -59,6 +60,13 @@ def check_plan(access: Access, plan: Plan, catalog: Catalog) -> None:
     else:
         target = target_of(tool)
     access.check(target, {"arguments": plan.arguments})
+
+
+def check_unlisted(access: Access, name: str, arguments: Any) -> None:
+    """Raises Forbidden when the principal may not call `name` (`<backend>__<tool>`), a tool no catalog lists yet
+    (a backend reached as each person, before anyone authorized it): decided on the backend and the name."""
+    backend, _, tool = name.partition("__")
+    access.check(tool_target(backend, name, tool), {"arguments": arguments if isinstance(arguments, dict) else {}})
 
 
 def hidden_tool(access: Access, name: str, catalog: Catalog) -> Target | None:

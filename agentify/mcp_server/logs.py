@@ -8,14 +8,17 @@ A client says which levels it wants, and gets no backend logs until it does:
   write logs on any stream but a request's, so it gets them only during the calls that carry a level.
 
 During a call, the backend's messages go on that call's stream (`CallLogs`). A message the gateway cannot tie
-to exactly one call (outside calls, or with several calls of the backend in flight: `backends/logs.py`) is
+to exactly one call (outside calls; each call has a session of its own, `backends/pool.py`) is
 nobody's: over HTTP, where the gateway serves several people, it goes to the gateway's own log and to no
 client's session; over stdio, whose one client is the user who started agentify, it goes to that client when
 its level lets it through (`LogRelay`). Each message is redacted as progress is (the backends' known secrets),
 bounded (`MAX_DATA_CHARS`) and names its backend: logger `<backend>` or `<backend>.<logger>`.
 
 A flooding backend costs bounded memory: a call keeps at most `CALL_PENDING` messages waiting for its client
-and the relay `RELAY_PENDING`; later ones are dropped and counted (the call's client is told how many).
+and the relay `RELAY_PENDING`; later ones are dropped and counted (the call's client is told how many). Over
+HTTP it costs bounded CPU and disk too: at most `UNOWNED_PER_SECOND` messages a second of each backend that no
+call owns are redacted and written to the gateway's log; the rest are counted, and the count is logged when the
+backend's next second begins (and when the server stops).
 
 Backends on a 2025-11-25 session have one level for all the calls of their session. Over stdio they are
 asked (`logging/setLevel`) for the level the one client set. Over HTTP a client's level never reaches them:
@@ -28,6 +31,7 @@ with the call.
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -51,6 +55,8 @@ MAX_DATA_CHARS = 8000
 MAX_LOGGER_CHARS = 200
 CALL_PENDING = 200
 RELAY_PENDING = 500
+UNOWNED_PER_SECOND = 20
+"""Over HTTP: the messages of one backend that no call owns written to the gateway's log in one second."""
 SETTLE_SECONDS = 2.0
 """How long a call's result waits for the log messages that came before it to be written."""
 
@@ -152,6 +158,7 @@ class LogRelay:
         self._levels: dict[Connection, types.LoggingLevel] = {}
         self._asked: types.LoggingLevel | None = None
         self._dropped = 0
+        self._unowned = _PerSecond(UNOWNED_PER_SECOND)
         self._send, self._receive = anyio.create_memory_object_stream[tuple[str, Params]](RELAY_PENDING)
 
     def set_level(self, ctx: ServerRequestContext[Any, Any], level: types.LoggingLevel) -> None:
@@ -198,6 +205,8 @@ class LogRelay:
         """A message no call owns (a `LogListener`): over HTTP, the gateway's log; over stdio, queued for the
         client when it wants it, or dropped."""
         if self._own_level is not None:
+            if not self._unowned.admits(backend):  # before the redaction, which is what a flood would cost
+                return
             message = relayed(self._redactor, backend, params)
             level = _loguru_level(params.level)
             logger.log(level, "{} logged (no single call owns it): {}", message.logger, message.data)
@@ -224,6 +233,7 @@ class LogRelay:
 
     def close(self) -> None:
         self._send.close()
+        self._unowned.flush()
 
     def _forget(self, connection: Connection) -> None:
         self._levels.pop(connection, None)
@@ -239,3 +249,37 @@ class LogRelay:
         if wanted != self._asked:
             self._asked = wanted
             self._tell_backends(wanted)
+
+
+class _PerSecond:
+    """At most `limit` messages of each backend in each second; the count of the rest is logged once that
+    backend's next second begins, or at `flush`."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._seconds: dict[str, tuple[float, int]] = {}  # backend -> (its second's start, messages in it)
+
+    def admits(self, backend: str) -> bool:
+        now = time.monotonic()
+        start, count = self._seconds.get(backend, (now, 0))
+        if now - start >= 1.0:
+            self._report(backend, count)
+            start, count = now, 0
+        self._seconds[backend] = (start, count + 1)
+        return count < self._limit
+
+    def flush(self) -> None:
+        for backend, (_, count) in self._seconds.items():
+            self._report(backend, count)
+        self._seconds.clear()
+
+    def _report(self, backend: str, count: int) -> None:
+        if count > self._limit:
+            logger.warning(
+                "backend {!r} logged {} messages in one second that no single call owns: {} were not written "
+                "(at most {} a second are)",
+                backend,
+                count,
+                count - self._limit,
+                self._limit,
+            )

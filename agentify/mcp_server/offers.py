@@ -5,6 +5,10 @@ Changes reach each client the way its protocol era delivers them: a 2025-11-25 s
 notification on its connection (`resources/updated` only for a URI it subscribed to); a 2026-07-28
 client gets it on the `subscriptions/listen` stream it opened (the SDK's `ListenHandler`), where the
 URIs it listens to are subscribed at their backends for as long as the stream lasts.
+
+A backend reached as each person (`auth.perPrincipal`) has a session per principal: what one person's session
+says (`Change.principal`) reaches only the clients of that principal, on either era, and a subscription to
+such a backend's resource is made on the subscriber's own session.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from contextlib import AsyncExitStack, suppress
 from typing import Any, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 from loguru import logger
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import (
     PromptsListChanged,
@@ -35,6 +40,7 @@ from agentify.errors import AgentifyError, Forbidden
 from agentify.gateway.offers import Offerings
 from agentify.security.redact import Redactor
 from agentify.team import operations
+from agentify.team.principal import LOCAL, current_principal
 
 SETTLE_SECONDS = 2.0
 """How long `initialize` waits for backends never seen before to say what they offer (see `capabilities`)."""
@@ -60,14 +66,51 @@ _NOTIFICATIONS: dict[str, Callable[[Change], types.ServerNotification]] = {
 }
 
 
+def _principal() -> str:
+    """The principal of the request being served, as a per-person backend names it (stdio's user is `LOCAL`)."""
+    return current_principal() or LOCAL
+
+
+class PrincipalBus:
+    """The SDK's `SubscriptionBus` in this process, where each listen stream belongs to the principal who opened
+    it (`ListenHandler` subscribes in the request's context): `publish` reaches every stream, `publish_to` only
+    one principal's. Listeners are synchronous."""
+
+    def __init__(self) -> None:
+        self._listeners: dict[object, tuple[str, Callable[[ServerEvent], None]]] = {}
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        token = object()
+        self._listeners[token] = (_principal(), listener)
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    async def publish(self, event: ServerEvent) -> None:
+        await self.publish_to(event, None)
+
+    async def publish_to(self, event: ServerEvent, principal: str | None) -> None:
+        """`event` to the streams of `principal` (None: every stream)."""
+        for owner, listener in list(self._listeners.values()):
+            if principal is None or owner == principal:
+                try:
+                    listener(event)
+                except Exception:  # the fan-out's boundary, as the SDK's bus: one stream must not starve the others
+                    logger.exception("a subscriptions/listen stream failed to take an event")
+        await anyio.lowlevel.checkpoint()  # a burst of events lets the streams drain between them
+
+
 class ChangeRelay:
     """Owns the clients' change channels; `changed` may be called from any task and never blocks."""
 
     def __init__(self, offerings: Offerings) -> None:
         self._offerings = offerings
-        self.bus = InMemorySubscriptionBus()
+        self.bus = PrincipalBus()
         self._listen = ListenHandler(self.bus)
-        self._legacy: set[Connection] = set()
+        self._legacy: dict[Connection, str] = {}
+        """2025-11-25 connections, each with its principal"""
         self._subscribed: dict[str, set[Connection]] = {}
         self._send, self._receive = anyio.create_memory_object_stream[Change](_QUEUE)
 
@@ -88,7 +131,9 @@ class ChangeRelay:
 
     async def _deliver(self, change: Change) -> None:
         logger.debug("relaying {} of {} {}", change.kind, change.backend, change.uri or "")
-        targets = self._legacy if change.kind != "resource" else self._subscribed.get(change.uri or "", set())
+        targets = set(self._legacy) if change.kind != "resource" else self._subscribed.get(change.uri or "", set())
+        if change.principal is not None:  # one person's session said it: theirs alone
+            targets = {c for c in targets if self._legacy.get(c) == change.principal}
         notification = _NOTIFICATIONS[change.kind](change)
         data = notification.model_dump(by_alias=True, mode="json", exclude_none=True)
         for connection in list(targets):
@@ -97,17 +142,17 @@ class ChangeRelay:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
                 logger.debug("a client went away before {} reached it: {}", data["method"], exc)
                 self._forget(connection)
-        await self.bus.publish(_EVENTS[change.kind](change))
+        await self.bus.publish_to(_EVENTS[change.kind](change), change.principal)
 
     def remember(self, connection: Connection) -> None:
-        """A 2025-11-25 connection: told of list changes until it closes."""
+        """A 2025-11-25 connection (of the request's principal): told of list changes until it closes."""
         if connection.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection not in self._legacy:
-            self._legacy.add(connection)
+            self._legacy[connection] = _principal()
             connection.exit_stack.callback(self._forget, connection)
 
     def _forget(self, connection: Connection) -> None:
         """A closed connection; the backend's subscription stays (its updates then reach nobody) until restart."""
-        self._legacy.discard(connection)
+        self._legacy.pop(connection, None)
         for uri, connections in list(self._subscribed.items()):
             connections.discard(connection)
             if not connections:
@@ -116,9 +161,13 @@ class ChangeRelay:
     async def subscribe(self, connection: Connection, uri: str, *, subscribe: bool) -> None:
         """`resources/subscribe` of a 2025-11-25 client: at the owning backend, where it supports it. A
         subscription the backend side refuses (a URI nobody owns, a filter, a rate limit) is not kept, and a
-        client holds at most `MAX_SUBSCRIPTIONS` (MCPError past it)."""
+        client holds at most `MAX_SUBSCRIPTIONS` (MCPError past it). At a backend reached as each person, each
+        principal's own session holds the subscription: made with their first, ended with their last."""
+        personal = await self._offerings.personal(uri)
         listeners = self._subscribed.setdefault(uri, set())
-        first, last = not listeners, listeners == {connection}
+        who = self._legacy.get(connection, _principal())  # remembered before (`connection_keeper`)
+        sharing = {c for c in listeners if self._legacy.get(c) == who} if personal else listeners
+        first, last = not sharing, sharing == {connection}
         if subscribe and connection not in listeners and self._count(connection) >= MAX_SUBSCRIPTIONS:
             if not listeners:
                 del self._subscribed[uri]

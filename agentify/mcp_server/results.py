@@ -130,6 +130,7 @@ def backends_result(shown: GatewayStatus, redactor: Redactor) -> types.CallToolR
                 "id": s.id,
                 "state": s.state.value,
                 "pid": s.pid,
+                "extraPids": list(s.extra_pids),
                 "url": s.url,
                 "start": s.start,
                 "restarts": s.restarts,

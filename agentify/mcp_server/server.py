@@ -44,6 +44,7 @@ from agentify.mcp_server.direct import direct_tools, follow_tools, heard, listed
 from agentify.mcp_server.logs import LogRelay, protocol_level
 from agentify.mcp_server.offers import ChangeRelay, capabilities_writer, connection_keeper, offer_handlers
 from agentify.mcp_server.operations import recording
+from agentify.mcp_server.param_headers import ParamHeaderServer
 from agentify.mcp_server.remote_cancels import cancellable
 from agentify.mcp_server.results import backends_result, error_result, outcome_result, plan_result, search_result
 from agentify.mcp_server.roots import ClientRoots, RootsBook
@@ -194,9 +195,11 @@ def build_server(
     clients = clients or Clients()
 
     @asynccontextmanager
-    async def lifespan(_: Server[McpContext]) -> AsyncIterator[McpContext]:
+    async def lifespan(running: Server[McpContext]) -> AsyncIterator[McpContext]:
         try:
             async with open_services() as services, background() as tg:
+                if isinstance(running, ParamHeaderServer):
+                    running.current = lambda: services.settings.current
                 if clients.replica is not None:
                     clients.replica.statuses = lambda: [
                         BackendReadiness(s.id, s.state.value, s.enabled and s.start == "eager")
@@ -270,7 +273,7 @@ def _server(lifespan: Any, questions: Questions) -> Server[McpContext]:
     ) -> types.CallToolResult | types.InputRequiredResult:
         return await _call_tool(ctx, params, Exchange(ctx, params, questions), questions.seconds)
 
-    return Server(
+    return ParamHeaderServer(
         "agentify",
         version=__version__,
         instructions="agentify routes a task to the right tool on its backend MCP servers. "

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from agentify.team.audit import AuditLog
     from agentify.team.cancellations import CancelChannel
     from agentify.team.drain import Replica
-    from agentify.team.identity import Identity
+    from agentify.team.identity import Authorizations
 
 HTTP_CONNECTIONS = 256  # open connections to `serve --transport http` at once (idle ones make room)
 HTTP_BODY_BYTES = 16 * 1024 * 1024  # one MCP message: a tool call may carry a file's content
@@ -55,11 +55,11 @@ CLOSE_SECONDS = 2  # after the drain: for the last replies to leave, and open ev
 
 
 async def serve_stdio(
-    open_services: OpenServices, config: Config, exits: ExitWatchdog, identity: Identity | None = None
+    open_services: OpenServices, config: Config, exits: ExitWatchdog, identity: Authorizations | None = None
 ) -> None:
     """`exits` is told when the client has spoken (from then on a signal waits for the backends to close)
-    and when every backend is closed. `identity`: backends with `auth.perPrincipal` get the `/oauth/...` routes
-    on a loopback listener (as `agentify auth` receives its redirect)."""
+    and when every backend is closed. `identity`: OAuth backends authorized by URL (`auth.perPrincipal`, or one
+    shared identity) get the `/oauth/...` routes on a loopback listener (as `agentify auth` receives its redirect)."""
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
@@ -87,10 +87,15 @@ async def serve_stdio(
 
 
 async def serve_http(
-    open_services: OpenServices, boot: Boot, host: str, port: int, token: str | None, identity: Identity | None = None
+    open_services: OpenServices,
+    boot: Boot,
+    host: str,
+    port: int,
+    token: str | None,
+    identity: Authorizations | None = None,
 ) -> None:
     """`token`: the shared token of `server.auth` type `token` (None: `--no-auth`, or another type). `identity`:
-    backends with `auth.perPrincipal` get the `/oauth/...` routes, in front of the bearer check."""
+    OAuth backends authorized by URL get the `/oauth/...` routes, in front of the bearer check."""
     import uvicorn  # here, as everything HTTP serving needs: stdio starts without it
 
     from agentify._common.listen import EmbeddedServer
@@ -103,6 +108,7 @@ async def serve_http(
     from agentify.team.bearer import RequireBearer
     from agentify.team.cancellations import CancelRelay, cancel_channel
     from agentify.team.drain import DrainGate, Replica, ReplicaRoutes
+    from agentify.team.identity import Identity
     from agentify.team.metrics import METRICS_PATH, TOKEN_VARIABLE, Metrics, metrics_token
     from agentify.team.sessions import SessionCaps
     from agentify.team.shared_state import shared_state
@@ -144,7 +150,7 @@ async def serve_http(
     if isinstance(protected.app, RequireBearer):  # a removed token ends its person's sessions
         protected.app.on_removed(mcp.state.sessions.end_principals)
         protected.app.max_open = boot.config.server.max_open_requests_per_principal
-        if identity is not None:  # and their upstream tokens (auth.perPrincipal)
+        if isinstance(identity, Identity):  # and their upstream tokens (auth.perPrincipal)
             protected.app.on_removed(identity.forget)
     public = protected.public | {METRICS_PATH: metrics.route}
     inner: Any = metrics.counting(protected.app)
@@ -248,7 +254,7 @@ async def _serve_until_drained(
         tg.cancel_scope.cancel()
 
 
-async def _loopback_routes(identity: Identity, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+async def _loopback_routes(identity: Authorizations, *, task_status: anyio.abc.TaskStatus[None]) -> None:
     """The `/oauth/...` routes of a gateway served over stdio, on 127.0.0.1 (a free port), until cancelled."""
     import uvicorn
 

@@ -10,6 +10,10 @@ authorization server's URL and the `state` it sent. Each record expires `FLOW_SE
 - `/oauth/callback?state=...` completes only the flow whose `state` it carries, in the browser that started
   it (the cookie), and only once: a second use, a foreign `state` or another browser gets a page that says so.
   The code is handed to the replica that drives the flow (it holds the PKCE verifier), which exchanges it.
+- A flow that asks for a person's own secrets (a stdio backend's `${person:NAME}`) has no authorization
+  server: `/oauth/start/<id>` answers, once, a page with one password field per secret, posted back to the
+  same URL from the browser that opened it (the cookie), once; the route seals the values into the person's
+  vault record (`submitted`), and the flow ends. The flow's record never holds them.
 
 With `server.redis` the records are Redis keys (any replica serves the routes, whichever started the flow),
 else they live in this process. A flow holds no token, only the one-time code for the short while between
@@ -143,6 +147,8 @@ class Page:
     text: str
     location: str | None = None
     cookie: str | None = None
+    asks: tuple[str, ...] = ()
+    """The names of the secrets the page's form asks for (a flow for a person's secrets)."""
 
 
 @dataclass(frozen=True)
@@ -168,9 +174,12 @@ class Flows:
         record = await self._keys.get(flow_id)
         return flow_id if record is not None and "outcome" not in record else None
 
-    async def create(self, principal: str, backend: str) -> str:
+    async def create(self, principal: str, backend: str, asks: tuple[str, ...] = ()) -> str:
+        """A new flow; `asks`: the names of the person's own secrets its page asks for (no OAuth then)."""
         flow_id = secrets.token_urlsafe(32)
-        record = {"principal": principal, "backend": backend, "made": time.time()}
+        record: dict[str, Any] = {"principal": principal, "backend": backend, "made": time.time()}
+        if asks:
+            record["asks"] = list(asks)
         await self._keys.put(flow_id, record, FLOW_SECONDS)
         await self._keys.put(_who(principal, backend), {"id": flow_id}, FLOW_SECONDS)
         return flow_id
@@ -187,6 +196,12 @@ class Flows:
         """`GET /oauth/start/<id>`: once, to the authorization server, with a cookie that binds this browser."""
         if not await self._keys.claim("used:" + flow_id, FLOW_SECONDS):
             return Page(410, "This authorization link was used already. Ask for a new one by calling the tool again.")
+        asked = await self._keys.get(flow_id)
+        if asked is not None and asked.get("asks") and "outcome" not in asked:
+            browser = secrets.token_urlsafe(24)
+            await self._keys.put(flow_id, asked | {"browser": browser}, self._left(asked))
+            text = f"Backend {asked.get('backend')} runs as you: give your own secrets for it. They are kept encrypted."
+            return Page(200, text, cookie=browser, asks=tuple(str(name) for name in asked["asks"]))
         with anyio.move_on_after(START_WAIT_SECONDS):
             while (record := await self._keys.get(flow_id)) is not None and "url" not in record:
                 if "outcome" in record:
@@ -221,6 +236,24 @@ class Flows:
         if "error" in params or not params.get("code"):
             return Page(400, "The authorization server refused the request; call the tool again to retry.")
         return Page(200, "agentify: authorized. You can close this window and go back to your IDE.")
+
+    async def submitted(self, flow_id: str, browser: str | None, values: dict[str, str]) -> dict[str, Any] | Page:
+        """`POST /oauth/start/<id>` of a flow for a person's secrets: its record (who, which backend, the names
+        asked) when this browser opened the page, `values` holds every secret asked, and nobody answered it yet
+        (now claimed); else the page that says why not."""
+        record = await self._keys.get(flow_id)
+        if record is None or not record.get("asks"):
+            return Page(404, "This page is unknown or expired (pages last 10 minutes). Call the tool again.")
+        if "outcome" in record:
+            return Page(410, "This page was answered already.")
+        expected = record.get("browser")
+        if not isinstance(expected, str) or browser is None or not secrets.compare_digest(expected, browser):
+            return Page(403, "This page was opened in another browser: open the link agentify gave you.")
+        if not all(values.get(str(name)) for name in record["asks"]):
+            return Page(400, "Every field is needed: go back and fill in each of them.")
+        if not await self._keys.claim("answered:" + flow_id, FLOW_SECONDS):
+            return Page(410, "This page was answered already.")
+        return record
 
     async def code(self, flow_id: str) -> dict[str, str] | None:
         """The authorization server's answer, once the callback came (the driving replica polls this)."""

@@ -52,8 +52,13 @@ class VaultUnavailable(Exception):
 
 
 def per_principal_backends(config: Config) -> list[str]:
-    """The ids of the backends whose OAuth tokens are per principal (`auth.perPrincipal`)."""
-    return [b.id for b in config.backends if isinstance(b.auth, OAuthSettings) and b.auth.per_principal]
+    """The ids of the backends whose credentials are per principal: OAuth tokens (`auth.perPrincipal`), or a
+    person's own secrets in `env` (`${person:NAME}`)."""
+    return [
+        b.id
+        for b in config.backends
+        if (isinstance(b.auth, OAuthSettings) and b.auth.per_principal) or b.personal_secrets
+    ]
 
 
 def vault_keys(environ: Mapping[str, str], config: Config) -> list[str] | None:
@@ -65,7 +70,8 @@ def vault_keys(environ: Mapping[str, str], config: Config) -> list[str] | None:
     needing = per_principal_backends(config)
     if needing and keys is None:
         raise ConfigError(
-            f"backend {needing[0]!r} keeps each person's tokens (auth.perPrincipal), which are encrypted with "
+            f"backend {needing[0]!r} keeps each person's tokens or secrets (auth.perPrincipal, or ${{person:NAME}} "
+            "in env), which are encrypted with "
             f"{VAULT_KEY_ENV}, and it is not set. Make a key with {MAKE_KEY} and give every replica the same "
             f"{VAULT_KEY_ENV} (several comma-separated keys rotate: the first seals, every one opens)."
         )

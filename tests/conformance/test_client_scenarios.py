@@ -1,8 +1,9 @@
 """The conformance suite's client scenarios: agentify as the client of a remote backend.
 
 For each scenario the suite starts its own test server (and authorization server) on localhost and
-runs agentify_client.py with its URL: `agentify auth` where the scenario is about OAuth, then
-`agentify serve` driven by the official client, calling the server's tools through the gateway.
+runs agentify_client.py with its URL: `agentify serve` driven by the official client as an IDE, calling
+the server's tools through the gateway; where the scenario is about OAuth, from an IDE of each era, the
+authorization and any scope step-up done by the URL the gateway asks the IDE to open (no `agentify auth`).
 One scenario per test, so pytest-xdist spreads them; a scenario agentify does not pass yet is an
 expected failure with its reason (strict: one that starts passing fails here until it is removed).
 """

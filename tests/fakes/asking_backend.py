@@ -10,8 +10,8 @@ ones; --ask request always asks by request (the trap: it fails on 2026-07-28 wit
 
 Tools: era() names the session's protocol; confirm(path) asks a form question ("deleted" on accept,
 else "kept", and its own fallback text when the question fails); login() asks a URL-mode question;
-summarize(text) asks the client's model (sampling). --marker records one line per question asked
-("asked <tool>") and per call that ran to its end ("<result text>"). Resource `ask://broken` fails
+summarize(text) asks the client's model (sampling); wait(seconds) only waits. --marker records one line
+per question asked ("asked <tool>") and per call that ran to its end ("<result text>"). Resource `ask://broken` fails
 to read, with an error whose message and data echo the API_KEY of its env, far past any bound.
 """
 
@@ -42,12 +42,14 @@ def build(ask_mode: str, era: str, marker: str | None = None) -> Server[Any]:
         empty: dict[str, Any] = {"type": "object"}
         text = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
         path = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+        seconds = {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}
         return types.ListToolsResult(
             tools=[
                 types.Tool(name="era", description="Name the protocol of this session", input_schema=empty),
                 types.Tool(name="confirm", description="Delete a file after asking the user", input_schema=path),
                 types.Tool(name="login", description="Log in through a web page", input_schema=empty),
                 types.Tool(name="summarize", description="Summarize a text with the client's model", input_schema=text),
+                types.Tool(name="wait", description="Wait some seconds", input_schema=seconds),
             ]
         )
 
@@ -66,6 +68,9 @@ def build(ask_mode: str, era: str, marker: str | None = None) -> Server[Any]:
         arguments = params.arguments or {}
         if params.name == "era":
             return _text(f"era {ctx.session.protocol_version}")
+        if params.name == "wait":
+            await anyio.sleep(float(arguments["seconds"]))
+            return _text(f"waited {os.getpid()}")
         if params.name == "confirm":
             form = types.ElicitRequestFormParams(
                 message=f"Delete {arguments['path']}?", requested_schema={"type": "object", "properties": {}}

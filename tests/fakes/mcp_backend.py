@@ -9,7 +9,8 @@ fast as it can (the message with the value of the environment variable `env` app
 show_meta (the request's `_meta` as JSON: what a tracing backend would continue),
 huge_answer(mib) writing its answer as one line of `mib` MiB with the id last (as TypeScript
 servers order it) straight onto stdout, then a small one the gateway no longer waits for,
-parent (the pid of the process that started it: which gateway replica),
+parent (the pid of the process that started it: which gateway replica), env_digest(name) (the sha256 of the
+environment variable `name`, never its value, and this process's pid),
 log(count, level, message, env?, logger?) sending `count` log messages during the call (at or above the
 level `logging/setLevel` set, on a 2025-11-25 session), log_level (the level set, or "unset"), and
 log_later(entries: [[level, text], ...]) sending those log messages a moment after the call returned.
@@ -21,6 +22,7 @@ tool link(uri), whose result links to that URI (what a hostile backend's tool ma
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -49,6 +51,7 @@ def main() -> None:
     parser.add_argument("--spawn-child", action="store_true", help="start a grandchild that outlives nothing")
     parser.add_argument("--one-at-a-time", action="store_true", help="serve one call at a time")
     parser.add_argument("--resources", help="list PREFIX/doc, read any URI, and offer the tool link(uri)")
+    parser.add_argument("--param-header", action="store_true", help="echo's text is mirrored in Mcp-Param-Text")
     args = parser.parse_args()
 
     def mark(event: str) -> None:
@@ -72,6 +75,8 @@ def main() -> None:
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        if args.param_header:  # 2026-07-28 clients send the value in a header too, which servers compare
+            schema["properties"]["text"]["x-mcp-header"] = "Text"
         slow = {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}
         empty = {"type": "object"}
         flood = {"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}
@@ -99,6 +104,7 @@ def main() -> None:
             "required": ["count", "level", "message"],
         }
         later = {"type": "object", "properties": {"entries": {"type": "array"}}, "required": ["entries"]}
+        variable = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
         uri = {"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}
         return types.ListToolsResult(
             tools=[
@@ -115,6 +121,7 @@ def main() -> None:
                 types.Tool(name="garbage_stdout", description="Write a non-JSON line on stdout", input_schema=empty),
                 types.Tool(name="show_meta", description="Show the request's _meta", input_schema=empty),
                 types.Tool(name="parent", description="The pid of the process that started it", input_schema=empty),
+                types.Tool(name="env_digest", description="The digest of a variable", input_schema=variable),
                 types.Tool(name="nested", description="Check a code against a slow pattern", input_schema=hostile),
                 types.Tool(name="progress", description="Report progress many times", input_schema=progress),
                 types.Tool(name="huge_answer", description="Answer with one huge message", input_schema=huge),
@@ -153,6 +160,10 @@ def main() -> None:
         arguments = params.arguments or {}
         if params.name == "parent":
             return types.CallToolResult(content=[types.TextContent(type="text", text=str(os.getppid()))])
+        if params.name == "env_digest":
+            value = os.environ.get(arguments["name"], "")
+            digest = hashlib.sha256(value.encode()).hexdigest() if value else "unset"
+            return types.CallToolResult(content=[types.TextContent(type="text", text=f"{digest} {os.getpid()}")])
         if params.name == "echo":
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text="echo: " + arguments["text"])],

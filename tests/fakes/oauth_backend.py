@@ -18,6 +18,9 @@ whoever the browser's `user` cookie (or the `login_hint` parameter) names, and e
 that subject (the log records "issued to USER: ACCESS REFRESH", so a test can look for the tokens where
 they must not be). The tool whoami() answers with the identity (and scopes) of the token its request came with,
 which is how tests see that each person reaches the backend as themselves; the log records "authorized USER".
+The log records every credential a request to /mcp carried ("saw CREDENTIAL"), as with `--exchange-issuer`.
+The resource note://board is listed, and touch() says, on the session that called it, that the board was
+updated (`resources/updated`) and that the resource list changed.
 
 Also with `--people`: admin_action() needs the scope "admin" (else HTTP 403 insufficient_scope, naming
 "read admin"); `--never-accept` refuses it whatever the token was granted; `--wrong-resource` publishes
@@ -47,6 +50,7 @@ from urllib.parse import parse_qs
 
 import anyio
 import jwt
+import mcp_types as types
 import uvicorn
 from mcp.server.auth.provider import (
     AccessToken,
@@ -63,6 +67,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 SCOPES = ("read", "admin")
+BOARD = "note://board"
 STEP_UP_TOOL = "admin_action"  # needs the scope "admin": without it, HTTP 403 insufficient_scope
 
 
@@ -238,6 +243,17 @@ def main() -> None:
         def admin_action() -> str:
             return "admin action done"
 
+        @server.resource(BOARD, name="board", description="The board each person's changes are announced on")
+        def board() -> str:
+            return "the board"
+
+        @server.tool(description="Change the board: says so to this session (resources/updated, list_changed)")
+        async def touch(ctx: Context) -> str:
+            updated = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=BOARD))
+            for notification in (updated, types.ResourceListChangedNotification()):
+                await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+            return "touched"
+
     @server.custom_route("/login", methods=["GET"])
     async def login(request: Request) -> Response:
         waiting = provider.waiting.pop(request.query_params.get("request", ""), None)
@@ -258,7 +274,7 @@ def main() -> None:
         if args.exchange_issuer and scope["type"] == "http" and scope["path"] == "/token":
             await _exchange(app, provider, base, args.exchange_issuer, args.exchange_client, scope, receive, send)
             return
-        if args.exchange_issuer and scope["type"] == "http" and scope["path"] == "/mcp":
+        if (args.exchange_issuer or args.people) and scope["type"] == "http" and scope["path"] == "/mcp":
             credential = dict(scope["headers"]).get(b"authorization", b"").decode().partition(" ")[2]
             provider.note(f"saw {credential or '(none)'}")
         if args.people and scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":

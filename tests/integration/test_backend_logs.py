@@ -112,8 +112,9 @@ async def test_over_http_each_session_gets_only_its_own_calls_logs_at_its_level_
     tmp_path: Path,
 ) -> None:
     """Two people on one gateway (a 2025-11-25 backend session shared by both): the backend stays at the
-    gateway's own level whatever a client asks; each gets its own calls' messages at its own level; a message
-    no single call owns (after a call, or while both have a call in flight) reaches neither."""
+    gateway's own level whatever a client asks; each gets its own calls' messages at its own level, also while
+    the other has a call in flight (each call has a session of its own); a message no call owns (sent after the
+    call) reaches neither."""
     backend = fake_backend(protocol="2025-11-25")
     alice_logs, bob_logs = Logs(), Logs()
     with anyio.fail_after(120):
@@ -138,7 +139,7 @@ async def test_over_http_each_session_gets_only_its_own_calls_logs_at_its_level_
                 await session.call_tool("call_tool", log_call(1, "error", "the end"))
                 await logs.until("the end")
     assert text_of(set_at) == "info"  # the gateway's level, not Alice's debug
-    assert [log.data for log in alice_logs] == ["call-info", "call-error", "the end"]
+    assert [log.data for log in alice_logs] == ["call-info", "call-error", "alice-private", "the end"]
     assert [log.data for log in bob_logs] == ["call-error", "the end"]
     assert {log.logger for log in alice_logs + bob_logs} == {"fake"}
 

@@ -11,15 +11,19 @@ with the identity its token carries. The "browser" is the test following the URL
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from tests.conftest import REPO, error_code, gateway_env, text_of, wait_until, write_config
 from tests.integration.ide_client import MODES, ide_client
@@ -30,6 +34,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 OAUTH = REPO / "tests/fakes/oauth_backend.py"
 VAULT_KEY = "vault-key-for-tests-0123456789abcdef0123456789"
+BOARD = "note://board"
 
 
 @dataclass
@@ -130,6 +135,10 @@ async def test_two_people_each_reach_the_backend_as_themselves(tmp_path: Path, m
     assert events.read_text().splitlines().count("authorized alice") == 1
     assert events.read_text().splitlines().count("authorized bob") == 1
     assert "Traceback" not in log
+    # The backend saw each person's own upstream token, never the token they reach agentify with.
+    seen = [line.removeprefix("saw ") for line in events.read_text().splitlines() if line.startswith("saw ")]
+    assert len(seen) >= 4 and all(len(credential) > 20 for credential in seen if credential != "(none)"), seen
+    assert not {tokens["alice"], tokens["bob"]} & set(seen), seen
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -288,3 +297,109 @@ async def test_a_replica_with_a_per_person_backend_is_ready_before_anyone_author
         with httpx2.Client(timeout=30) as http:
             answer = http.get(gateway.at("/readyz"))
     assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_person_the_access_rules_refuse_gets_forbidden_never_an_authorization_url(
+    tmp_path: Path, mode: str
+) -> None:
+    access = {"rules": [{"principals": ["alice"], "allow": ["gh"]}, {"principals": ["bob"], "deny": ["gh"]}]}
+    async with team(tmp_path, access=access) as (gateway, tokens, events):
+        alice, bob = Person(Browser("alice")), Person(Browser("bob"))
+        async with http_client(gateway.url, tokens["bob"], mode, elicitation_callback=bob.elicit) as client:
+            before = await whoami(client)  # nobody has listed gh's tools yet
+        async with http_client(gateway.url, tokens["alice"], mode, elicitation_callback=alice.elicit) as client:
+            alices = await whoami(client)
+        async with http_client(gateway.url, tokens["bob"], mode, elicitation_callback=bob.elicit) as client:
+            after = await whoami(client)  # now they are listed, for alice
+    for refused in (before, after):
+        assert error_code(refused) == "forbidden", refused
+        assert "/oauth/start/" not in text_of(refused), text_of(refused)
+    assert bob.asked == [] and bob.browser.pages == []
+    assert text_of(alices).startswith("you are alice"), alices
+    assert "authorized bob" not in events.read_text()
+
+
+@dataclass
+class Heard:
+    """What one person's client heard of the board: `resources/updated` and `resources/list_changed`."""
+
+    events: list[str] = field(default_factory=list)
+
+    async def message(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.events.append(f"updated {message.params.uri}")
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self.events.append("list changed")
+
+    async def stream(self, subscription: Any) -> None:
+        async for event in subscription:
+            if isinstance(event, ResourceUpdated):
+                self.events.append(f"updated {event.uri}")
+            elif isinstance(event, ResourcesListChanged):
+                self.events.append("list changed")
+
+
+@asynccontextmanager
+async def hearing(client: Any, mode: str, heard: Heard) -> AsyncIterator[None]:
+    """The person's client follows the board: subscribed (2025-11-25) or listening (2026-07-28)."""
+    await client.list_resources(cache_mode="bypass")  # through their own session: the gateway learns the URI
+    if mode == "legacy":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.subscribe_resource(BOARD)
+        yield
+        return
+    async with client.listen(resource_subscriptions=[BOARD], resources_list_changed=True) as subscription:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(heard.stream, subscription)
+            yield
+            tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_what_a_persons_backend_session_says_changed_reaches_only_that_person(tmp_path: Path, mode: str) -> None:
+    async with team(tmp_path) as (gateway, tokens, _):
+        people = {name: Person(Browser(name)) for name in ("alice", "bob")}
+        heard = {name: Heard() for name in people}
+        async with AsyncExitStack() as stack:
+            clients = {}
+            for name, person in people.items():
+                options: dict[str, Any] = {"elicitation_callback": person.elicit}
+                if mode == "legacy":  # 2026-07-28: what the listen stream carries (its client hears it there too)
+                    options["message_handler"] = heard[name].message
+                client = await stack.enter_async_context(http_client(gateway.url, tokens[name], mode, **options))
+                assert text_of(await whoami(client)).startswith(f"you are {name}")
+                clients[name] = client
+            for name, client in clients.items():
+                await stack.enter_async_context(hearing(client, mode, heard[name]))
+            for name, count in (("alice", 2), ("bob", 2), ("alice", 4)):
+                touched = await clients[name].call_tool("call_tool", {"name": "gh__touch", "arguments": {}})
+                assert text_of(touched) == "touched", touched
+                await wait_until(lambda name=name, count=count: len(heard[name].events) >= count, 30)
+            await stack.aclose()
+    board = [f"updated {BOARD}", "list changed"]
+    assert sorted(heard["alice"].events) == sorted(board * 2), heard
+    assert sorted(heard["bob"].events) == sorted(board), heard  # never what alice's session said
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_what_one_persons_session_listed_is_never_shown_to_another_after_a_restart(
+    tmp_path: Path, mode: str
+) -> None:
+    with people_backend(tmp_path) as (url, _):
+        await wait_accepting(int(url.split(":")[2].split("/")[0]))
+        config = team_config(tmp_path, url)
+        tokens = {name: await add_token(tmp_path / "tokens.json", name) for name in ("alice", "bob")}
+        env = {"AGENTIFY_VAULT_KEY": VAULT_KEY}
+        alice = Person(Browser("alice"))
+        async with http_gateway(config, tmp_path / "gateway.log", env) as gateway:
+            async with http_client(gateway.url, tokens["alice"], mode, elicitation_callback=alice.elicit) as client:
+                await whoami(client)
+                alices = await client.list_resources(cache_mode="bypass")
+        # The next run keeps what alice's session listed in the backend's manifest (the same cache folder).
+        async with http_gateway(config, tmp_path / "gateway.log", env) as gateway:
+            async with http_client(gateway.url, tokens["bob"], mode) as client:
+                bobs = await client.list_resources(cache_mode="bypass")
+    assert [str(r.uri) for r in alices.resources] == [BOARD], alices
+    assert bobs.resources == [], bobs  # bob has not authorized: nothing of alice's

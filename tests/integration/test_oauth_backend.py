@@ -116,10 +116,12 @@ async def test_oauth_login_refresh_and_reauthorization(tmp_path: Path, model: Mo
             echoed = text_of(await call(session, model, "secure__show_credentials", {}))
             assert echoed == "scheme Bearer; credential [REDACTED]", echoed
 
-            # It forgets the refresh token too: the backend needs a new authorization.
+            # It forgets the refresh token too: the backend needs a new authorization, which a client that cannot
+            # open a URL for its user is given to open (tests/integration/test_shared_oauth_by_url.py opens it).
             assert "revoked" in text_of(await call(session, model, "secure__forget_all", {}))
             lost = await call(session, model, "secure__echo", {"text": "gone"})
-            assert error_code(lost) == "backend_unavailable" and "agentify auth secure" in text_of(lost)
+            assert error_code(lost) == "needs_auth" and "agentify auth secure" in text_of(lost), text_of(lost)
+            assert "/oauth/start/" in text_of(lost), text_of(lost)
             assert (await state_of(session, "secure"))["state"] == "needs_auth"
     for secret in (tokens["access_token"], tokens["refresh_token"]):
         assert secret not in stderr.read_text() and secret not in (tmp_path / "auth.log").read_text()

@@ -319,3 +319,22 @@ def test_resources_and_prompts_filters_sit_beside_tools(tmp_path: Path) -> None:
     assert not spec.resources.permits("arbigent://runs/1/report.html") and spec.prompts.permits("greet")
     with pytest.raises(ConfigError, match=r'unknown key "backends\.0\.prompts\.confirm"'):
         load_sources(write(tmp_path, {"backends": [backend | {"prompts": {"confirm": []}}]}), {}, {}).resolve(None)
+
+
+def test_a_persons_own_secret_is_named_in_env_only_and_with_a_valid_name(tmp_path: Path) -> None:
+    ok = {"id": "gh", "command": "x", "env": {"GITHUB_TOKEN": "${person:GH_PAT}", "B": "Bearer ${person:OTHER}"}}
+    backend = load_sources(write(tmp_path, {"backends": [ok]}), {}, {}).resolve().backends[0]
+    assert backend.personal_secrets == ("GH_PAT", "OTHER")
+    for wrong, message in (
+        ({"env": {"T": "${person:1x}"}}, r"env T names a person's secret '1x', which is not a valid name"),
+        ({"env": {"T": "${person:}"}}, r"env T names a person's secret '', which is not a valid name"),
+        ({"env": {"T": "${person:GH_PAT"}}, r"env T has a \$\{person: that no \} closes after a name"),
+        ({"env": {"T": "${person:" + "A" * 200 + "}"}}, r"env T has a \$\{person: that no \} closes"),
+        ({"args": ["--token", "${person:T}"]}, r"is taken in env values only"),
+    ):
+        path = write(tmp_path, {"backends": [{"id": "gh", "command": "x"} | wrong]})
+        with pytest.raises(ConfigError, match=message):
+            load_sources(path, {}, {}).resolve()
+    path = write(tmp_path, {"backends": [{"id": "many", "command": "x", "maxSessions": 0}]})
+    with pytest.raises(ConfigError, match="maxSessions"):
+        load_sources(path, {}, {}).resolve()

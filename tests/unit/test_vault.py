@@ -123,3 +123,6 @@ def test_per_principal_without_a_vault_key_is_refused_with_how_to_make_one() -> 
         vault_keys({VAULT_KEY_ENV: "short"}, _per_principal_config())
     assert vault_keys({VAULT_KEY_ENV: f"{KEY_A},{KEY_B}"}, _per_principal_config()) == [KEY_A, KEY_B]
     assert vault_keys({}, Config.model_validate({"backends": []})) is None
+    personal = Config.model_validate({"backends": [{"id": "gh", "command": "x", "env": {"T": "${person:PAT}"}}]})
+    with pytest.raises(ConfigError, match=rf"backend 'gh' keeps each person's tokens or secrets.*{VAULT_KEY_ENV}"):
+        vault_keys({}, personal)
