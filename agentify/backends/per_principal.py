@@ -27,18 +27,14 @@ from mcp.shared.dispatcher import ProgressFnT
 from agentify.backends.calls import ScopeStepUp
 from agentify.backends.exchange import ExchangedAuth, Exchanger
 from agentify.backends.logs import LogSink
-from agentify.backends.manifest import ManifestStore
-from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import ChangeListener
 from agentify.backends.principal_flow import VaultFlowTokens
 from agentify.backends.principal_tokens import VaultTokens
 from agentify.backends.questions import Answerer
 from agentify.backends.remote import RemoteConnection
-from agentify.backends.routes import ResourceRoutes
-from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendState, BackendStatus
 from agentify.backends.stderr_log import StderrLog
-from agentify.backends.supervisor import StateListener, Supervisor
+from agentify.backends.supervisor import Supervisor, Wiring, for_one_person
 from agentify.backends.url_authorization import ask_by_url, guarded, never_accepted
 from agentify.config import BackendConfig, ExchangeSettings
 from agentify.errors import BackendUnavailable, NeedsAuth
@@ -63,20 +59,17 @@ class PrincipalBackend(Supervisor):
 
     personal = True
 
-    def __init__(
-        self,
-        spec: BackendConfig,
-        manifests: ManifestStore,
-        identity: Identity | None,
-        *,
-        secrets: SecretSink | None = None,
-        on_state: StateListener | None = None,
-        roots: RootsGetter | None = None,
-        routes: ResourceRoutes | None = None,
-        on_change: ChangeListener | None = None,
-    ) -> None:
+    def __init__(self, spec: BackendConfig, wiring: Wiring, identity: Identity | None) -> None:
         lazy = spec.model_copy(update={"start": "lazy"})
-        super().__init__(lazy, RemoteConnection(lazy), StderrLog(spec.id), manifests, on_state, roots, routes)
+        super().__init__(
+            lazy,
+            RemoteConnection(lazy),
+            StderrLog(spec.id),
+            wiring.manifests,
+            wiring.on_state,
+            wiring.roots,
+            wiring.routes,
+        )
         self.spec = spec
         # What the manifest keeps of the resources and prompts is what one person's session listed: the lists are
         # asked of the caller's own session (only the capabilities are the backend's, the same for everyone).
@@ -84,15 +77,12 @@ class PrincipalBackend(Supervisor):
         self._inner_spec = spec.model_copy(
             update={"start": "lazy", "idle_stop_seconds": min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)}
         )
-        self._manifests = manifests
+        self._wiring = wiring
         self._identity = identity
-        self._exchanger = Exchanger(spec, secrets) if isinstance(spec.auth, ExchangeSettings) else None
+        self._exchanger = Exchanger(spec, wiring.secrets) if isinstance(spec.auth, ExchangeSettings) else None
         if self._exchanger is None and identity is None:
             raise ValueError("a perPrincipal OAuth backend needs the vault (Identity)")
-        self._secrets = secrets
-        self._inner_roots = roots
-        self._inner_routes = routes
-        self._inner_change = on_change
+        self._secrets = wiring.secrets
         self._people: dict[str, _Person] = {}
         if identity is not None:
             identity.forgotten.append(self._forget)
@@ -248,18 +238,10 @@ class PrincipalBackend(Supervisor):
                 assert self._identity is not None
                 tokens = VaultTokens(self._inner_spec, principal, self._identity.vault, self._secrets)
                 connection = RemoteConnection(self._inner_spec, self._secrets, tokens=tokens)
-            supervisor = Supervisor(
-                self._inner_spec,
-                connection,
-                StderrLog(self.spec.id),
-                self._manifests,
-                on_state=self._inner_state,
-                roots=self._inner_roots,
-                routes=self._inner_routes,
-                on_change=self._changes_of(principal),
-                on_log=None,  # a log message no call owns is this person's: it reaches nobody else
+            stderr = StderrLog(self.spec.id)
+            supervisor = for_one_person(
+                self, self._inner_spec, connection, stderr, self._wiring, self._changes_of(principal)
             )
-            supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
             person = _Person(supervisor, tokens, time.monotonic())
             self._people[principal] = person
         person.used = time.monotonic()
@@ -293,13 +275,10 @@ class PrincipalBackend(Supervisor):
     def _changes_of(self, principal: str) -> ChangeListener | None:
         """What a person's session says changed (a list, a subscribed resource) is theirs: it reaches only their
         clients (`Change.principal`)."""
-        heard = self._inner_change
+        heard = self._wiring.on_change
         if heard is None:
             return None
         return lambda change: heard(replace(change, principal=principal))
-
-    def _inner_state(self, status: BackendStatus) -> None:
-        self._lifecycle.changed()  # the catalog and the console hear of it as of this backend
 
     # ----- authorizing ----------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -45,6 +46,7 @@ from agentify.backends.handles import ToolHandle
 from agentify.backends.idle import IdleClock
 from agentify.backends.logs import LogListener, LogSink
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import BackendOffers, ChangeListener, change_of
 from agentify.backends.pool import LANE_IDLE_SECONDS, Lanes
 from agentify.backends.questions import Answerer, InFlight
@@ -66,6 +68,22 @@ from agentify.config import BackendConfig
 from agentify.pinning import PinBook
 
 StateListener = Callable[[BackendStatus], None]
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What the manager hands every backend: the manifests, the redactor's sink, and where it reports or asks."""
+
+    manifests: ManifestStore
+    secrets: SecretSink | None = None
+    on_state: StateListener | None = None
+    roots: RootsGetter | None = None
+    routes: ResourceRoutes | None = None
+    on_change: ChangeListener | None = None
+    on_log: LogListener | None = None
+    pins: PinBook | None = None
+
+
 _R = TypeVar("_R", bound=types.Result)
 
 SETTLE_SLACK = 1.0  # a waiter's margin over the start-up timeout, so it sees the owner's verdict
@@ -447,3 +465,30 @@ class Supervisor:
     def _publish(self) -> None:
         if self._on_state is not None:
             self._on_state(self.status())
+
+
+def for_one_person(
+    front: Supervisor,
+    spec: BackendConfig,
+    connection: Connection,
+    stderr: StderrLog,
+    wiring: Wiring,
+    on_change: ChangeListener | None,
+    more: Callable[[], Connection] | None = None,
+) -> Supervisor:
+    """The supervisor of one person's sessions behind a front (`PrincipalBackend`, `PersonalBackend`): it lists the
+    front's tools, and its state reaches the catalog and the console as the front's."""
+    supervisor = Supervisor(
+        spec,
+        connection,
+        stderr,
+        wiring.manifests,
+        on_state=lambda _status: front._lifecycle.changed(),
+        roots=wiring.roots,
+        routes=wiring.routes,
+        on_change=on_change,
+        on_log=None,  # a log message no call owns is this person's: it reaches nobody else
+        more=more,
+    )
+    supervisor.tools = front.tools  # what any person's session lists is the backend's catalog entry
+    return supervisor

@@ -18,7 +18,7 @@ from agentify.config.server import ServerConfig
 from agentify.security.credentials import argument_secrets, header_credential, is_credential, mask_url, url_secrets
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-PERSONAL = re.compile(r"\$\{person:([^}]*)\}")
+PERSONAL = re.compile(r"\$\{person:([^}]{0,128})\}")  # bounded: linear on a run of unclosed ones
 """`${person:NAME}` in a backend's `env`: each person's own secret NAME, asked on the gateway's page."""
 _PERSONAL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
