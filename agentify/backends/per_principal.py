@@ -82,6 +82,7 @@ class PrincipalBackend(Supervisor):
         self._exchanger = Exchanger(spec, wiring.secrets) if isinstance(spec.auth, ExchangeSettings) else None
         if self._exchanger is None and identity is None:
             raise ValueError("a perPrincipal OAuth backend needs the vault (Identity)")
+        self.asks_by_url = self._exchanger is None  # an exchanged token is not the person's to authorize
         self._secrets = wiring.secrets
         self._people: dict[str, _Person] = {}
         if identity is not None:

@@ -42,6 +42,8 @@ OWNERS = (None, LOCAL, ANONYMOUS, SHARED)
 
 
 class SharedOAuthBackend(Supervisor):
+    asks_by_url = True
+
     def __init__(self, spec: BackendConfig, wiring: Wiring, routes: Authorizations) -> None:
         w = wiring
         self._store = TokenFile(spec, secrets=w.secrets)

@@ -94,6 +94,9 @@ class Supervisor:
 
     personal = False
     """True where each principal has a session of their own (`PrincipalBackend`): what it lists and says is theirs."""
+    asks_by_url = False
+    """True where a call that meets the server's request for authorization asks the person from their IDE to open
+    a page (`url_authorization.py`), rather than leaving it to `agentify auth`."""
 
     def __init__(
         self,
@@ -386,7 +389,9 @@ class Supervisor:
         except SessionFailure as failure:
             if not isinstance(failure, WrongTransport | WrongEra | AuthRequired):
                 ended = str(failure)
-            return self._settle(ended_by(failure, self.state, self.spec, self._auth, self._log))
+            return self._settle(
+                ended_by(failure, self.state, self.spec, self._auth, self._log, by_url=self.asks_by_url)
+            )
         finally:
             self._session = None
             if self._link is not None:
@@ -491,4 +496,5 @@ def for_one_person(
         more=more,
     )
     supervisor.tools = front.tools  # what any person's session lists is the backend's catalog entry
+    supervisor.asks_by_url = front.asks_by_url
     return supervisor
