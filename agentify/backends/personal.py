@@ -27,24 +27,22 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from anyio.abc import TaskGroup
-from loguru import logger
 from mcp.shared.dispatcher import ProgressFnT
 
 from agentify.backends.calls import unavailable
 from agentify.backends.logs import LogSink
+from agentify.backends.people import PeopleFront
 from agentify.backends.questions import Answerer
 from agentify.backends.state import BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
-from agentify.backends.supervisor import Supervisor, Wiring, for_one_person
+from agentify.backends.supervisor import Supervisor, Wiring
 from agentify.backends.url_authorization import MAX_ROUNDS, UrlQuestion, ask_and_wait, guarded
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable, NeedsAuth
 from agentify.team.identity import Identity
 from agentify.team.principal import LOCAL, current_principal
 
-INNER_IDLE_SECONDS = 600.0  # a person's processes stop after this long unused (unless idleStopSeconds says less)
 MAX_PEOPLE = 32
 WATCH_SECONDS = 2.0  # how often the people's vault records are read again (dropped or changed: processes stop)
 
@@ -57,25 +55,15 @@ class _Person:
     busy: int = 0
 
 
-class PersonalBackend(Supervisor):
+class PersonalBackend(PeopleFront[_Person]):
     """The front of one stdio backend with `${person:NAME}` in its env; safe to call from any task."""
 
     def __init__(self, spec: BackendConfig, wiring: Wiring, identity: Identity) -> None:
         lazy = spec.model_copy(update={"start": "lazy"})
         stderr = StderrLog(spec.id)
-        super().__init__(
-            lazy, StdioConnection(lazy, stderr), stderr, wiring.manifests, wiring.on_state, wiring.roots, wiring.routes
-        )
-        self.spec = spec
-        idle = min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)
-        self._inner_spec = spec.model_copy(update={"start": "lazy", "idle_stop_seconds": idle})
-        self._wiring = wiring
+        super().__init__(spec, lazy, StdioConnection(lazy, stderr), stderr, wiring)
         self._identity = identity
-        self._people: dict[str, _Person] = {}
         identity.forgotten.append(self._forget)
-        self._tg: TaskGroup | None = None
-        self._level: types.LoggingLevel | None = None
-        self._log = logger.bind(backend=spec.id)
 
     # ----- the owner -----------------------------------------------------------------------------
 
@@ -107,15 +95,6 @@ class PersonalBackend(Supervisor):
                         self._log.info("a person's secrets were dropped or changed: their processes stop")
                         self._drop(principal)
 
-    def kick(self) -> None:
-        return None  # nothing starts without a person
-
-    def settling(self) -> bool:
-        return False
-
-    async def wait_settled(self, seconds: float | None = None) -> None:
-        return None
-
     def status(self) -> BackendStatus:
         """What the caller sees: their own processes' state (another person's is none of theirs)."""
         own = replace(super().status(), start="lazy")
@@ -125,15 +104,6 @@ class PersonalBackend(Supervisor):
             return replace(own, last_error=hint)
         theirs = person.supervisor.status()
         return replace(own, state=theirs.state, last_error=theirs.last_error, server=theirs.server, pid=None)
-
-    async def send_log_level(self, level: types.LoggingLevel) -> None:
-        self._level = level
-        for person in list(self._people.values()):
-            await person.supervisor.send_log_level(level)
-
-    async def send_roots_changed(self) -> None:
-        for person in list(self._people.values()):
-            await person.supervisor.send_roots_changed()
 
     # ----- calls -------------------------------------------------------------------------------------
 
@@ -219,21 +189,16 @@ class PersonalBackend(Supervisor):
             if self._wiring.secrets is not None:
                 self._wiring.secrets(stored.values())  # masked wherever the gateway writes or relays text
             stderr = StderrLog(self.spec.id)
-            spec, wiring = self._inner_spec, self._wiring
-            supervisor = for_one_person(
-                self,
-                spec,
+            spec = self._inner_spec
+            supervisor = self._supervisor_for(
                 StdioConnection(spec, stderr, stored),
                 stderr,
-                wiring,
-                wiring.on_change,
+                self._wiring.on_change,
                 more=lambda: StdioConnection(spec, stderr, stored),
             )
             person = _Person(supervisor, stored, time.monotonic())
             self._people[principal] = person
-            self._tg.start_soon(supervisor.run)
-            if self._level is not None:
-                self._tg.start_soon(supervisor.send_log_level, self._level)
+            self._started(supervisor)
         person.used = time.monotonic()
         return person
 

@@ -470,31 +470,3 @@ class Supervisor:
     def _publish(self) -> None:
         if self._on_state is not None:
             self._on_state(self.status())
-
-
-def for_one_person(
-    front: Supervisor,
-    spec: BackendConfig,
-    connection: Connection,
-    stderr: StderrLog,
-    wiring: Wiring,
-    on_change: ChangeListener | None,
-    more: Callable[[], Connection] | None = None,
-) -> Supervisor:
-    """The supervisor of one person's sessions behind a front (`PrincipalBackend`, `PersonalBackend`): it lists the
-    front's tools, and its state reaches the catalog and the console as the front's."""
-    supervisor = Supervisor(
-        spec,
-        connection,
-        stderr,
-        wiring.manifests,
-        on_state=lambda _status: front._lifecycle.changed(),
-        roots=wiring.roots,
-        routes=wiring.routes,
-        on_change=on_change,
-        on_log=None,  # a log message no call owns is this person's: it reaches nobody else
-        more=more,
-    )
-    supervisor.tools = front.tools  # what any person's session lists is the backend's catalog entry
-    supervisor.asks_by_url = front.asks_by_url
-    return supervisor
