@@ -6,15 +6,10 @@ their environment: they start on the person's first call, stop when idle, and th
 get processes of their own as any backend's do (`pool.py`). At most `MAX_PEOPLE` people have processes; the
 least recently used one with no call in flight makes room.
 
-A person with no secrets in the vault yet is first asked to open the gateway's page (URL-mode elicitation,
-through the relay every backend question takes, so both protocol eras get it; never a form elicitation, which
+A person with no secrets in the vault yet is first asked, in agentify's own words, to open the gateway's page
+(URL-mode elicitation, `url_authorization.ask_and_wait`, in both protocol eras; never a form elicitation, which
 the MCP specification forbids for secrets): `/oauth/start/<id>` answers a form of password fields whose values
-go straight into the person's vault record (`team/secret_pages.py`), and the call goes on:
-- 2025-11-25: `elicitation/create`; the call waits for the page (bounded by the backend's timeout), then goes
-  on, and the client is told `notifications/elicitation/complete`;
-- 2026-07-28: the round ends with the question; the client's next round carries the answer; if the page was not
-  answered by then, the answer is another round (at most `MAX_ROUNDS`);
-- a client that cannot open a URL for its user gets `needs_auth` with the URL in the text.
+go straight into the person's vault record (`team/secret_pages.py`), and the call goes on.
 A person whose vault record is dropped (their token removed from the tokens file, `agentify vault forget`) or
 changed has their processes stopped within `WATCH_SECONDS`.
 """

@@ -1,15 +1,18 @@
-"""Asking the caller to authorize a backend by opening a URL (URL-mode elicitation), and waiting for it.
+"""Asking a person to open one of agentify's own pages (URL-mode elicitation), and waiting for the flow's outcome.
 
-Both kinds of OAuth backend use it: one reached as each person (`per_principal.py`, the tokens land in that
-person's vault record) and one with a shared identity on a one-person gateway (`shared_oauth.py`, the tokens
-land in the token file `agentify auth` writes). The URL is the gateway's own `/oauth/start/<id>` (`team/flows.py`
-guards it); the authorization runs on this replica (`principal_flow.drive`) in a task group the backend owns, so
-it outlives the call that asked (a 2026-07-28 round ends before the person is back).
+`ask_and_wait` is the question and the wait, whatever the page is for: authorizing an OAuth backend, reached as
+each person (`per_principal.py`, the tokens land in that person's vault record) or with a shared identity on a
+one-person gateway (`shared_oauth.py`, the tokens land in the token file `agentify auth` writes) through
+`ask_by_url`, or giving a person's own secrets for a stdio backend (`personal.py`). The URL is the gateway's own
+`/oauth/start/<id>` (`team/flows.py` guards it). The question is agentify's own: it goes through the relay every
+backend question takes (`gateway/backend_questions.py`, so both eras get it), marked `own`, so it does not read as
+the backend's. An OAuth authorization runs on this replica (`principal_flow.drive`) in a task group the backend
+owns, so it outlives the call that asked (a 2026-07-28 round ends before the person is back).
 
-- 2025-11-25: `elicitation/create`; the call waits for the authorization (bounded by the backend's timeout),
-  then goes on, and the client is told `notifications/elicitation/complete`;
+- 2025-11-25: `elicitation/create`; the call waits for the flow (bounded by the backend's timeout), then goes
+  on, and the client is told `notifications/elicitation/complete`;
 - 2026-07-28: the round ends with the question (`AskingClient`); the client's next round carries the answer;
-  if the authorization has not completed by then, the answer is another round (at most `MAX_ROUNDS`);
+  if the flow has not completed by then, the answer is another round (at most `MAX_ROUNDS`);
 - a client that cannot open a URL for its user gets `needs_auth` with the URL in the text.
 """
 
