@@ -18,7 +18,8 @@ from agentify.config.server import ServerConfig
 from agentify.security.credentials import argument_secrets, header_credential, is_credential, mask_url, url_secrets
 
 BACKEND_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-PERSONAL = re.compile(r"\$\{person:([^}]{0,128})\}")  # bounded: linear on a run of unclosed ones
+PERSONAL = re.compile(r"\$\{person:([^}$]{0,100})\}")  # bounded, so its search is linear on any text
+_PERSONAL_MARK = "${person:"
 """`${person:NAME}` in a backend's `env`: each person's own secret NAME, asked on the gateway's page."""
 _PERSONAL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"]
@@ -260,13 +261,19 @@ class BackendConfig(Model):
     def _check_personal(self) -> None:
         """`${person:NAME}` only in `env` values, with a name of letters, digits and `_`."""
         elsewhere = [*self.args, *self.headers.values(), self.url or "", self.command or "", self.cwd or ""]
-        if any(PERSONAL.search(value) for value in elsewhere):
+        if any(_PERSONAL_MARK in value for value in elsewhere):
             raise ValueError(
                 f"backend {self.id!r}: ${{person:NAME}} (a person's own secret) is taken in env values only; "
                 "put it in an environment variable of the backend and have its args or command read that"
             )
         for variable, value in self.env.items():
-            for name in PERSONAL.findall(value):
+            names = PERSONAL.findall(value)
+            if value.count(_PERSONAL_MARK) != len(names):
+                raise ValueError(
+                    f"backend {self.id!r}: env {variable} has a ${{person: that no }} closes after a name: write "
+                    "${person:NAME} with 1-64 of the characters A-Z a-z 0-9 _"
+                )
+            for name in names:
                 if not _PERSONAL_NAME.match(name):
                     raise ValueError(
                         f"backend {self.id!r}: env {variable} names a person's secret {name[:80]!r}, which is not a "

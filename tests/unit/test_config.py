@@ -328,6 +328,8 @@ def test_a_persons_own_secret_is_named_in_env_only_and_with_a_valid_name(tmp_pat
     for wrong, message in (
         ({"env": {"T": "${person:1x}"}}, r"env T names a person's secret '1x', which is not a valid name"),
         ({"env": {"T": "${person:}"}}, r"env T names a person's secret '', which is not a valid name"),
+        ({"env": {"T": "${person:GH_PAT"}}, r"env T has a \$\{person: that no \} closes after a name"),
+        ({"env": {"T": "${person:" + "A" * 200 + "}"}}, r"env T has a \$\{person: that no \} closes"),
         ({"args": ["--token", "${person:T}"]}, r"is taken in env values only"),
     ):
         path = write(tmp_path, {"backends": [{"id": "gh", "command": "x"} | wrong]})
