@@ -40,6 +40,7 @@ from pydantic import AnyUrl, ValidationError
 from agentify._common.dirs import user_dir
 from agentify._common.private_files import read_private, write_private
 from agentify.backends.connection import AuthRequired
+from agentify.backends.token_refresh import refresh_lock
 from agentify.config import BackendConfig, OAuthSettings
 
 PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"  # while serving nobody receives a redirect
@@ -166,6 +167,11 @@ class TokenFile:
         data["client"] = client_info.model_dump(mode="json", exclude_none=True)
         self._write(data)
 
+    def token_set(self) -> str:
+        """Names the tokens this store holds, for the lock that lets one provider of this process refresh them at a
+        time (`token_refresh`)."""
+        return str(self.path)
+
     def redirect_uri(self) -> str | None:
         """The loopback redirect the client was registered with, so a new login reuses its port."""
         uris = (self._read().get("client") or {}).get("redirect_uris") or []
@@ -182,6 +188,7 @@ class _Provider(OAuthClientProvider):
         self._serving = serving
         self._legacy_issuer: str | None = None
         self._stamp = 0.0
+        self._refresh_lock = refresh_lock(store.token_set())
 
     async def _initialize(self) -> None:
         # Taken first: stored tokens that change while they load (another replica refreshed them) are loaded
@@ -213,6 +220,15 @@ class _Provider(OAuthClientProvider):
         server's origin with a path (the SDK decides the issuer it expects before it fetches the metadata)."""
         if self._initialized and self._store.stamp() != self._stamp:
             self._initialized = False  # new tokens were stored (a person authorized again): the next request uses them
+        async with self.context.lock:
+            if not self._initialized:
+                await self._initialize()
+            if self._must_refresh():
+                async with self._refresh_lock:  # single-flight: see `token_refresh`
+                    if self._store.stamp() != self._stamp:
+                        await self._initialize()  # another provider refreshed them while this one waited
+                    if self._must_refresh():
+                        await self._refreshed((yield await self._refresh_token()))
         flow = super()._auth_flow(request)
         try:
             outgoing = await flow.__anext__()
@@ -238,6 +254,22 @@ class _Provider(OAuthClientProvider):
             return
         finally:
             await flow.aclose()
+
+    def _must_refresh(self) -> bool:
+        return not self.context.is_token_valid() and self.context.can_refresh_token()
+
+    async def _refreshed(self, response: httpx2.Response) -> None:
+        """The answer to a refresh (so the SDK's flow finds a valid token, or none). Refused because the refresh token
+        was rotated meanwhile (another process refreshed, or `agentify auth` ran): the tokens it stored are used,
+        instead of asking for a new authorization. Refused otherwise: the tokens are dropped (the SDK's behaviour)."""
+        sent = self.context.current_tokens.refresh_token if self.context.current_tokens else None
+        if response.status_code != 200:
+            stored = await self._store.get_tokens()
+            if stored is not None and stored.refresh_token and stored.refresh_token != sent:
+                logger.info("the refresh token was rotated elsewhere meanwhile: using the tokens stored since")
+                await self._initialize()
+                return
+        await self._handle_refresh_response(response)
 
     async def _same_origin_issuer(self, sent: httpx2.Request, response: httpx2.Response) -> str | None:
         """The issuer of 2025-03-26 metadata (fetched at the server's root) when it has the server's origin

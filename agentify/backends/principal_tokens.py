@@ -42,6 +42,9 @@ class VaultTokens(TokenFile):
     def stamp(self) -> float:
         return float(self._version)
 
+    def token_set(self) -> str:
+        return f"{super().token_set()}#{self.principal}"
+
     def renew(self) -> None:
         """The session's provider loads the tokens again before its next request (it may hold older ones)."""
         self._version += 1

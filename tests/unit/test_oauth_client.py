@@ -182,3 +182,92 @@ async def test_a_call_refused_for_scope_says_to_run_agentify_auth(tmp_path: Path
     assert isinstance(error, BackendUnavailable)
     assert "refused the call to write (HTTP 403)" in str(error)
     assert "`agentify auth remote`" in str(error)
+
+
+class RotatingServer:
+    """An MCP endpoint and a token endpoint that rotates refresh tokens (each works once), like most servers.
+    `together`: a refresh is answered once that many have arrived (or after a short wait), so refreshes that run at
+    once do overlap at the server; `elsewhere`: what happens, instead of answering, to the first refresh (another
+    process refreshed with the same token just before)."""
+
+    def __init__(self, together: int = 1, elsewhere: Callable[[], None] | None = None) -> None:
+        self.access = {"a0": False}  # access token: still valid
+        self.refresh = {"r0"}
+        self.refreshes = 0
+        self._together = together
+        self._arrived = 0
+        self._all_arrived = anyio.Event()
+        self._elsewhere = elsewhere
+
+    def issue(self) -> dict[str, Any]:
+        self.refreshes += 1
+        access, refresh = f"a{self.refreshes}", f"r{self.refreshes}"
+        self.access[access], self.refresh = True, self.refresh | {refresh}
+        return {"access_token": access, "token_type": "Bearer", "refresh_token": refresh, "expires_in": 3600}
+
+    async def answer(self, request: httpx2.Request) -> httpx2.Response:
+        url = str(request.url)
+        if url == SERVER:
+            bearer = request.headers.get("Authorization", "").partition(" ")[2]
+            return httpx2.Response(200) if self.access.get(bearer) else challenge(401, "mcp")(request)
+        if url == "http://mcp.test/token":
+            self._arrived += 1
+            if self._arrived >= self._together:
+                self._all_arrived.set()
+            with anyio.move_on_after(0.5):
+                await self._all_arrived.wait()
+            sent = parse_qs(request.content.decode())["refresh_token"][0]
+            if self._elsewhere is not None and sent == "r0":
+                self._elsewhere()
+            if sent not in self.refresh:
+                return httpx2.Response(400, json={"error": "invalid_grant"})
+            self.refresh.discard(sent)
+            return httpx2.Response(200, json=self.issue())
+        discovery = server(challenge(401, "mcp"), metadata("http://auth.test"), True, [])
+        response: httpx2.Response = discovery.handler(request)  # type: ignore[assignment]
+        return response
+
+
+def expired_tokens(spec: BackendConfig, tmp_path: Path) -> TokenFile:
+    store = TokenFile(spec, tmp_path)
+    tokens = {"access_token": "a0", "token_type": "Bearer", "refresh_token": "r0"}
+    client = {"client_id": "known", "redirect_uris": ["http://127.0.0.1:1/callback"]}
+    store._write({"tokens": tokens, "client": client, "expiresAt": 1.0})
+    return store
+
+
+async def test_two_sessions_refreshing_the_same_tokens_refresh_once_and_both_go_on(tmp_path: Path) -> None:
+    # The backend's session and the flow of a person who just authorized both find the stored access token expired.
+    spec = backend(tmp_path)
+    expired_tokens(spec, tmp_path)
+    fake = RotatingServer(together=2)
+    transport = httpx2.MockTransport(fake.answer)
+    statuses: list[int] = []
+
+    async def session() -> None:
+        statuses.append(await post(transport, provider_for(spec, TokenFile(spec, tmp_path))))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(session)
+        tg.start_soon(session)
+    # One refresh: the other session waited for it and used the new tokens; nobody is asked to authorize again.
+    assert statuses == [200, 200]
+    assert fake.refreshes == 1
+    assert (await TokenFile(spec, tmp_path).get_tokens()) is not None
+
+
+async def test_a_refresh_token_rotated_by_another_process_meanwhile_is_read_again(tmp_path: Path) -> None:
+    spec = backend(tmp_path)
+    store = expired_tokens(spec, tmp_path)
+    other = TokenFile(spec, tmp_path)  # another replica, or `agentify auth`, sharing the token file
+
+    def refreshed_elsewhere() -> None:
+        fake.refresh.discard("r0")
+        data = other._read()
+        data["tokens"], data["expiresAt"] = fake.issue(), 9e9
+        other._write(data)
+
+    fake = RotatingServer(elsewhere=refreshed_elsewhere)
+    assert await post(httpx2.MockTransport(fake.answer), provider_for(spec, store)) == 200
+    assert fake.refreshes == 1  # the other process's: this one used what it stored
+    assert (await store.get_tokens()) is not None
