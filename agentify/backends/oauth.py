@@ -35,6 +35,7 @@ from loguru import logger
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth, union_scopes
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import AnyUrl, ValidationError
 
 from agentify._common.dirs import user_dir
@@ -216,14 +217,16 @@ class _Provider(OAuthClientProvider):
         return super()._expected_issuer()
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        """The SDK's flow, started once more, expecting it, when 2025-03-26 metadata names an issuer on the
-        server's origin with a path (the SDK decides the issuer it expects before it fetches the metadata)."""
+        """The SDK's flow, once an expired token was refreshed one provider at a time (`token_refresh`), and started
+        once more, expecting it, when 2025-03-26 metadata names an issuer on the server's origin with a path (the SDK
+        decides the issuer it expects before it fetches the metadata)."""
         if self._initialized and self._store.stamp() != self._stamp:
             self._initialized = False  # new tokens were stored (a person authorized again): the next request uses them
         async with self.context.lock:
             if not self._initialized:
                 await self._initialize()
             if self._must_refresh():
+                self.context.protocol_version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)  # RFC 8707 resource
                 async with self._refresh_lock:  # single-flight: see `token_refresh`
                     if self._store.stamp() != self._stamp:
                         await self._initialize()  # another provider refreshed them while this one waited
