@@ -228,8 +228,7 @@ class _Provider(OAuthClientProvider):
             if self._must_refresh():
                 self.context.protocol_version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)  # RFC 8707 resource
                 async with self._refresh_lock:  # single-flight: see `token_refresh`
-                    if self._store.stamp() != self._stamp:
-                        await self._initialize()  # another provider refreshed them while this one waited
+                    await self._initialize()  # read again: another provider (or process) may have refreshed them
                     if self._must_refresh():
                         await self._refreshed((yield await self._refresh_token()))
         flow = super()._auth_flow(request)
