@@ -14,14 +14,18 @@ Sets (all three licences allow redistribution with attribution; see the README b
   functions; each instruction is labelled with the functions of its golden actions.
 - restbench: Yifan-Song793/RestGPT (MIT). The TMDB and Spotify endpoints (OpenAPI), each query
   labelled with the endpoints of its solution path (mostly several).
-- toolbench (a check set: held out whole, nothing is fitted on it): THUNLP-MT/StableToolBench
-  (Apache-2.0), the solvable test queries of ToolBench (RapidAPI services). Every API that any
-  test query offers becomes a tool of its service's backend, and each query is labelled with its
-  "relevant APIs" (mostly several).
+- toolbench: THUNLP-MT/StableToolBench (Apache-2.0), the solvable test queries of ToolBench
+  (RapidAPI services). Every API that any test query offers becomes a tool of its service's
+  backend, and each query is labelled with its "relevant APIs" (mostly several).
+- bfcl-live (a check set: held out whole, nothing is fitted on it): ShishirPatil/gorilla
+  (Apache-2.0), the Berkeley Function-Calling Leaderboard's "live" simple and multiple categories:
+  functions that users contributed, each query labelled with the one function its answer calls.
+  Every function offered to any of those queries is a tool (once per name), on a backend per group
+  of functions offered together where it first appears.
 
 Sampling is deterministic (a hash of the query's text), so a rerun gives the same file.
 
-    python scripts/convert_public_sets.py --metatool DIR --toolalpaca DIR --restbench DIR --toolbench DIR
+    python scripts/convert_public_sets.py --metatool DIR --toolalpaca DIR --restbench DIR --toolbench DIR --bfcl DIR
 """
 
 from __future__ import annotations
@@ -284,7 +288,6 @@ def toolbench(repo: Path) -> dict[str, Any]:
     unique = list({q["query"]: q for q in queries}.values())
     return {
         "name": "toolbench",
-        "check": True,
         "source": {
             "repo": "THUNLP-MT/StableToolBench",
             "commit": head(repo),
@@ -299,12 +302,80 @@ def toolbench(repo: Path) -> dict[str, Any]:
     }
 
 
+BFCL_DATA = "berkeley-function-call-leaderboard/bfcl_eval/data"
+BFCL_CATEGORIES = ("live_simple", "live_multiple")
+_BFCL_ID = re.compile(r"^live_[a-z]+_\d+-(\d+)-\d+$")
+
+
+def _bfcl_tool(function: dict[str, Any]) -> dict[str, Any]:
+    parameters = function.get("parameters") or {}
+    properties = {
+        tool_name(name): {
+            "type": spec.get("type")
+            if spec.get("type") in ("string", "integer", "number", "boolean", "array")
+            else "string",
+            **({"description": clip(str(spec["description"]))} if spec.get("description") else {}),
+            **({"enum": [str(v) for v in spec["enum"]]} if isinstance(spec.get("enum"), list) else {}),
+        }
+        for name, spec in (parameters.get("properties") or {}).items()
+        if isinstance(spec, dict)
+    }
+    required = [tool_name(r) for r in parameters.get("required") or [] if tool_name(r) in properties]
+    return {
+        "name": tool_name(function["name"]),
+        "description": clip(str(function.get("description") or "")),
+        "inputSchema": schema(properties, required),
+    }
+
+
+def bfcl(repo: Path) -> dict[str, Any]:
+    backends: dict[str, dict[str, Any]] = {}
+    home: dict[str, str] = {}  # a function's name: the backend it was first offered on
+    queries = []
+    files = []
+    for category in BFCL_CATEGORIES:
+        questions = f"{BFCL_DATA}/BFCL_v4_{category}.json"
+        answers = f"{BFCL_DATA}/possible_answer/BFCL_v4_{category}.json"
+        files += [questions, answers]
+        truth = {a["id"]: a["ground_truth"] for a in map(json.loads, git_show(repo, answers).splitlines()) if a}
+        for item in (json.loads(line) for line in git_show(repo, questions).splitlines() if line.strip()):
+            found = _BFCL_ID.match(item["id"])
+            group = f"{category.removeprefix('live_')}-{found.group(1) if found else item['id']}"
+            for function in item["function"]:
+                if function["name"] not in home:
+                    home[function["name"]] = group
+                    backend = backends.setdefault(group, {"id": group, "description": "", "tools": []})
+                    backend["tools"].append(_bfcl_tool(function))
+            called = [name for call in truth.get(item["id"], []) for name in call]
+            text = " ".join(m["content"] for m in item["question"][0] if m.get("role") == "user").strip()
+            if text and len(called) == 1 and called[0] in home:
+                queries.append({"query": text, "tools": [f"{home[called[0]]}/{tool_name(called[0])}"]})
+    unique = list({q["query"]: q for q in queries}.values())
+    return {
+        "name": "bfcl-live",
+        "check": True,
+        "source": {
+            "repo": "ShishirPatil/gorilla",
+            "commit": head(repo),
+            "licence": "Apache-2.0",
+            "paper": "Patil et al., The Berkeley Function Calling Leaderboard (BFCL): From Tool Use to Agentic "
+            "Evaluation of Large Language Models, ICML 2025; Patil et al., Gorilla (arXiv:2305.15334)",
+            "files": files,
+            "sampling": "none: every live simple and multiple query whose answer calls one function; a function "
+            "offered under one name in several groups is kept once, as first offered",
+        },
+        "backends": list(backends.values()),
+        "queries": unique,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--metatool", type=Path, help="a checkout of HowieHwong/MetaTool")
     parser.add_argument("--toolalpaca", type=Path, help="a checkout of tangqiaoyu/ToolAlpaca")
     parser.add_argument("--restbench", type=Path, help="a checkout of Yifan-Song793/RestGPT")
     parser.add_argument("--toolbench", type=Path, help="a checkout of THUNLP-MT/StableToolBench")
+    parser.add_argument("--bfcl", type=Path, help="a checkout of ShishirPatil/gorilla")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     for name, convert in (
@@ -312,12 +383,13 @@ def main() -> None:
         ("toolalpaca", toolalpaca),
         ("restbench", restbench),
         ("toolbench", toolbench),
+        ("bfcl", bfcl),
     ):
         repo = getattr(args, name)
         if repo is None:
             continue
         data = convert(repo)
-        path = OUT / f"{name}.json"
+        path = OUT / f"{data['name']}.json"
         path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
         tools = sum(len(b["tools"]) for b in data["backends"])
         multi = sum(len(q["tools"]) > 1 for q in data["queries"])

@@ -4,8 +4,8 @@ whether a session starts again at once, within the same start attempt.
 The supervisor's owner task asks here why a ready session's link went away (`link_lost`), and, each time a
 session fails to start or ends with a `SessionFailure`, what follows (`ended_by`); it applies the `Verdict`.
 Nothing here touches the session or waits. A refused credential is answered by `AuthRecovery` (a refresh, or
-`agentify auth <id>`), a refused transport or era by starting again at once, anything else fails the backend
-until its next start.
+`agentify auth <id>`, or the person's IDE asked by URL), a refused transport or era by starting again at once,
+anything else fails the backend until its next start.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from agentify.backends.calls import refused
 from agentify.backends.connection import Link
 from agentify.backends.failures import AuthRequired, LinkLost, SessionFailure, Unexpected, WrongEra, WrongTransport
 from agentify.backends.state import BackendState
-from agentify.config import BackendConfig
+from agentify.config import BackendConfig, OAuthSettings
 from agentify.errors import BackendUnavailable
 
 if TYPE_CHECKING:
@@ -40,9 +40,16 @@ class Verdict:
 
 
 def ended_by(
-    failure: SessionFailure, state: BackendState, spec: BackendConfig, auth: AuthRecovery, log: Logger
+    failure: SessionFailure,
+    state: BackendState,
+    spec: BackendConfig,
+    auth: AuthRecovery,
+    log: Logger,
+    *,
+    by_url: bool = False,
 ) -> Verdict:
-    """What a session's failure means for a backend in `state`."""
+    """What a session's failure means for a backend in `state`; `by_url`: a call that meets a request for
+    authorization asks the person from their IDE (`url_authorization.py`), so that is what the backend says."""
     if state not in LIVE:
         log.warning("closing the session failed: {}", failure)
         return Verdict()
@@ -52,20 +59,27 @@ def ended_by(
     if isinstance(failure, WrongEra):
         return Verdict(again=True, state=BackendState.STARTING)
     if isinstance(failure, AuthRequired):
-        return _after_refusal(state, spec, auth, log)
+        return _after_refusal(state, spec, auth, log, by_url)
     if isinstance(failure, Unexpected):  # a bug or a case nobody foresaw: keep the traceback
         log.opt(exception=failure).error("backend session failed: {}", failure)
     return failed(failure, log)
 
 
-def _after_refusal(state: BackendState, spec: BackendConfig, auth: AuthRecovery, log: Logger) -> Verdict:
-    """The server refused the credentials (HTTP 401): refresh and start again, or say which credential to fix."""
+def _after_refusal(state: BackendState, spec: BackendConfig, auth: AuthRecovery, log: Logger, by_url: bool) -> Verdict:
+    """The server refused the credentials (HTTP 401): refresh and start again, or say how to authorize it (an
+    expected step: INFO, when the IDE is asked by URL)."""
     refusal = auth.after_refusal()
     if refusal is Refusal.WRONG_CREDENTIALS:
         return failed(refused(spec), log)
     if refusal is Refusal.REFRESH:
         log.info("the server refused the access token; refreshing it")
         return Verdict(again=True, state=BackendState.STARTING if state is BackendState.READY else None)
+    if by_url:
+        how = "the next call of one of its tools asks the person, from their IDE, to open a page and sign in"
+        if not (isinstance(spec.auth, OAuthSettings) and spec.auth.per_principal):
+            how += f" (or run `agentify auth {spec.id}`)"
+        log.info("needs authorization: {}", how)
+        return Verdict(state=BackendState.NEEDS_AUTH, error=f"the server asks for authorization: {how}")
     log.warning("needs authorization: run `agentify auth {}`", spec.id)
     return Verdict(
         state=BackendState.NEEDS_AUTH, error=f"the server asks for authorization: run `agentify auth {spec.id}`"

@@ -25,7 +25,7 @@ from agentify.backends.shared_oauth import SharedOAuthBackend
 from agentify.backends.state import BackendState, BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
-from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor
+from agentify.backends.supervisor import SETTLE_SLACK, StateListener, Supervisor, Wiring
 from agentify.config import BackendConfig, ExchangeSettings, OAuthSettings
 from agentify.pinning import Held, PinBook
 from agentify.team.identity import Authorizations, Identity
@@ -68,6 +68,17 @@ class BackendManager:
         """Hears the backends' log messages that no single call owns (`logs.py`)."""
         self._log_level: types.LoggingLevel | None = None
         self._state_changed = anyio.Event()
+        self._wiring = Wiring(
+            self._manifests,
+            secrets=secrets,
+            on_state=self._published,
+            roots=self._known_roots,
+            routes=self.routes,
+            on_change=self._changed,
+            on_log=self._logged,
+            pins=pins,
+        )
+        """What every backend is handed (`on_log` and `pins` only a backend with one session for everyone uses)."""
         self._supervisors: dict[str, Supervisor] = {s.id: self._supervise(s) for s in specs}
         self._tg: TaskGroup | None = None
         self.closed = anyio.Event()
@@ -244,41 +255,12 @@ class BackendManager:
     def _supervise(self, spec: BackendConfig) -> Supervisor:
         per_principal = isinstance(spec.auth, OAuthSettings) and spec.auth.per_principal and self._identity is not None
         if spec.problem is None and (per_principal or isinstance(spec.auth, ExchangeSettings)):
-            return PrincipalBackend(
-                spec,
-                self._manifests,
-                self._identity,
-                secrets=self._secrets,
-                on_state=self._published,
-                roots=self._known_roots,
-                routes=self.routes,
-                on_change=self._changed,
-            )
+            return PrincipalBackend(spec, self._wiring, self._identity)
         shared_oauth = isinstance(spec.auth, OAuthSettings) and not spec.auth.per_principal
         if spec.problem is None and shared_oauth and self._authorizations is not None:
-            return SharedOAuthBackend(
-                spec,
-                self._manifests,
-                self._authorizations,
-                secrets=self._secrets,
-                on_state=self._published,
-                roots=self._known_roots,
-                resource_routes=self.routes,
-                on_change=self._changed,
-                on_log=self._logged,
-                pins=self.pins,
-            )
+            return SharedOAuthBackend(spec, self._wiring, self._authorizations)
         if spec.problem is None and spec.personal_secrets and self._identity is not None:
-            return PersonalBackend(
-                spec,
-                self._manifests,
-                self._identity,
-                secrets=self._secrets,
-                on_state=self._published,
-                roots=self._known_roots,
-                routes=self.routes,
-                on_change=self._changed,
-            )
+            return PersonalBackend(spec, self._wiring, self._identity)
         stderr = StderrLog(spec.id)
         connection: Connection
         more: Callable[[], Connection] | None = None  # how an extra session connects, when calls overlap
@@ -291,18 +273,9 @@ class BackendManager:
         else:
             connection = StdioConnection(spec, stderr)
             more = lambda: StdioConnection(spec, stderr)  # noqa: E731
+        w = self._wiring
         return Supervisor(
-            spec,
-            connection,
-            stderr,
-            self._manifests,
-            on_state=self._published,
-            roots=self._known_roots,
-            routes=self.routes,
-            on_change=self._changed,
-            on_log=self._logged,
-            pins=self.pins,
-            more=more,
+            spec, connection, stderr, w.manifests, w.on_state, w.roots, w.routes, w.on_change, w.on_log, w.pins, more
         )
 
     def _known_roots(self) -> list[types.Root]:

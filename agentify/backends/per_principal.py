@@ -20,32 +20,26 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from anyio.abc import TaskGroup
-from loguru import logger
 from mcp.shared.dispatcher import ProgressFnT
 
 from agentify.backends.calls import ScopeStepUp
 from agentify.backends.exchange import ExchangedAuth, Exchanger
 from agentify.backends.logs import LogSink
-from agentify.backends.manifest import ManifestStore
-from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import ChangeListener
+from agentify.backends.people import PeopleFront
 from agentify.backends.principal_flow import VaultFlowTokens
 from agentify.backends.principal_tokens import VaultTokens
 from agentify.backends.questions import Answerer
 from agentify.backends.remote import RemoteConnection
-from agentify.backends.routes import ResourceRoutes
-from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendState, BackendStatus
 from agentify.backends.stderr_log import StderrLog
-from agentify.backends.supervisor import StateListener, Supervisor
+from agentify.backends.supervisor import Supervisor, Wiring
 from agentify.backends.url_authorization import ask_by_url, guarded, never_accepted
 from agentify.config import BackendConfig, ExchangeSettings
 from agentify.errors import BackendUnavailable, NeedsAuth
 from agentify.team.identity import Identity
 from agentify.team.principal import LOCAL, current_principal, inbound_token
 
-INNER_IDLE_SECONDS = 600.0  # a person's session closes after this long unused (unless idleStopSeconds says less)
 MAX_PRINCIPALS = 256
 _R = Any
 
@@ -58,47 +52,25 @@ class _Person:
     running: bool = False
 
 
-class PrincipalBackend(Supervisor):
+class PrincipalBackend(PeopleFront[_Person]):
     """The front of one `perPrincipal` backend; safe to call from any task, like every supervisor."""
 
     personal = True
 
-    def __init__(
-        self,
-        spec: BackendConfig,
-        manifests: ManifestStore,
-        identity: Identity | None,
-        *,
-        secrets: SecretSink | None = None,
-        on_state: StateListener | None = None,
-        roots: RootsGetter | None = None,
-        routes: ResourceRoutes | None = None,
-        on_change: ChangeListener | None = None,
-    ) -> None:
+    def __init__(self, spec: BackendConfig, wiring: Wiring, identity: Identity | None) -> None:
         lazy = spec.model_copy(update={"start": "lazy"})
-        super().__init__(lazy, RemoteConnection(lazy), StderrLog(spec.id), manifests, on_state, roots, routes)
-        self.spec = spec
+        super().__init__(spec, lazy, RemoteConnection(lazy), StderrLog(spec.id), wiring)
         # What the manifest keeps of the resources and prompts is what one person's session listed: the lists are
         # asked of the caller's own session (only the capabilities are the backend's, the same for everyone).
         self.offers.offers = replace(self.offers.offers, complete=False)
-        self._inner_spec = spec.model_copy(
-            update={"start": "lazy", "idle_stop_seconds": min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)}
-        )
-        self._manifests = manifests
         self._identity = identity
-        self._exchanger = Exchanger(spec, secrets) if isinstance(spec.auth, ExchangeSettings) else None
+        self._exchanger = Exchanger(spec, wiring.secrets) if isinstance(spec.auth, ExchangeSettings) else None
         if self._exchanger is None and identity is None:
             raise ValueError("a perPrincipal OAuth backend needs the vault (Identity)")
-        self._secrets = secrets
-        self._inner_roots = roots
-        self._inner_routes = routes
-        self._inner_change = on_change
-        self._people: dict[str, _Person] = {}
+        self.asks_by_url = self._exchanger is None  # an exchanged token is not the person's to authorize
+        self._secrets = wiring.secrets
         if identity is not None:
             identity.forgotten.append(self._forget)
-        self._tg: TaskGroup | None = None
-        self._level: types.LoggingLevel | None = None
-        self._log = logger.bind(backend=spec.id)
 
     # ----- the owner -----------------------------------------------------------------------------
 
@@ -113,15 +85,6 @@ class PrincipalBackend(Supervisor):
                 person.supervisor.stop()  # one never started ends at once when it starts
             tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
         self._tg = None
-
-    def kick(self) -> None:
-        return None  # nothing starts without a person
-
-    def settling(self) -> bool:
-        return False
-
-    async def wait_settled(self, seconds: float | None = None) -> None:
-        return None
 
     def status(self) -> BackendStatus:
         """What the caller sees: their own session's state (another person's is none of theirs), and the scope the
@@ -139,15 +102,6 @@ class PrincipalBackend(Supervisor):
                 "asks you to authorize it; other calls go on with your current authorization"
             )
         return replace(own, state=theirs.state, last_error=error, server=theirs.server, pid=None)
-
-    async def send_log_level(self, level: types.LoggingLevel) -> None:
-        self._level = level
-        for person in list(self._people.values()):
-            await person.supervisor.send_log_level(level)
-
-    async def send_roots_changed(self) -> None:
-        for person in list(self._people.values()):
-            await person.supervisor.send_roots_changed()
 
     # ----- calls -------------------------------------------------------------------------------------
 
@@ -248,18 +202,8 @@ class PrincipalBackend(Supervisor):
                 assert self._identity is not None
                 tokens = VaultTokens(self._inner_spec, principal, self._identity.vault, self._secrets)
                 connection = RemoteConnection(self._inner_spec, self._secrets, tokens=tokens)
-            supervisor = Supervisor(
-                self._inner_spec,
-                connection,
-                StderrLog(self.spec.id),
-                self._manifests,
-                on_state=self._inner_state,
-                roots=self._inner_roots,
-                routes=self._inner_routes,
-                on_change=self._changes_of(principal),
-                on_log=None,  # a log message no call owns is this person's: it reaches nobody else
-            )
-            supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
+            stderr = StderrLog(self.spec.id)
+            supervisor = self._supervisor_for(connection, stderr, self._changes_of(principal))
             person = _Person(supervisor, tokens, time.monotonic())
             self._people[principal] = person
         person.used = time.monotonic()
@@ -270,9 +214,7 @@ class PrincipalBackend(Supervisor):
         if person.running or self._tg is None:
             return
         person.running = True
-        self._tg.start_soon(person.supervisor.run)
-        if self._level is not None:
-            self._tg.start_soon(person.supervisor.send_log_level, self._level)
+        self._started(person.supervisor)
 
     def _make_room(self) -> None:
         if len(self._people) < MAX_PRINCIPALS:
@@ -293,13 +235,10 @@ class PrincipalBackend(Supervisor):
     def _changes_of(self, principal: str) -> ChangeListener | None:
         """What a person's session says changed (a list, a subscribed resource) is theirs: it reaches only their
         clients (`Change.principal`)."""
-        heard = self._inner_change
+        heard = self._wiring.on_change
         if heard is None:
             return None
         return lambda change: heard(replace(change, principal=principal))
-
-    def _inner_state(self, status: BackendStatus) -> None:
-        self._lifecycle.changed()  # the catalog and the console hear of it as of this backend
 
     # ----- authorizing ----------------------------------------------------------------------------------
 

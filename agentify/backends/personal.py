@@ -6,15 +6,10 @@ their environment: they start on the person's first call, stop when idle, and th
 get processes of their own as any backend's do (`pool.py`). At most `MAX_PEOPLE` people have processes; the
 least recently used one with no call in flight makes room.
 
-A person with no secrets in the vault yet is first asked to open the gateway's page (URL-mode elicitation,
-through the relay every backend question takes, so both protocol eras get it; never a form elicitation, which
+A person with no secrets in the vault yet is first asked, in agentify's own words, to open the gateway's page
+(URL-mode elicitation, `url_authorization.ask_and_wait`, in both protocol eras; never a form elicitation, which
 the MCP specification forbids for secrets): `/oauth/start/<id>` answers a form of password fields whose values
-go straight into the person's vault record (`team/secret_pages.py`), and the call goes on:
-- 2025-11-25: `elicitation/create`; the call waits for the page (bounded by the backend's timeout), then goes
-  on, and the client is told `notifications/elicitation/complete`;
-- 2026-07-28: the round ends with the question; the client's next round carries the answer; if the page was not
-  answered by then, the answer is another round (at most `MAX_ROUNDS`);
-- a client that cannot open a URL for its user gets `needs_auth` with the URL in the text.
+go straight into the person's vault record (`team/secret_pages.py`), and the call goes on.
 A person whose vault record is dropped (their token removed from the tokens file, `agentify vault forget`) or
 changed has their processes stopped within `WATCH_SECONDS`.
 """
@@ -27,33 +22,23 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from anyio.abc import TaskGroup
-from loguru import logger
 from mcp.shared.dispatcher import ProgressFnT
 
 from agentify.backends.calls import unavailable
 from agentify.backends.logs import LogSink
-from agentify.backends.manifest import ManifestStore
-from agentify.backends.oauth import SecretSink
-from agentify.backends.offers import ChangeListener
+from agentify.backends.people import PeopleFront
 from agentify.backends.questions import Answerer
-from agentify.backends.routes import ResourceRoutes
-from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendStatus
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.stdio import StdioConnection
-from agentify.backends.supervisor import StateListener, Supervisor
+from agentify.backends.supervisor import Supervisor, Wiring
+from agentify.backends.url_authorization import MAX_ROUNDS, UrlQuestion, ask_and_wait, guarded
 from agentify.config import BackendConfig
-from agentify.errors import BackendUnavailable, Declined, NeedsAuth
-from agentify.team.flows import FlowStoreUnavailable, Outcome, polled
+from agentify.errors import BackendUnavailable, NeedsAuth
 from agentify.team.identity import Identity
 from agentify.team.principal import LOCAL, current_principal
-from agentify.team.vault import VaultUnavailable
 
-INNER_IDLE_SECONDS = 600.0  # a person's processes stop after this long unused (unless idleStopSeconds says less)
 MAX_PEOPLE = 32
-MAX_ROUNDS = 5  # 2026-07-28 rounds one call asks before it gives up waiting for the page
-ROUND_WAIT_SECONDS = 10.0  # how long a 2026-07-28 round waits for the page to be answered before asking again
 WATCH_SECONDS = 2.0  # how often the people's vault records are read again (dropped or changed: processes stop)
 
 
@@ -65,38 +50,15 @@ class _Person:
     busy: int = 0
 
 
-class PersonalBackend(Supervisor):
+class PersonalBackend(PeopleFront[_Person]):
     """The front of one stdio backend with `${person:NAME}` in its env; safe to call from any task."""
 
-    def __init__(
-        self,
-        spec: BackendConfig,
-        manifests: ManifestStore,
-        identity: Identity,
-        *,
-        secrets: SecretSink | None = None,
-        on_state: StateListener | None = None,
-        roots: RootsGetter | None = None,
-        routes: ResourceRoutes | None = None,
-        on_change: ChangeListener | None = None,
-    ) -> None:
+    def __init__(self, spec: BackendConfig, wiring: Wiring, identity: Identity) -> None:
         lazy = spec.model_copy(update={"start": "lazy"})
         stderr = StderrLog(spec.id)
-        super().__init__(lazy, StdioConnection(lazy, stderr), stderr, manifests, on_state, roots, routes)
-        self.spec = spec
-        idle = min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)
-        self._inner_spec = spec.model_copy(update={"start": "lazy", "idle_stop_seconds": idle})
-        self._manifests = manifests
+        super().__init__(spec, lazy, StdioConnection(lazy, stderr), stderr, wiring)
         self._identity = identity
-        self._redactor = secrets
-        self._inner_roots = roots
-        self._inner_routes = routes
-        self._inner_change = on_change
-        self._people: dict[str, _Person] = {}
         identity.forgotten.append(self._forget)
-        self._tg: TaskGroup | None = None
-        self._level: types.LoggingLevel | None = None
-        self._log = logger.bind(backend=spec.id)
 
     # ----- the owner -----------------------------------------------------------------------------
 
@@ -128,15 +90,6 @@ class PersonalBackend(Supervisor):
                         self._log.info("a person's secrets were dropped or changed: their processes stop")
                         self._drop(principal)
 
-    def kick(self) -> None:
-        return None  # nothing starts without a person
-
-    def settling(self) -> bool:
-        return False
-
-    async def wait_settled(self, seconds: float | None = None) -> None:
-        return None
-
     def status(self) -> BackendStatus:
         """What the caller sees: their own processes' state (another person's is none of theirs)."""
         own = replace(super().status(), start="lazy")
@@ -146,15 +99,6 @@ class PersonalBackend(Supervisor):
             return replace(own, last_error=hint)
         theirs = person.supervisor.status()
         return replace(own, state=theirs.state, last_error=theirs.last_error, server=theirs.server, pid=None)
-
-    async def send_log_level(self, level: types.LoggingLevel) -> None:
-        self._level = level
-        for person in list(self._people.values()):
-            await person.supervisor.send_log_level(level)
-
-    async def send_roots_changed(self) -> None:
-        for person in list(self._people.values()):
-            await person.supervisor.send_roots_changed()
 
     # ----- calls -------------------------------------------------------------------------------------
 
@@ -219,10 +163,7 @@ class PersonalBackend(Supervisor):
 
     async def _stored(self, principal: str) -> dict[str, str] | None:
         """The principal's secrets as the vault holds them now: every one the backend names, else None."""
-        try:
-            record = await self._identity.vault.load(principal, self.spec.id)
-        except VaultUnavailable as exc:
-            raise BackendUnavailable(f"backend {self.spec.id!r}: {exc}") from None
+        record = await guarded(self.spec.id, self._identity.vault.load(principal, self.spec.id))
         kept = record.get("secrets") if record else None
         if not isinstance(kept, dict):
             return None
@@ -240,27 +181,19 @@ class PersonalBackend(Supervisor):
             if self._tg is None:
                 raise BackendUnavailable(f"backend {self.spec.id!r} is stopping; try again")
             self._make_room()
-            if self._redactor is not None:
-                self._redactor(stored.values())  # masked wherever the gateway writes or relays text
+            if self._wiring.secrets is not None:
+                self._wiring.secrets(stored.values())  # masked wherever the gateway writes or relays text
             stderr = StderrLog(self.spec.id)
-            supervisor = Supervisor(
-                self._inner_spec,
-                StdioConnection(self._inner_spec, stderr, stored),
+            spec = self._inner_spec
+            supervisor = self._supervisor_for(
+                StdioConnection(spec, stderr, stored),
                 stderr,
-                self._manifests,
-                on_state=self._inner_state,
-                roots=self._inner_roots,
-                routes=self._inner_routes,
-                on_change=self._inner_change,
-                on_log=None,  # a log message no call owns is this person's process's: it reaches nobody else
-                more=lambda: StdioConnection(self._inner_spec, stderr, stored),
+                self._wiring.on_change,
+                more=lambda: StdioConnection(spec, stderr, stored),
             )
-            supervisor.tools = self.tools  # what any person's process lists is the backend's catalog entry
             person = _Person(supervisor, stored, time.monotonic())
             self._people[principal] = person
-            self._tg.start_soon(supervisor.run)
-            if self._level is not None:
-                self._tg.start_soon(supervisor.send_log_level, self._level)
+            self._started(supervisor)
         person.used = time.monotonic()
         return person
 
@@ -285,64 +218,29 @@ class PersonalBackend(Supervisor):
         for principal in principals:
             self._drop(principal)
 
-    def _inner_state(self, status: BackendStatus) -> None:
-        self._lifecycle.changed()  # the catalog and the console hear of it as of this backend
-
     # ----- asking for the secrets ------------------------------------------------------------------------
 
     async def _ask(self, principal: str, answerer: Answerer | None) -> None:
         """Sends the person to their page (the flow every round and replica shares) and waits for its answer."""
+        backend = self.spec.id
         flows = self._identity.flows
-        try:
-            flow_id = await flows.pending(principal, self.spec.id)
-            if flow_id is None:
-                flow_id = await flows.create(principal, self.spec.id, self.spec.personal_secrets)
-        except FlowStoreUnavailable as exc:
-            raise BackendUnavailable(f"backend {self.spec.id!r}: {exc}") from None
+        flow_id = await guarded(backend, flows.pending(principal, backend))
+        if flow_id is None:
+            flow_id = await guarded(backend, flows.create(principal, backend, self.spec.personal_secrets))
         url = self._identity.start_url(flow_id)
         names = ", ".join(self.spec.personal_secrets)
-        round_trips = bool(getattr(answerer, "round_trips", False))
-        elicitation_id = f"agentify-secret-{flow_id[:24]}"
-        outcome: Outcome | None = None
-        for round_number in range(MAX_ROUNDS):
-            message = f"{self.spec.id} runs as you with your own {names}: open the page and give it there."
-            if round_number:
-                message += f" (Not given yet: fill in the page, then go on. Check {round_number + 1}.)"
-            params = types.ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
-            answers = (
-                await answerer.answer(self.spec.id, {"authorize": types.ElicitRequest(params=params)})
-                if answerer is not None
-                else types.ErrorData(code=types.INVALID_REQUEST, message="no client to ask")
-            )
-            if isinstance(answers, types.ErrorData):
-                raise NeedsAuth(
-                    f"backend {self.spec.id!r} runs as you with your own {names}, and your client cannot open a page "
-                    f"for you. Open this URL in your browser (it works once, for 10 minutes), give them there, then "
-                    f"call again: {url}"
-                )
-            answer = answers.get("authorize")
-            if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
-                raise Declined(f"giving your {names} for backend {self.spec.id!r} was declined: the call was not made")
-            outcome = await self._outcome(flow_id, ROUND_WAIT_SECONDS if round_trips else self.spec.timeout_seconds)
-            if outcome is not None:
-                break
-        if outcome is None:
-            raise NeedsAuth(
-                f"the page for your {names} (backend {self.spec.id!r}) was not answered after {MAX_ROUNDS} checks. "
-                f"Fill it in at {url} (it works once, for 10 minutes), then call again."
-            )
-        if outcome.error is not None:
-            raise BackendUnavailable(f"backend {self.spec.id!r}: {outcome.error}. Call again to retry.")
-        completed = getattr(answerer, "completed", None)
-        if completed is not None and not round_trips:
-            await completed(elicitation_id)
-
-    async def _outcome(self, flow_id: str, seconds: float) -> Outcome | None:
-        flows = self._identity.flows
-        with anyio.move_on_after(seconds):
-            try:
-                outcome: Outcome = await polled(lambda: flows.outcome(flow_id))
-            except FlowStoreUnavailable as exc:
-                raise BackendUnavailable(f"backend {self.spec.id!r}: {exc}") from None
-            return outcome
-        return None
+        question = UrlQuestion(
+            backend=backend,
+            url=url,
+            elicitation_id=f"agentify-secret-{flow_id[:24]}",
+            message=f"{backend} runs as you with your own {names}: open the page and give it there.",
+            again="Not given yet: fill in the page, then go on",
+            cannot_open=f"backend {backend!r} runs as you with your own {names}, and your client cannot open a page "
+            f"for you. Open this URL in your browser (it works once, for 10 minutes), give them there, then call "
+            f"again: {url}",
+            declined=f"giving your {names} for backend {backend!r} was declined: the call was not made",
+            unanswered=f"the page for your {names} (backend {backend!r}) was not answered after {MAX_ROUNDS} checks. "
+            f"Fill it in at {url} (it works once, for 10 minutes), then call again.",
+            failed=f"backend {backend!r}",
+        )
+        await ask_and_wait(answerer, flows, flow_id, question, self.spec.timeout_seconds)

@@ -37,8 +37,10 @@ Answers = dict[str, types.InputResponse] | types.ErrorData
 
 
 class Answerer(Protocol):
-    async def answer(self, backend: str, requests: Mapping[str, types.InputRequest]) -> Answers:
-        """The answers by key, or the error the backend gets (its own fallback decides what then).
+    async def answer(self, backend: str, requests: Mapping[str, types.InputRequest], *, own: bool = False) -> Answers:
+        """The answers by key, or the error the backend gets (its own fallback decides what then). `own`: the
+        question is agentify's own about `backend` (a page to open to authorize it, `url_authorization.py`), shown
+        as agentify's; a backend's questions never pass it, so they are always shown as the backend's.
 
         Raises whatever should end the call instead (it reaches the caller of `call_tool`)."""
         ...

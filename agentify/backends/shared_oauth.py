@@ -23,22 +23,17 @@ from loguru import logger
 from mcp.shared.dispatcher import ProgressFnT
 
 from agentify.backends.calls import ScopeStepUp
-from agentify.backends.logs import LogListener, LogSink
-from agentify.backends.manifest import ManifestStore
-from agentify.backends.oauth import SecretSink, TokenFile
-from agentify.backends.offers import ChangeListener
+from agentify.backends.logs import LogSink
+from agentify.backends.oauth import TokenFile
 from agentify.backends.principal_flow import FlowTokens
 from agentify.backends.questions import Answerer
 from agentify.backends.remote import RemoteConnection
-from agentify.backends.routes import ResourceRoutes
-from agentify.backends.session import RootsGetter
 from agentify.backends.state import BackendState, BackendStatus
 from agentify.backends.stderr_log import StderrLog
-from agentify.backends.supervisor import StateListener, Supervisor
+from agentify.backends.supervisor import Supervisor, Wiring
 from agentify.backends.url_authorization import ask_by_url, never_accepted
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable
-from agentify.pinning import PinBook
 from agentify.team.identity import Authorizations
 from agentify.team.principal import ANONYMOUS, LOCAL, SHARED, current_principal
 
@@ -47,26 +42,18 @@ OWNERS = (None, LOCAL, ANONYMOUS, SHARED)
 
 
 class SharedOAuthBackend(Supervisor):
-    def __init__(
-        self,
-        spec: BackendConfig,
-        manifests: ManifestStore,
-        routes: Authorizations,
-        *,
-        secrets: SecretSink | None = None,
-        on_state: StateListener | None = None,
-        roots: RootsGetter | None = None,
-        resource_routes: ResourceRoutes | None = None,
-        on_change: ChangeListener | None = None,
-        on_log: LogListener | None = None,
-        pins: PinBook | None = None,
-    ) -> None:
-        self._store = TokenFile(spec, secrets=secrets)
+    asks_by_url = True
+
+    def __init__(self, spec: BackendConfig, wiring: Wiring, routes: Authorizations) -> None:
+        w = wiring
+        self._store = TokenFile(spec, secrets=w.secrets)
+        connection = RemoteConnection(spec, w.secrets, tokens=self._store)
         stderr = StderrLog(spec.id)
-        connection = RemoteConnection(spec, secrets, tokens=self._store)
-        super().__init__(spec, connection, stderr, manifests, on_state, roots, resource_routes, on_change, on_log, pins)
+        super().__init__(
+            spec, connection, stderr, w.manifests, w.on_state, w.roots, w.routes, w.on_change, w.on_log, w.pins
+        )
         self._routes = routes
-        self._secrets = secrets
+        self._secrets = w.secrets
         self._tg: TaskGroup | None = None
 
     async def run(self) -> None:

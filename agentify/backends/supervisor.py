@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -45,6 +46,7 @@ from agentify.backends.handles import ToolHandle
 from agentify.backends.idle import IdleClock
 from agentify.backends.logs import LogListener, LogSink
 from agentify.backends.manifest import ManifestStore
+from agentify.backends.oauth import SecretSink
 from agentify.backends.offers import BackendOffers, ChangeListener, change_of
 from agentify.backends.pool import LANE_IDLE_SECONDS, Lanes
 from agentify.backends.questions import Answerer, InFlight
@@ -66,6 +68,22 @@ from agentify.config import BackendConfig
 from agentify.pinning import PinBook
 
 StateListener = Callable[[BackendStatus], None]
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What the manager hands every backend: the manifests, the redactor's sink, and where it reports or asks."""
+
+    manifests: ManifestStore
+    secrets: SecretSink | None = None
+    on_state: StateListener | None = None
+    roots: RootsGetter | None = None
+    routes: ResourceRoutes | None = None
+    on_change: ChangeListener | None = None
+    on_log: LogListener | None = None
+    pins: PinBook | None = None
+
+
 _R = TypeVar("_R", bound=types.Result)
 
 SETTLE_SLACK = 1.0  # a waiter's margin over the start-up timeout, so it sees the owner's verdict
@@ -76,6 +94,9 @@ class Supervisor:
 
     personal = False
     """True where each principal has a session of their own (`PrincipalBackend`): what it lists and says is theirs."""
+    asks_by_url = False
+    """True where a call that meets the server's request for authorization asks the person from their IDE to open
+    a page (`url_authorization.py`), rather than leaving it to `agentify auth`."""
 
     def __init__(
         self,
@@ -368,7 +389,9 @@ class Supervisor:
         except SessionFailure as failure:
             if not isinstance(failure, WrongTransport | WrongEra | AuthRequired):
                 ended = str(failure)
-            return self._settle(ended_by(failure, self.state, self.spec, self._auth, self._log))
+            return self._settle(
+                ended_by(failure, self.state, self.spec, self._auth, self._log, by_url=self.asks_by_url)
+            )
         finally:
             self._session = None
             if self._link is not None:

@@ -4,8 +4,10 @@ Transport-agnostic: the IDE side is the `ClientQuestions` protocol (the MCP serv
 knows the IDE's era), the backend side is `agentify.backends.questions`. What the relay decides:
 - a question the IDE cannot answer (no elicitation, no URL mode, no sampling, no roots) is answered to
   the backend with an error that says so: the backend's own fallback decides what happens then;
-- a form question begins "From backend <id> (not agentify): ", so the user knows who wants to know and
-  a backend's form never passes for agentify's own confirmation;
+- a form or URL question begins "From backend <id> (not agentify): ", so the user knows who wants to know
+  and a backend's question never passes for agentify's own; only agentify's own questions (`own=True`: the
+  page it asks a person to open to authorize a backend or give their secrets, `url_authorization.py`) go
+  without it, and a backend's question cannot ask for that (`questions.py` never passes it);
 - what the IDE shows of a question (its message, and the titles, descriptions, enum names and defaults of
   a form's schema) is masked with the redactor's known secrets, cut to a bound and escaped, so a backend
   can neither show another backend's env secret nor fake lines or reorder text with control or bidi
@@ -81,14 +83,15 @@ class BackendQuestionRelay:
         """`notifications/elicitation/complete` for a URL question agentify itself asked (2025-11-25)."""
         await self._client.completed(elicitation_id)
 
-    async def answer(self, backend: str, requests: Mapping[str, types.InputRequest]) -> Answers:
+    async def answer(self, backend: str, requests: Mapping[str, types.InputRequest], *, own: bool = False) -> Answers:
         answers: dict[str, types.InputResponse] = {}
         asking: AskingClient | None = None
         for key, asked in requests.items():
-            what = _what(asked, backend)
+            what = f"agentify's page for backend {backend!r}" if own else _what(asked, backend)
             if (refusal := self._unshowable(asked)) is not None:
                 return types.ErrorData(code=types.INVALID_PARAMS, message=f"agentify did not pass on {what}: {refusal}")
-            request = _relayed(asked, backend, self._shown, self._mask, by_request=not self._client.round_trips)
+            by = "" if own else asked_by(backend)
+            request = _relayed(asked, by, self._shown, self._mask, by_request=not self._client.round_trips)
             if not self._client.can_answer(request):
                 return types.ErrorData(code=types.INVALID_REQUEST, message=f"the user's client cannot answer {what}")
             try:
@@ -152,16 +155,16 @@ class BackendQuestionRelay:
 
 def _relayed(
     request: types.InputRequest,
-    backend: str,
+    by: str,
     shown: Callable[[str, int], str],
     mask: Callable[[str], str],
     *,
     by_request: bool,
 ) -> types.InputRequest:
-    """The question as the IDE gets it: a form or URL question with the asking backend's id in front of
-    its message, a sampling request with its texts masked, and without the backend's `_meta` (its own
-    trace context, new in every round, which would make the same question look new to the round that
-    carries its answer).
+    """The question as the IDE gets it: a form or URL question with `by` (who asks: `asked_by` a backend, or
+    nothing for agentify's own) in front of its message, a sampling request with its texts masked, and without
+    the backend's `_meta` (its own trace context, new in every round, which would make the same question look
+    new to the round that carries its answer).
 
     A URL question of a 2026-07-28 backend has no `elicitationId`, which a 2025-11-25 request must
     carry: it gets one made from the URL (the same question, the same id)."""
@@ -174,7 +177,7 @@ def _relayed(
             _texts_masked(params.model_dump(by_alias=True, exclude_unset=True), mask)
         )
     if isinstance(request, types.ElicitRequest):
-        update["message"] = f"{asked_by(backend)}{shown(params.message, MAX_MESSAGE_CHARS)}"
+        update["message"] = f"{by}{shown(params.message, MAX_MESSAGE_CHARS)}"
         if isinstance(params, types.ElicitRequestFormParams):
             update["requested_schema"] = _schema_shown(params.requested_schema, shown)
         if by_request and isinstance(params, types.ElicitRequestURLParams) and not params.elicitation_id:

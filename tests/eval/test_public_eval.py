@@ -17,7 +17,7 @@ METRICS = {"queries", "recall@1", "recall@5", "recall@10", "ndcg@5", "multiTool"
 
 
 def test_each_shipped_set_says_where_it_comes_from_and_splits_its_queries() -> None:
-    assert set(available()) >= {"metatool", "toolalpaca", "restbench", "toolbench"}
+    assert set(available()) >= {"metatool", "toolalpaca", "restbench", "toolbench", "bfcl-live"}
     for name in available():
         public = load_public(name)
         assert {"repo", "commit", "licence", "paper"} <= public.source.keys()
@@ -27,7 +27,7 @@ def test_each_shipped_set_says_where_it_comes_from_and_splits_its_queries() -> N
         names = {(b, t.name) for b, _, tools in public.backends for t in tools}
         assert all(needed in names for q in public.queries for needed in q.tools)
     assert part("the same text") == part("  The same text ") and "all" in PARTS
-    assert [name for name in available() if load_public(name).check] == ["toolbench"]  # nothing is fitted on it
+    assert [name for name in available() if load_public(name).check] == ["bfcl-live"]  # nothing is fitted on it
 
 
 def test_eval_public_on_a_slice_reports_search_tools_beside_bm25(tmp_path: Path) -> None:
@@ -37,7 +37,7 @@ def test_eval_public_on_a_slice_reports_search_tools_beside_bm25(tmp_path: Path)
     assert sorted(r["set"] for r in reports) == sorted(available())
     for report in reports:
         assert report["part"] == "heldout" and report["searchTools"]["queries"] == 6
-        assert report["checkSet"] == (report["set"] == "toolbench")
+        assert report["checkSet"] == (report["set"] == "bfcl-live")
         assert METRICS <= report["searchTools"].keys() and METRICS <= report["bm25"].keys()
         assert {"right", "wrong", "refused", "total"} <= report["offlinePlanner"].keys()
         assert {"holdsRight", "holdsAllOfMulti", "meanSize", "baseK"} <= report["shortlist"].keys()
@@ -46,8 +46,8 @@ def test_eval_public_on_a_slice_reports_search_tools_beside_bm25(tmp_path: Path)
     assert text.returncode == 0, text.stderr
     assert "search_tools" in text.stdout and "BM25" in text.stdout and "recall@5" in text.stdout
     assert "restbench (tune part, 4 queries" in text.stdout and "offline planner" in text.stdout
-    check = agentify_eval("toolbench", "--mode", "public", "--sample", "2", cwd=tmp_path)
-    assert check.returncode == 0 and "toolbench (check set, held out whole, 2 queries" in check.stdout, check.stderr
+    check = agentify_eval("bfcl-live", "--mode", "public", "--sample", "2", cwd=tmp_path)
+    assert check.returncode == 0 and "bfcl-live (check set, held out whole, 2 queries" in check.stdout, check.stderr
 
 
 def test_a_check_set_has_no_tuning_part(tmp_path: Path) -> None:

@@ -130,6 +130,7 @@ async def test_two_people_each_reach_the_backend_as_themselves(tmp_path: Path, m
         assert isinstance(asked, types.ElicitRequestURLParams)
         assert asked.url.startswith(gateway.at("/oauth/start/")), asked.url
         assert person.browser.pages[-1][0] == 200, person.browser.pages
+        assert asked.message == "Authorize agentify to use gh as you: open the page and sign in.", asked.message
     if mode == "legacy":  # the call waited for the authorization, then said it was complete
         assert len(alice.completed) == 1 and alice.completed[0] == alice.asked[0].elicitation_id, alice.completed
     assert events.read_text().splitlines().count("authorized alice") == 1

@@ -115,6 +115,8 @@ async def test_each_person_runs_the_backend_with_their_own_secret_and_a_third_ge
     assert alice_pid != bob_pid and (again, again_pid) == (alices, alice_pid)  # asked once, her own process kept
     assert len(alice.asked) == 1 and len(bob.asked) == 1
     assert all(isinstance(p, types.ElicitRequestURLParams) and "/oauth/start/" in p.url for p in alice.asked)
+    # agentify's own question, in its own words: not relayed as the backend's ("From backend pat (not agentify)")
+    assert alice.asked[0].message == "pat runs as you with your own PAT: open the page and give it there.", alice.asked
     assert [status for status, _ in alice.pages] == [200, 200] and 'type="password"' in alice.pages[0][1]
     assert [entry.data for entry in logs] == ["using [REDACTED]"]
     assert error_code(carols) == "needs_auth", carols

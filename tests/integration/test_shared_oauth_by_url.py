@@ -47,6 +47,11 @@ async def test_the_person_at_the_ide_authorizes_and_steps_up_a_shared_backend_by
     for asked in carol.asked:
         assert isinstance(asked, types.ElicitRequestURLParams), asked
         assert asked.url.startswith("http://127.0.0.1:") and "/oauth/start/" in asked.url, asked.url
+    # agentify's own questions, in its own words: not relayed as the backend's ("From backend gh (not agentify)")
+    assert carol.asked[0].message == "Authorize agentify to use gh for this gateway: open the page and sign in."
+    assert carol.asked[1].message.startswith("Authorize agentify to use gh for this gateway with the scope "), (
+        carol.asked
+    )
     assert "admin" in carol.asked[1].message and "scope" in carol.asked[1].message, carol.asked[1].message
     if mode == "legacy":
         assert carol.completed == [asked.elicitation_id for asked in carol.asked]  # type: ignore[union-attr]
@@ -56,6 +61,7 @@ async def test_the_person_at_the_ide_authorizes_and_steps_up_a_shared_backend_by
     assert events.read_text().splitlines().count("authorized carol") == 2
     text = log.read_text()
     assert "Traceback" not in text and "ERROR" not in text, text
+    assert "WARNING" not in text and "asks the person, from their IDE, to open a page" in text, text  # expected: INFO
 
 
 @pytest.mark.parametrize("mode", MODES)

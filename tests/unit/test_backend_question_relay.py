@@ -50,6 +50,19 @@ async def test_a_question_names_the_backend_and_the_answer_comes_back() -> None:
     )
 
 
+async def test_agentifys_own_question_reads_as_its_own_and_a_backends_same_words_do_not() -> None:
+    ide = Ide()
+    own = types.ElicitRequestURLParams(
+        message="Authorize agentify to use gh: open the page.", url="https://a/b", elicitation_id="x"
+    )
+    await BackendQuestionRelay(ide, 5).answer("gh", {"q": types.ElicitRequest(params=own)}, own=True)
+    await BackendQuestionRelay(ide, 5).answer("gh", {"q": types.ElicitRequest(params=own)})
+    mine, theirs = ide.asked
+    assert isinstance(mine, types.ElicitRequest) and mine.params.message == own.message
+    assert isinstance(theirs, types.ElicitRequest)
+    assert theirs.params.message == "From backend gh (not agentify): Authorize agentify to use gh: open the page."
+
+
 async def test_a_2026_ide_gets_every_question_of_the_round_before_it_answers() -> None:
     ide = Ide(round_trips=True)
     with pytest.raises(AskingClient):

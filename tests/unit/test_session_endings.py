@@ -32,6 +32,9 @@ RESTARTING, IDLE, NEEDS_AUTH = BackendState.RESTARTING, BackendState.IDLE, Backe
 LOG = logger.bind(backend="mem")
 PLAIN = BackendConfig.model_validate({"id": "mem", "url": "http://127.0.0.1:9/mcp"})
 OAUTH = BackendConfig.model_validate({"id": "mem", "url": "http://127.0.0.1:9/mcp", "auth": {"type": "oauth"}})
+PER_PERSON = BackendConfig.model_validate(
+    {"id": "mem", "url": "http://127.0.0.1:9/mcp", "auth": {"type": "oauth", "perPrincipal": True}}
+)
 
 
 def ending(failure: SessionFailure, state: BackendState, spec: BackendConfig = PLAIN) -> Verdict:
@@ -122,3 +125,20 @@ async def test_a_link_gone_says_why_and_what_happens_next() -> None:
     assert str(failure) == "the server closed the stream; reconnected on the next call"
     assert str(await lost(hint)) == "the connection closed; reconnected on the next call"
     assert isinstance(await lost(hint, refused_status=401, lost_reason="401"), AuthRequired)
+
+
+def test_an_oauth_401_says_the_ide_asks_when_authorization_by_url_is_set_up() -> None:
+    """Logged at INFO (an expected step), and what list_backends shows says what happens: the IDE is asked."""
+    heard: list[tuple[str, str]] = []
+    sink = logger.add(lambda message: heard.append((message.record["level"].name, message.record["message"])))
+    try:
+        for spec in (OAUTH, PER_PERSON):
+            connection = MemoryConnection()
+            connection.refreshable = False
+            verdict = ended_by(AuthRequired(), READY, spec, AuthRecovery(spec, connection), LOG, by_url=True)
+            assert verdict.state is NEEDS_AUTH and verdict.error is not None
+            assert "asks the person, from their IDE, to open a page and sign in" in verdict.error, verdict.error
+            assert ("`agentify auth mem`" in verdict.error) is (spec is OAUTH), verdict.error
+    finally:
+        logger.remove(sink)
+    assert [level for level, text in heard if "authorization" in text] == ["INFO", "INFO"], heard

@@ -1,0 +1,101 @@
+"""The front of a backend where each person has a supervisor of their own (`per_principal.py`: a remote backend
+reached as each person; `personal.py`: a stdio backend run with each person's own secrets).
+
+The front is one entry of the catalog: what any person's session listed is its tools, and a person's supervisor's
+state reaches the catalog and the console as the front's. Nothing starts without a person: the front's own
+supervisor is never started (it is lazy, kicked by nobody, settled at once); each person's starts on their first
+call, and the log level a client sets, and a change of roots, reach every person's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
+
+import mcp_types as types
+from anyio.abc import TaskGroup
+from loguru import logger
+
+from agentify.backends.connection import Connection
+from agentify.backends.offers import ChangeListener
+from agentify.backends.stderr_log import StderrLog
+from agentify.backends.supervisor import Supervisor, Wiring
+from agentify.config import BackendConfig
+
+INNER_IDLE_SECONDS = 600.0  # a person's sessions stop after this long unused (unless idleStopSeconds says less)
+
+
+class Person(Protocol):
+    supervisor: Supervisor
+
+
+P = TypeVar("P", bound=Person)
+
+
+class PeopleFront(Supervisor, Generic[P]):
+    """What both fronts share; `_people` holds each principal's `P` (their supervisor, and what the front keeps of
+    them). `_tg` is the front's owner task group while it runs (its `run` sets it)."""
+
+    def __init__(
+        self, spec: BackendConfig, lazy: BackendConfig, connection: Connection, stderr: StderrLog, wiring: Wiring
+    ) -> None:
+        """`lazy`: `spec` started lazily, which `connection` (the front's, never opened) was made for."""
+        super().__init__(lazy, connection, stderr, wiring.manifests, wiring.on_state, wiring.roots, wiring.routes)
+        self.spec = spec
+        idle = min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)
+        self._inner_spec = spec.model_copy(update={"start": "lazy", "idle_stop_seconds": idle})
+        self._wiring = wiring
+        self._people: dict[str, P] = {}
+        self._tg: TaskGroup | None = None
+        self._level: types.LoggingLevel | None = None
+        self._log = logger.bind(backend=spec.id)
+
+    def kick(self) -> None:
+        return None  # nothing starts without a person
+
+    def settling(self) -> bool:
+        return False
+
+    async def wait_settled(self, seconds: float | None = None) -> None:
+        return None
+
+    async def send_log_level(self, level: types.LoggingLevel) -> None:
+        self._level = level
+        for person in list(self._people.values()):
+            await person.supervisor.send_log_level(level)
+
+    async def send_roots_changed(self) -> None:
+        for person in list(self._people.values()):
+            await person.supervisor.send_roots_changed()
+
+    def _supervisor_for(
+        self,
+        connection: Connection,
+        stderr: StderrLog,
+        on_change: ChangeListener | None,
+        more: Callable[[], Connection] | None = None,
+    ) -> Supervisor:
+        """A supervisor for one person's sessions: it lists the front's tools, its state is the front's news."""
+        supervisor = Supervisor(
+            self._inner_spec,
+            connection,
+            stderr,
+            self._wiring.manifests,
+            on_state=lambda _status: self._lifecycle.changed(),
+            roots=self._wiring.roots,
+            routes=self._wiring.routes,
+            on_change=on_change,
+            on_log=None,  # a log message no call owns is this person's: it reaches nobody else
+            more=more,
+        )
+        supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
+        supervisor.asks_by_url = self.asks_by_url
+        return supervisor
+
+    def _started(self, supervisor: Supervisor) -> None:
+        """Runs a person's supervisor in the front's task group, at the log level a client set."""
+        if self._tg is None:
+            return
+        self._tg.start_soon(supervisor.run)
+        if self._level is not None:
+            self._tg.start_soon(supervisor.send_log_level, self._level)
