@@ -8,6 +8,7 @@ kept-alive connection leaves at once instead of after the peer's delayed ACK (ab
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 from collections.abc import Iterator
@@ -37,10 +38,38 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
+TICK_SECONDS = 1.0
+"""How often the server refreshes its `Date` header (to the second, as HTTP writes it). uvicorn's own loop
+wakes every 0.1 s to look at `should_exit` as well: here setting it wakes the loop."""
+
+
 class EmbeddedServer(uvicorn.Server):
     """uvicorn without its signal capture: SIGINT and SIGTERM belong to agentify, which tells the server
-    when to stop (`should_exit`)."""
+    when to stop (`should_exit`), and without its tenfold tick: the main loop wakes once a second, or at
+    once when `should_exit` is set (from any thread)."""
+
+    _exiting = False
+    _stop: asyncio.Event | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @property  # type: ignore[override]  # uvicorn's plain attribute, which also wakes the main loop here
+    def should_exit(self) -> bool:
+        return self._exiting
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        self._exiting = value
+        if value and self._stop is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._stop.set)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def main_loop(self) -> None:
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        counter = 0
+        while not await self.on_tick(counter):
+            counter += 10  # uvicorn's on_tick refreshes the Date header when counter % 10 == 0
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), TICK_SECONDS)

@@ -11,7 +11,7 @@ definition stays until approved either way.
 
 `judge` and `observe` work on memory and never wait: writes are queued and `run` (a background task)
 stores them and re-reads the store whenever another process changed it, so an approval reaches a
-running gateway within `POLL_SECONDS`.
+running gateway at once (Redis publishes it) or within the store's `poll_seconds` (a file: 0.5 s).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class PinBook:
             self._wake = anyio.Event()
 
     async def _pause(self) -> None:
-        """Until a write is queued here, or the store says another process wrote, at most POLL_SECONDS."""
+        """Until a write is queued here, or the store says another process wrote, at most its `poll_seconds`."""
         async with anyio.create_task_group() as tg:
 
             async def first(waiting: Callable[[], Awaitable[None]]) -> None:
@@ -150,7 +150,7 @@ class PinBook:
 
             tg.start_soon(first, self._wake.wait)
             if self.mode != "off":
-                tg.start_soon(first, lambda: self.store.wait_changed(POLL_SECONDS))
+                tg.start_soon(first, lambda: self.store.wait_changed(self.store.poll_seconds))
             else:
                 tg.start_soon(first, lambda: anyio.sleep(POLL_SECONDS))
 

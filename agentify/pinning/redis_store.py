@@ -4,9 +4,10 @@ an approval made anywhere counts everywhere at once.
 Keys: `agentify:pins:backends` (the set of backends that listed once), `agentify:pins:approved:<id>`
 and `agentify:pins:pending:<id>` (hashes, tool name to a JSON record), `agentify:pins:generation`
 (raised by every write: what a replica compares), and the channel `agentify:pins:changed`, published
-by every write, so a replica hears an approval at once (the generation is the fallback, read every
-`POLL_SECONDS`). A change is one MULTI/EXEC transaction; an approval watches the pending hash so two
-approvals never accept one record twice.
+by every write, so a replica hears an approval at once (the generation is the fallback for a message
+missed while the subscription reconnected, read every `POLL_SECONDS`: a replica idles on the channel).
+A change is one MULTI/EXEC transaction; an approval watches the pending hash so two approvals never
+accept one record twice.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ PREFIX = "agentify:pins:"
 BACKENDS = PREFIX + "backends"
 GENERATION = PREFIX + "generation"
 CHANNEL = PREFIX + "changed"
+POLL_SECONDS = 5.0
+"""The generation is compared this often: every write is published, so this only bounds how late a replica
+hears of one it missed while its subscription reconnected."""
 
 
 def _approved(backend: str) -> str:
@@ -42,6 +46,7 @@ class RedisStore:
         from redis.exceptions import RedisError
 
         self.where = mask_url(url)
+        self.poll_seconds = POLL_SECONDS
         self._url = url
         self._client: Any = Redis.from_url(url, socket_connect_timeout=REDIS_SECONDS, socket_timeout=REDIS_SECONDS)
         self._errors = (RedisError, OSError, TimeoutError)

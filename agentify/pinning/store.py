@@ -27,11 +27,15 @@ from agentify.pinning.records import BackendPins, PinStoreError, Record, Snapsho
 
 FILE_NAME = "pins.json"
 LOCK_SECONDS = 5.0
+POLL_SECONDS = 0.5
+"""A file says nothing when another process writes it: its stamp is compared this often."""
 
 
 class PinStore(Protocol):
     where: str
     """The store's place for messages (a path, a masked URL)."""
+    poll_seconds: float
+    """How often a running gateway compares `stamp` when `wait_changed` has not woken it first."""
 
     def stamp(self) -> object:
         """A value that changes whenever anyone writes the pins (cheap: a stat, one Redis GET)."""
@@ -75,6 +79,7 @@ class FileStore:
     def __init__(self, directory: Path) -> None:
         self._dir = directory
         self.where = str(directory / FILE_NAME)
+        self.poll_seconds = POLL_SECONDS
 
     def stamp(self) -> object:
         try:
