@@ -10,6 +10,7 @@ call, and the log level a client sets, and a change of roots, reach every person
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Generic, Protocol, TypeVar
 
 import mcp_types as types
@@ -36,6 +37,8 @@ class PeopleFront(Supervisor, Generic[P]):
     """What both fronts share; `_people` holds each principal's `P` (their supervisor, and what the front keeps of
     them). `_tg` is the front's owner task group while it runs (its `run` sets it)."""
 
+    personal = True
+
     def __init__(
         self, spec: BackendConfig, lazy: BackendConfig, connection: Connection, stderr: StderrLog, wiring: Wiring
     ) -> None:
@@ -49,6 +52,17 @@ class PeopleFront(Supervisor, Generic[P]):
         self._tg: TaskGroup | None = None
         self._level: types.LoggingLevel | None = None
         self._log = logger.bind(backend=spec.id)
+        # What the manifest keeps of the resources and prompts is what one person's session listed: the lists are
+        # asked of the caller's own session (only the capabilities are the backend's, the same for everyone).
+        self.offers.offers = replace(self.offers.offers, complete=False)
+
+    def _changes_of(self, principal: str) -> ChangeListener | None:
+        """What a person's session says changed (a list, a subscribed resource) is theirs: it reaches only their
+        clients (`Change.principal`)."""
+        heard = self._wiring.on_change
+        if heard is None:
+            return None
+        return lambda change: heard(replace(change, principal=principal))
 
     def kick(self) -> None:
         return None  # nothing starts without a person

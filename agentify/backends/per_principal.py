@@ -25,7 +25,6 @@ from mcp.shared.dispatcher import ProgressFnT
 from agentify.backends.calls import ScopeStepUp
 from agentify.backends.exchange import ExchangedAuth, Exchanger
 from agentify.backends.logs import LogSink
-from agentify.backends.offers import ChangeListener
 from agentify.backends.people import PeopleFront
 from agentify.backends.principal_flow import VaultFlowTokens
 from agentify.backends.principal_tokens import VaultTokens
@@ -55,14 +54,9 @@ class _Person:
 class PrincipalBackend(PeopleFront[_Person]):
     """The front of one `perPrincipal` backend; safe to call from any task, like every supervisor."""
 
-    personal = True
-
     def __init__(self, spec: BackendConfig, wiring: Wiring, identity: Identity | None) -> None:
         lazy = spec.model_copy(update={"start": "lazy"})
         super().__init__(spec, lazy, RemoteConnection(lazy), StderrLog(spec.id), wiring)
-        # What the manifest keeps of the resources and prompts is what one person's session listed: the lists are
-        # asked of the caller's own session (only the capabilities are the backend's, the same for everyone).
-        self.offers.offers = replace(self.offers.offers, complete=False)
         self._identity = identity
         self._exchanger = Exchanger(spec, wiring.secrets) if isinstance(spec.auth, ExchangeSettings) else None
         if self._exchanger is None and identity is None:
@@ -231,14 +225,6 @@ class PrincipalBackend(PeopleFront[_Person]):
                 person.supervisor.stop()
             if self._exchanger is not None:
                 self._exchanger.drop(principal)
-
-    def _changes_of(self, principal: str) -> ChangeListener | None:
-        """What a person's session says changed (a list, a subscribed resource) is theirs: it reaches only their
-        clients (`Change.principal`)."""
-        heard = self._wiring.on_change
-        if heard is None:
-            return None
-        return lambda change: heard(replace(change, principal=principal))
 
     # ----- authorizing ----------------------------------------------------------------------------------
 

@@ -188,7 +188,7 @@ class PersonalBackend(PeopleFront[_Person]):
             supervisor = self._supervisor_for(
                 StdioConnection(spec, stderr, stored),
                 stderr,
-                self._wiring.on_change,
+                self._changes_of(principal),
                 more=lambda: StdioConnection(spec, stderr, stored),
             )
             person = _Person(supervisor, stored, time.monotonic())

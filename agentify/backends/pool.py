@@ -69,11 +69,14 @@ class Lanes:
     @asynccontextmanager
     async def lease(self) -> AsyncIterator[Supervisor | None]:
         """A session no other call uses until the block ends: None for the owner's own, else an extra one's
-        supervisor.
+        supervisor. A backend that has one session only (`extra` None) shares it among its calls instead.
 
         Raises:
             TaskTimeout: every session stayed busy for the backend's `timeoutSeconds`.
         """
+        if self._extra is None:  # one session only (remote OAuth): its calls share it, as they always did
+            yield None
+            return
         lane = self._free()
         if lane is None:
             lane = await self._handed()

@@ -15,8 +15,8 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 
 from agentify.errors import TaskCancelled
 from agentify.mcp_server.results import error_result
-from agentify.team.cancellations import CallBook, call_key
-from agentify.team.principal import ANONYMOUS, current_principal
+from agentify.team.cancellations import UNBOOKED, CallBook, call_key
+from agentify.team.principal import current_principal
 
 CANCELLED = "the client cancelled this call; its backend was told to stop"
 
@@ -24,7 +24,7 @@ CANCELLED = "the client cancelled this call; its backend was told to stop"
 def cancellable(book: CallBook) -> Any:
     async def run(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         principal = current_principal()
-        if ctx.method != "tools/call" or ctx.request_id is None or principal in (None, ANONYMOUS):
+        if ctx.method != "tools/call" or ctx.request_id is None or principal is None or principal in UNBOOKED:
             return await call_next(ctx)
         session = ctx.request.headers.get(MCP_SESSION_ID_HEADER) if ctx.request is not None else None
         with book.running(call_key(str(principal), session, ctx.request_id)):

@@ -13,8 +13,8 @@ as everything else kept there); the replica holding it cancels the call, and the
 
 Nothing is kept per cancel: the book holds the calls in flight only (each leaves it as it ends), a cancel
 for nothing is dropped, and a message is a fixed-size hash (no principal name, no id in Redis). Without
-`server.redis` nothing here runs. A request of an anonymous principal (`--no-auth`) is not booked: with
-no one to tell callers apart, anyone could cancel anyone's call.
+`server.redis` nothing here runs. A request of an anonymous principal (`--no-auth`) or of the one shared token is
+not booked: with no one to tell callers apart, anyone could cancel anyone's call.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agentify._common.background import background
 from agentify.security.bodies import replayed
 from agentify.team.bearer import principal_of
-from agentify.team.principal import ANONYMOUS
+from agentify.team.principal import ANONYMOUS, SHARED
 from agentify.team.redis_link import REDIS_SECONDS, RedisLink, redis_link
 
 CHANNEL = "agentify:cancel"
@@ -41,6 +41,9 @@ RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0, 30.0)
 """How long the listener waits before subscribing again after Redis went away, growing to the last."""
 MAX_ID_CHARS = 200
 """A request id longer than this is no id any client sends: its cancel is not relayed."""
+UNBOOKED = (ANONYMOUS, SHARED)
+"""Principals whose calls are not booked: `--no-auth` and the one shared token stand for anyone, so their
+request ids (small numbers in every client) would let one client cancel another's call."""
 _MARK = b"notifications/cancelled"
 _SESSION_HEADER = b"mcp-session-id"
 
@@ -180,7 +183,7 @@ class CancelRelay:
         request_id = _cancelled_id(body) if _MARK in body else None
         session = _header(scope, _SESSION_HEADER)
         principal = principal_of(Request(scope), ANONYMOUS) if request_id is not None else ANONYMOUS
-        if request_id is None or principal == ANONYMOUS or (session is not None and self.holds(session)):
+        if request_id is None or principal in UNBOOKED or (session is not None and self.holds(session)):
             await self.app(scope, replayed([first], receive), send)
             return
         key = call_key(principal, session, request_id)

@@ -200,7 +200,11 @@ class Flows:
         if asked is not None and asked.get("asks") and "outcome" not in asked:
             browser = secrets.token_urlsafe(24)
             await self._keys.put(flow_id, asked | {"browser": browser}, self._left(asked))
-            text = f"Backend {asked.get('backend')} runs as you: give your own secrets for it. They are kept encrypted."
+            text = (
+                f"Backend {asked.get('backend')} runs as {asked.get('principal')}: give your own secrets for it. They "
+                f"are kept encrypted, for {asked.get('principal')} only. If you are not {asked.get('principal')}, "
+                "close this page: whoever sent you this link would act with your secrets."
+            )
             return Page(200, text, cookie=browser, asks=tuple(str(name) for name in asked["asks"]))
         with anyio.move_on_after(START_WAIT_SECONDS):
             while (record := await self._keys.get(flow_id)) is not None and "url" not in record:

@@ -118,6 +118,7 @@ async def test_each_person_runs_the_backend_with_their_own_secret_and_a_third_ge
     # agentify's own question, in its own words: not relayed as the backend's ("From backend pat (not agentify)")
     assert alice.asked[0].message == "pat runs as you with your own PAT: open the page and give it there.", alice.asked
     assert [status for status, _ in alice.pages] == [200, 200] and 'type="password"' in alice.pages[0][1]
+    assert "runs as alice" in alice.pages[0][1] and "If you are not alice, close this page" in alice.pages[0][1]
     assert [entry.data for entry in logs] == ["using [REDACTED]"]
     assert error_code(carols) == "needs_auth", carols
     assert "/oauth/start/" in text_of(carols) and digest(SECRETS["alice"]) not in text_of(carols)

@@ -140,7 +140,7 @@ class OfflinePlanner:
         message = refusal.message
         alone = index.search(mentions.query, mentions.terms(), CANDIDATES, related=False)
         alone = [r for r in alone if r.score > 0 and not (mentions.asks and r.tool.name in index.destructive)]
-        if confident(alone) and alone[0].tool == ranked[0].tool:
+        if ranked and confident(alone) and alone[0].tool == ranked[0].tool:
             lead = alone[0].score - (alone[1].score if len(alone) > 1 else 0.0)
             chosen = ranked[0].tool
             filling = fill(chosen, mentions)
