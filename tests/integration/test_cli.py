@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,15 @@ from tests.fakes.model_server import ModelServer, Reply
 pytestmark = pytest.mark.integration
 
 
+_STATE = tempfile.TemporaryDirectory(prefix="agentify-cli-state-")
+"""The state folder (pins) of the commands these tests run, removed when the test process ends."""
+
+
 def agentify(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_"))}
+    base["AGENTIFY_STATE_DIR"] = _STATE.name  # never the user's pins (a test may name its own)
     return subprocess.run(
         [str(AGENTIFY), *args],
         env=base | (env or {}),
