@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -38,6 +37,7 @@ import mcp_types as types
 from agentify._common import vectors
 from agentify.planner import embedding
 from agentify.planner.catalog import Catalog, CatalogTool, enum_values
+from agentify.planner.words import SYNONYMS, query_terms, sentences, word_pairs, words
 
 if TYPE_CHECKING:
     from agentify.planner.embedding import Vectors
@@ -114,111 +114,7 @@ PARAMETER_NAME_WEIGHT = 1.0
 PARAMETER_DESCRIPTION_WEIGHT = 0.3
 BACKEND_WEIGHT = 1.0
 K1, B = 1.2, 0.75
-SYNONYM_WEIGHT = 0.5
 CACHE_SIZE = 4
-
-STOP_WORDS = frozenset(
-    """a an the of in on at to for from by with and or but as is are am was were be been being has have had
-    it its this that these those
-    me my i you your we our us please can could would will should do does did what whats which who whom whose
-    how when where why
-    there their then than so if into onto via about up out some any just also only other such each
-    tell give want need let lets now inside within over both sure still really""".split()
-)
-# Words people use for what tools call otherwise; each also counts (at half weight) as its synonyms.
-_SYNONYMS = {
-    "folder": "directory",
-    "dir": "directory",
-    "open": "navigate read",
-    "go": "navigate",
-    "visit": "navigate",
-    "browse": "navigate",
-    "load": "navigate",
-    "website": "page browser",
-    "webpage": "page browser",
-    "site": "page browser",
-    "make": "create",
-    "mkdir": "create directory",
-    "new": "create",
-    "find": "search",
-    "locate": "search",
-    "save": "write",
-    "store": "write",
-    "rename": "move",
-    "ls": "list directory",
-    "view": "read",
-    "show": "read",
-    "display": "read",
-    "print": "read",
-    "cat": "read",
-    "picture": "screenshot",
-    "capture": "screenshot",
-    "suite": "test",
-    "e2e": "test",
-    "check": "test",
-    "verify": "test",
-    "ensure": "test",
-    "works": "test",
-    "working": "test",
-    "passing": "test",
-    "hit": "press",
-    "tap": "press",
-    "structure": "tree",
-    "hierarchy": "tree",
-}
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_WORD = re.compile(r"[a-z][a-z0-9]*|[0-9]+")
-
-
-def stem(word: str) -> str:
-    """A deliberately small stemmer: the same rules on both sides are what matter."""
-    if len(word) <= 3:
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith(("ches", "shes", "xes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    elif word.endswith("ing") and len(word) > 5:
-        word = _undouble(word[:-3])
-    elif word.endswith("ed") and len(word) > 4:
-        word = _undouble(word[:-2])
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    return word
-
-
-def _undouble(word: str) -> str:
-    if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
-        return word[:-1]
-    return word
-
-
-def words(text: str) -> list[str]:
-    """Stemmed, lower-cased words of `text` without stop words; identifiers are split into words."""
-    return [stemmed for _, stemmed in _pairs(text)]
-
-
-def _pairs(text: str) -> list[tuple[str, str]]:
-    split = _CAMEL.sub(" ", text).lower()
-    return [(w, stem(w)) for w in _WORD.findall(split) if w not in STOP_WORDS and len(w) > 1]
-
-
-SYNONYMS: dict[str, tuple[str, ...]] = {stem(k): tuple(words(v)) for k, v in _SYNONYMS.items()}
-
-
-def query_terms(query: str) -> dict[str, float]:
-    """The weighted terms a query is ranked by: its words, and their synonyms at half weight."""
-    terms: defaultdict[str, float] = defaultdict(float)
-    for word in words(query):
-        terms[word] += 1.0
-    for word in list(terms):
-        for synonym in SYNONYMS.get(word, ()):
-            terms[synonym] = max(terms[synonym], SYNONYM_WEIGHT)
-    return dict(terms)
 
 
 @dataclass(frozen=True)
@@ -390,7 +286,7 @@ class ToolIndex:
     def matched(self, tool: CatalogTool, text: str) -> tuple[list[str], list[str]]:
         """(the words of `text` that `tool`'s document holds, themselves or by a synonym; all its words)."""
         doc = self._docs[tool.name]
-        said = dict(_pairs(text))
+        said = dict(word_pairs(text))
         found = [w for w, s in said.items() if s in doc or any(syn in doc for syn in SYNONYMS.get(s, ()))]
         return found, list(said)
 
@@ -401,16 +297,6 @@ class ToolIndex:
 
 
 Postings = dict[str, list[tuple[int, float]]]
-
-_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=\S)")
-MAX_SENTENCES = 8
-
-
-def sentences(text: str) -> list[str]:
-    """The sentences of `text` (at most `MAX_SENTENCES`, the rest kept with the last): a long task's vector is the
-    mean of all its words, so each request in it is also compared on its own."""
-    found = [s for s in _SENTENCE_END.split(text.strip()) if s]
-    return found[: MAX_SENTENCES - 1] + [" ".join(found[MAX_SENTENCES - 1 :])] if len(found) > MAX_SENTENCES else found
 
 
 LEADING = 5
@@ -463,7 +349,7 @@ def embedding_text(tool: CatalogTool) -> str:
 
 
 def text_to_embed(tool: types.Tool, backend_description: str) -> str:
-    name = " ".join(w for w, _ in _pairs(tool.name))
+    name = " ".join(w for w, _ in word_pairs(tool.name))
     described = tool.description or tool.title or ""
     return f"{name}: {described} ({backend_description})" if backend_description else f"{name}: {described}"
 

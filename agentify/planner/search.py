@@ -16,7 +16,8 @@ import re
 from agentify.planner import TaskInput
 from agentify.planner.offline.extract import ASKED, analyse
 from agentify.planner.offline.planner import DEPRECATED_FACTOR
-from agentify.planner.retrieval import Ranked, ToolIndex, words
+from agentify.planner.retrieval import Ranked, ToolIndex
+from agentify.planner.words import words
 
 # "and then", "then", "and", "also", ";" and ", and": where one request ends and the next begins. It runs on
 # the query with its white space folded to single spaces, so every place it is tried costs a bounded step.

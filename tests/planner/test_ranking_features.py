@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from agentify.planner.catalog import Catalog
-from agentify.planner.retrieval import LEXICAL_ONLY, MAX_SENTENCES, ToolIndex, sentences
+from agentify.planner.retrieval import LEXICAL_ONLY, ToolIndex
 from agentify.planner.search import KEEP, search_tools
+from agentify.planner.words import MAX_SENTENCES, sentences
 from tests.planner.support import tool
 
 SERVICES = Catalog.build(

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from agentify.planner import TaskContext, TaskInput
 from agentify.planner.offline.vocabulary import is_ref, key_name
 from agentify.planner.prompt import document_path
-from agentify.planner.retrieval import STOP_WORDS, query_terms, words
+from agentify.planner.words import STOP_WORDS, query_terms, words
 
 Kind = Literal["url", "path", "quoted", "glob", "number", "ref", "key", "goal"]
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from agentify.planner.catalog import CatalogTool, enum_values
 from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path
 from agentify.planner.offline.vocabulary import KEY_NAMES, PLAIN_TEXT_NAMES, REF_NAMES
-from agentify.planner.retrieval import words
+from agentify.planner.words import words
 
 Role = Literal[
     "url",

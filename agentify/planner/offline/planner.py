@@ -40,7 +40,8 @@ from agentify.planner import Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
 from agentify.planner.offline.extract import ASKED, Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, choices, fill, takes_goal
-from agentify.planner.retrieval import SYNONYMS, IndexCache, Ranked, ToolIndex, query_terms, words
+from agentify.planner.retrieval import IndexCache, Ranked, ToolIndex
+from agentify.planner.words import SYNONYMS, query_terms, words
 
 MARGIN = 1.25
 CANDIDATES = 3
