@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from agentify.errors import Missing, NoPlan
 from agentify.planner.catalog import Catalog
 
 if TYPE_CHECKING:
@@ -70,6 +71,19 @@ class Plan:
     reasoning: str | None = None
     usage: PlanUsage = field(default_factory=lambda: PlanUsage(provider="none"))
     handle: ToolHandle | None = field(default=None, repr=False, compare=False)  # the resolved tool to call
+
+
+class NeedsArguments(NoPlan):
+    """The planner is sure of the tool but the task does not say every required argument: `plan` holds the
+    arguments it did fill (so it is not valid yet), `missing` the tool and the others, each one a form may ask a
+    person for (`form.py`). `orchestrate_task` asks for them and runs the plan (`gateway/asked_arguments.py`);
+    to anyone who cannot ask, it is the `no_plan` it says it is, with the tool and the arguments in its `_meta`."""
+
+    missing: Missing
+
+    def __init__(self, message: str, candidates: list[dict[str, str]], plan: Plan, missing: Missing) -> None:
+        super().__init__(message, candidates, missing=missing)
+        self.plan = plan
 
 
 class Planner(Protocol):
