@@ -6,7 +6,8 @@ strings (`enum`, or `oneOf` of `const` and `title`), or several choices of strin
 Everything else a tool's schema says (a `pattern`, an object, a list of free texts) is checked when the answer
 is validated against the tool's own schema. An argument is not asked when:
 - its value is a credential (`secret_argument`: its name or description says API key, token, password...): the
-  MCP spec forbids asking for sensitive information in a form, and a secret belongs in the backend's config;
+  MCP spec forbids asking for sensitive information in a form; a secret argument is fixed in the config
+  (`tools.overrides`, from the environment);
 - its schema is an object, a list of anything but choices, or a choice of non-strings: a form cannot carry it.
 
 `form_schema` builds the form's `requestedSchema`; `answered` turns a form's content back into arguments.
@@ -68,8 +69,8 @@ def _field(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     description = str(spec.get("description") or "")
     if secret_argument(name, description):
         raise NotAskable(
-            f"`{name}` is a credential, which agentify never asks for in a form: put it in the backend's config "
-            "(its env or headers)"
+            f"`{name}` is a credential, which agentify never asks for in a form: fix its value in the config "
+            f'instead, with tools.overrides of the backend ("arguments": {{"{name}": "${{VAR}}"}})'
         )
     kind, choices = _kind(spec)
     if kind is None:

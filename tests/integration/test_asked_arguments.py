@@ -1,0 +1,134 @@
+"""The offline planner is sure of the tool but the task does not say a value it needs: the user is asked for
+exactly those arguments in a form, in both protocol eras, and the tool runs with the answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from tests.conftest import error_code, fake_backend, gateway_env, text_of, write_config
+from tests.integration.ide_client import LOGGED_MODES, MODES, ide_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+FORECAST = {"query": "what's the weather forecast?"}
+PARIS = {"city": "Paris", "units": "celsius"}
+
+
+def forecast_config(tmp_path: Path, **tools: Any) -> Path:
+    backend = fake_backend("fake", "--forecast", **({"tools": tools} if tools else {}))
+    return write_config(tmp_path, [backend], planner={"provider": "offline"})
+
+
+def filling(values: dict[str, Any], seen: list[types.ElicitRequestParams], action: str = "accept") -> Any:
+    """Answers a form that asks for arguments with `values` (the keys it asks for), any other form (a
+    confirmation) with an empty accept; `action` answers the arguments' form instead."""
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        seen.append(params)
+        asked = getattr(params, "requested_schema", {}).get("properties") or {}
+        if not asked:
+            return types.ElicitResult(action="accept", content={})
+        if action != "accept":
+            return types.ElicitResult(action=action)  # type: ignore[arg-type]
+        return types.ElicitResult(action="accept", content={k: v for k, v in values.items() if k in asked})
+
+    return elicit
+
+
+@pytest.mark.parametrize("mode", MODES + LOGGED_MODES)
+async def test_a_task_that_does_not_say_what_its_tool_needs_asks_for_exactly_that_and_runs_it(
+    tmp_path: Path, mode: str
+) -> None:
+    seen: list[types.ElicitRequestParams] = []
+    config = forecast_config(tmp_path)
+    async with ide_client(
+        config, gateway_env(None), tmp_path / "e.log", mode, elicitation_callback=filling(PARIS, seen)
+    ) as client:
+        result = await client.call_tool("orchestrate_task", FORECAST)
+        again = await client.call_tool("orchestrate_task", {"query": "weather forecast for 'Lyon' in fahrenheit"})
+    assert not result.is_error, text_of(result)
+    assert text_of(result) == "forecast for Paris in celsius for 1 days: sunny"
+    assert (result.meta or {})["agentify/plan"]["arguments"] == PARIS
+    ((form),) = seen  # the task that says both values asks nothing
+    assert isinstance(form, types.ElicitRequestFormParams)
+    assert form.message.startswith("agentify chose fake.forecast for this task; it needs: city, units")
+    schema = form.requested_schema
+    assert set(schema["properties"]) == {"city", "units"} and sorted(schema["required"]) == ["city", "units"]
+    assert schema["properties"]["units"]["enum"] == ["celsius", "fahrenheit"]
+    assert schema["properties"]["city"]["description"] == "The city to forecast, such as Paris"
+    assert text_of(again) == "forecast for Lyon in fahrenheit for 1 days: sunny"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("action", "word"), [("decline", "declined"), ("cancel", "dismissed")])
+async def test_declining_the_question_runs_nothing_and_names_the_tool_and_its_arguments(
+    tmp_path: Path, mode: str, action: str, word: str
+) -> None:
+    seen: list[types.ElicitRequestParams] = []
+    async with ide_client(
+        forecast_config(tmp_path),
+        gateway_env(None),
+        tmp_path / "e.log",
+        mode,
+        elicitation_callback=filling(PARIS, seen, action),
+    ) as client:
+        result = await client.call_tool("orchestrate_task", FORECAST)
+    assert error_code(result) == "denied", text_of(result)
+    text = text_of(result)
+    assert f"you {word} the question for city, units of fake.forecast" in text
+    assert "`city` and `units` in the task" in text and "fake__forecast" in text
+    error = (result.meta or {})["agentify/error"]
+    assert error["chosen"] == {"name": "fake__forecast", "backend": "fake", "tool": "forecast"}
+    assert error["missing"] == ["city", "units"]
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_client_without_elicitation_gets_no_plan_naming_the_tool_and_what_to_say(
+    tmp_path: Path, mode: str
+) -> None:
+    async with ide_client(forecast_config(tmp_path), gateway_env(None), tmp_path / "e.log", mode) as client:
+        result = await client.call_tool("orchestrate_task", FORECAST)
+        planned = await client.call_tool("plan_task", FORECAST)
+    for answer in (result, planned):
+        assert error_code(answer) == "no_plan", text_of(answer)
+        assert "Say the value of `city` and `units` in the task" in text_of(answer)
+        error = (answer.meta or {})["agentify/error"]
+        assert error["chosen"]["name"] == "fake__forecast" and error["missing"] == ["city", "units"]
+        assert error["candidates"][0]["name"] == "fake__forecast"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_credential_is_never_asked_for_in_a_form(tmp_path: Path, mode: str) -> None:
+    seen: list[types.ElicitRequestParams] = []
+    values = {"symbol": "ACME", "api_key": "sk-typed-into-a-form"}
+    config = forecast_config(tmp_path)
+    async with ide_client(
+        config, gateway_env(None), tmp_path / "e.log", mode, elicitation_callback=filling(values, seen)
+    ) as client:
+        result = await client.call_tool("orchestrate_task", {"query": "get the latest stock quote"})
+    assert error_code(result) == "no_plan", text_of(result)
+    assert "`api_key` is a credential" in text_of(result) and "tools.overrides" in text_of(result)
+    assert "missing" not in (result.meta or {})["agentify/error"]
+    assert seen == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_tool_that_needs_confirmation_asks_for_it_after_the_arguments_showing_them(
+    tmp_path: Path, mode: str
+) -> None:
+    seen: list[types.ElicitRequestParams] = []
+    config = forecast_config(tmp_path, confirm=["forecast"])
+    async with ide_client(
+        config, gateway_env(None), tmp_path / "e.log", mode, elicitation_callback=filling(PARIS, seen)
+    ) as client:
+        result = await client.call_tool("orchestrate_task", FORECAST)
+    assert text_of(result) == "forecast for Paris in celsius for 1 days: sunny"
+    arguments, confirmation = seen
+    assert arguments.message.startswith("agentify chose fake.forecast")
+    assert confirmation.message.startswith("agentify wants to run forecast on backend fake.")
+    assert "- city: Paris" in confirmation.message and "- units: celsius" in confirmation.message
