@@ -66,7 +66,7 @@ async def completed(unfilled: NeedsArguments, catalog: Catalog, answerer: Answer
             f"{_said(missing.arguments)} in the task, or call {missing.name} with call_tool.",
             missing=missing,
         )
-    arguments = plan.arguments | answered(schema, answer.content)
+    arguments = unfilled.answered(answered(schema, answer.content))
     if (problem := tool.validation_error(arguments)) is not None:
         raise InvalidInput(
             f"what you filled in for {call} does not fit the tool: {problem}. Nothing was run; run the task again "

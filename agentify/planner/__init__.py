@@ -6,6 +6,7 @@ and `catalog.py` holds what every planner shares (tool naming, argument validati
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -81,9 +82,24 @@ class NeedsArguments(NoPlan):
 
     missing: Missing
 
-    def __init__(self, message: str, candidates: list[dict[str, str]], plan: Plan, missing: Missing) -> None:
+    def __init__(
+        self,
+        message: str,
+        candidates: list[dict[str, str]],
+        plan: Plan,
+        missing: Missing,
+        read: Callable[[str, Any], Any] | None = None,
+    ) -> None:
+        """`read(name, value)`: a value the user gave for the argument `name`, as the planner reads the task's own
+        (a relative path resolved against the task's working directory, a bare host made a URL)."""
         super().__init__(message, candidates, missing=missing)
         self.plan = plan
+        self._read = read
+
+    def answered(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The plan's arguments with the user's `values` for the missing ones, read as the task's own values are."""
+        given = {n: self._read(n, v) if self._read else v for n, v in values.items() if n in self.missing.arguments}
+        return self.plan.arguments | given
 
 
 class Planner(Protocol):

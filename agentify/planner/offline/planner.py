@@ -43,7 +43,7 @@ from agentify.errors import BackendUnavailable, Missing, NoPlan, PlannerUnavaila
 from agentify.planner import NeedsArguments, Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
 from agentify.planner.form import NotAskable, form_schema
-from agentify.planner.offline.extract import ASKED, Mentions, analyse, goal_request
+from agentify.planner.offline.extract import ASKED, Mentions, analyse, as_url, goal_request, resolve_path
 from agentify.planner.offline.fill import Filling, choices, fill, role, takes_goal
 from agentify.planner.retrieval import IndexCache, Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, words
@@ -186,7 +186,7 @@ class OfflinePlanner:
         ]
         closest = " Closest tools: " + ", ".join(_label(r.tool) for r in ranked[:CANDIDATES]) + "." if ranked else ""
         if ask is not None:
-            raise _needs(ask, candidates, catalog, closest) from None
+            raise _needs(ask, candidates, catalog, closest, mentions) from None
         raise NoPlan(message + closest, candidates) from None
 
     def _by_rules(self, index: ToolIndex, catalog: Catalog, mentions: Mentions) -> Plan:
@@ -286,8 +286,20 @@ def _unaskable(tool: CatalogTool, filling: Filling, problem: str) -> str | None:
     return None if error is None else f"{problem}, and what it did fill does not fit the tool: {error}"
 
 
-def _needs(ask: _Ask, candidates: list[dict[str, str]], catalog: Catalog, closest: str) -> NeedsArguments:
+def _needs(
+    ask: _Ask, candidates: list[dict[str, str]], catalog: Catalog, closest: str, mentions: Mentions
+) -> NeedsArguments:
     tool, names = ask.tool, ask.filling.unfilled
+    properties = tool.input_schema.get("properties") or {}
+    roles = {n: role(n, spec) for n in names if isinstance(spec := properties.get(n), dict)}
+
+    def read(name: str, value: Any) -> Any:
+        """A path or URL the user typed, as a task's own: "notes.txt" in the working directory, "localhost:3000"."""
+        if not isinstance(value, str) or roles.get(name) not in ("path", "url"):
+            return value
+        taken = resolve_path(value, mentions.base) if roles[name] == "path" else as_url(value)
+        return value if taken is None else taken
+
     said = " and ".join(f"`{n}`" for n in names)
     message = (
         f"the offline planner (no model is configured) chose {_label(tool)} ({ask.why}), but "
@@ -295,7 +307,7 @@ def _needs(ask: _Ask, candidates: list[dict[str, str]], catalog: Catalog, closes
         f"call_tool. {CONFIGURE}{closest}"
     )
     plan = _plan(tool, ask.filling.arguments, ask.why, catalog)
-    return NeedsArguments(message, candidates, plan, Missing(tool.name, tool.backend, tool.tool.name, names))
+    return NeedsArguments(message, candidates, plan, Missing(tool.name, tool.backend, tool.tool.name, names), read)
 
 
 def _short(tool: CatalogTool) -> str:
