@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 
 from tests.conftest import error_code, fake_backend, gateway_env, text_of, write_config
 from tests.integration.ide_client import LOGGED_MODES, MODES, ide_client
+from tests.integration.team import add_token, http_client, http_gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -132,3 +134,73 @@ async def test_a_tool_that_needs_confirmation_asks_for_it_after_the_arguments_sh
     assert arguments.message.startswith("agentify chose fake.forecast")
     assert confirmation.message.startswith("agentify wants to run forecast on backend fake.")
     assert "- city: Paris" in confirmation.message and "- units: celsius" in confirmation.message
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ({"city": "Paris", "units": "kelvin"}, "'kelvin' is not one of ['celsius', 'fahrenheit']"),
+        ({"city": 42, "units": "celsius"}, "42 is not of type 'string'"),
+    ],
+)
+async def test_a_value_the_tool_does_not_take_is_refused_with_what_is_wrong_and_nothing_runs(
+    tmp_path: Path, mode: str, typed: dict[str, Any], said: str
+) -> None:
+    seen: list[types.ElicitRequestParams] = []
+    async with ide_client(
+        forecast_config(tmp_path),
+        gateway_env(None),
+        tmp_path / "e.log",
+        mode,
+        elicitation_callback=filling(typed, seen),
+    ) as client:
+        result = await client.call_tool("orchestrate_task", FORECAST)
+        after = await client.call_tool("orchestrate_task", {"query": "weather forecast for 'Lyon' in celsius"})
+    assert error_code(result) == "invalid_input", text_of(result)
+    text = text_of(result)
+    assert text.startswith("agentify invalid_input: what you filled in for fake.forecast does not fit the tool")
+    assert said in text and "Nothing was run" in text
+    assert text_of(after) == "forecast for Lyon in celsius for 1 days: sunny"  # the gateway goes on serving
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_people_asked_at_once_on_a_team_gateway_each_answer_their_own_form(tmp_path: Path, mode: str) -> None:
+    """Both forms are open at the same moment (each person's answer waits for the other's form): each goes to
+    the session whose call it is, and each call runs with its own person's answer."""
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+    backend = fake_backend("fake", "--forecast")
+    config = write_config(tmp_path, [backend], planner={"provider": "offline"}, server=server)
+    tokens = {who: await add_token(tmp_path / "tokens.json", who) for who in ("alice", "bob")}
+    cities = {"alice": "Paris", "bob": "Lyon"}
+    asked = {who: anyio.Event() for who in cities}
+    seen: dict[str, list[types.ElicitRequestParams]] = {who: [] for who in cities}
+    results: dict[str, types.CallToolResult] = {}
+
+    def person(who: str) -> Any:
+        other = "bob" if who == "alice" else "alice"
+
+        async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            seen[who].append(params)
+            asked[who].set()
+            await asked[other].wait()
+            return types.ElicitResult(action="accept", content={"city": cities[who], "units": "celsius"})
+
+        return elicit
+
+    async def run(client: Any, who: str) -> None:
+        results[who] = await client.call_tool("orchestrate_task", FORECAST)
+
+    with anyio.fail_after(150):
+        async with (
+            http_gateway(config, tmp_path / "e.log") as gateway,
+            http_client(gateway.url, tokens["alice"], mode, elicitation_callback=person("alice")) as alice,
+            http_client(gateway.url, tokens["bob"], mode, elicitation_callback=person("bob")) as bob,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(run, alice, "alice")
+            tg.start_soon(run, bob, "bob")
+    for who, city in cities.items():
+        assert text_of(results[who]) == f"forecast for {city} in celsius for 1 days: sunny", text_of(results[who])
+        (form,) = seen[who]
+        assert form.message.startswith("agentify chose fake.forecast")
