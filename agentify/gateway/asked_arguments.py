@@ -66,7 +66,13 @@ async def completed(unfilled: NeedsArguments, catalog: Catalog, answerer: Answer
             f"{_said(missing.arguments)} in the task, or call {missing.name} with call_tool.",
             missing=missing,
         )
-    arguments = unfilled.answered(answered(schema, answer.content))
+    values = answered(schema, answer.content)
+    if left := tuple(n for n in missing.arguments if n not in values):
+        raise InvalidInput(
+            f"you left {_said(left)} of {call} empty. Nothing was run; run the task again and fill in every field, "
+            f"or say the value of {_said(missing.arguments)} in the task."
+        )
+    arguments = unfilled.answered(values)
     if (problem := tool.validation_error(arguments)) is not None:
         raise InvalidInput(
             f"what you filled in for {call} does not fit the tool: {problem}. Nothing was run; run the task again "

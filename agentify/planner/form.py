@@ -53,11 +53,12 @@ def form_schema(input_schema: Mapping[str, Any], names: Sequence[str]) -> dict[s
 
 def answered(schema: Mapping[str, Any], content: Mapping[str, Any] | None) -> dict[str, Any]:
     """The values of a form's answer for the fields `schema` (a `form_schema`) asked, as the tool takes them: a
-    whole number given for an integer field becomes an int (clients may send 3.0); other keys are dropped."""
+    whole number given for an integer field becomes an int (clients may send 3.0); a text left blank is no
+    answer (an empty path would be read as the working directory); other keys are dropped."""
     fields = schema.get("properties") or {}
     values: dict[str, Any] = {}
     for name, value in (content or {}).items():
-        if name not in fields or value is None:
+        if name not in fields or value is None or (isinstance(value, str) and not value.strip()):
             continue
         if fields[name].get("type") == "integer" and isinstance(value, float) and value.is_integer():
             value = int(value)

@@ -145,10 +145,11 @@ def test_a_credential_or_a_value_a_form_cannot_carry_is_not_askable() -> None:
             form_schema(schema, [name])
 
 
-def test_an_answer_keeps_only_what_was_asked_with_whole_numbers_as_integers() -> None:
+def test_an_answer_keeps_only_what_was_asked_with_whole_numbers_as_integers_and_no_blank_text() -> None:
     form = form_schema({"properties": {"days": {"type": "integer"}, "city": CITY}}, ["days", "city"])
     content = {"days": 3.0, "city": "Paris", "admin": True, "note": None}
     assert answered(form, content) == {"days": 3, "city": "Paris"}
+    assert answered(form, {"days": 2, "city": "  "}) == {"days": 2}  # a blank text is no answer
     assert answered(form, None) == {}
 
 
