@@ -300,8 +300,8 @@ def report_lines(reports: list[SetReport]) -> list[str]:
         total = p["total"] or 1
         out.append(
             f"  offline planner, {p['total']} single-tool queries: right {p['right'] / total:.1%} "
-            f"({p['askedRight'] / total:.1%} of all asked for an argument), wrong {p['wrong'] / total:.1%} "
-            f"({p['askedWrong'] / total:.1%} asked), refused {p['refused'] / total:.1%}"
+            f"({p['askedRight'] / total:.1%} by asking the user for arguments), wrong {p['wrong'] / total:.1%} "
+            f"({p['askedWrong'] / total:.1%} by asking), refused {p['refused'] / total:.1%}"
         )
         s = r.shortlist
         multi = (
