@@ -25,6 +25,13 @@ def forecast_config(tmp_path: Path, **tools: Any) -> Path:
     return write_config(tmp_path, [backend], planner={"provider": "offline"})
 
 
+def forecast_client(tmp_path: Path, mode: str, answer: Any = None, **tools: Any) -> Any:
+    """An IDE client of a gateway on the forecast backend (its `tools` settings), answering forms with `answer`
+    (a `filling`), or without elicitation when there is none."""
+    options = {} if answer is None else {"elicitation_callback": answer}
+    return ide_client(forecast_config(tmp_path, **tools), gateway_env(None), tmp_path / "e.log", mode, **options)
+
+
 def filling(values: dict[str, Any], seen: list[types.ElicitRequestParams], action: str = "accept") -> Any:
     """Answers a form that asks for arguments with `values` (the keys it asks for), any other form (a
     confirmation) with an empty accept; `action` answers the arguments' form instead."""
@@ -46,10 +53,7 @@ async def test_a_task_that_does_not_say_what_its_tool_needs_asks_for_exactly_tha
     tmp_path: Path, mode: str
 ) -> None:
     seen: list[types.ElicitRequestParams] = []
-    config = forecast_config(tmp_path)
-    async with ide_client(
-        config, gateway_env(None), tmp_path / "e.log", mode, elicitation_callback=filling(PARIS, seen)
-    ) as client:
+    async with forecast_client(tmp_path, mode, filling(PARIS, seen)) as client:
         result = await client.call_tool("orchestrate_task", FORECAST)
         again = await client.call_tool("orchestrate_task", {"query": "weather forecast for 'Lyon' in fahrenheit"})
     assert not result.is_error, text_of(result)
@@ -71,13 +75,7 @@ async def test_declining_the_question_runs_nothing_and_names_the_tool_and_its_ar
     tmp_path: Path, mode: str, action: str, word: str
 ) -> None:
     seen: list[types.ElicitRequestParams] = []
-    async with ide_client(
-        forecast_config(tmp_path),
-        gateway_env(None),
-        tmp_path / "e.log",
-        mode,
-        elicitation_callback=filling(PARIS, seen, action),
-    ) as client:
+    async with forecast_client(tmp_path, mode, filling(PARIS, seen, action)) as client:
         result = await client.call_tool("orchestrate_task", FORECAST)
     assert error_code(result) == "denied", text_of(result)
     text = text_of(result)
@@ -93,7 +91,7 @@ async def test_declining_the_question_runs_nothing_and_names_the_tool_and_its_ar
 async def test_a_client_without_elicitation_gets_no_plan_naming_the_tool_and_what_to_say(
     tmp_path: Path, mode: str
 ) -> None:
-    async with ide_client(forecast_config(tmp_path), gateway_env(None), tmp_path / "e.log", mode) as client:
+    async with forecast_client(tmp_path, mode) as client:
         result = await client.call_tool("orchestrate_task", FORECAST)
         planned = await client.call_tool("plan_task", FORECAST)
     for answer in (result, planned):
@@ -108,10 +106,7 @@ async def test_a_client_without_elicitation_gets_no_plan_naming_the_tool_and_wha
 async def test_a_credential_is_never_asked_for_in_a_form(tmp_path: Path, mode: str) -> None:
     seen: list[types.ElicitRequestParams] = []
     values = {"symbol": "ACME", "api_key": "sk-typed-into-a-form"}
-    config = forecast_config(tmp_path)
-    async with ide_client(
-        config, gateway_env(None), tmp_path / "e.log", mode, elicitation_callback=filling(values, seen)
-    ) as client:
+    async with forecast_client(tmp_path, mode, filling(values, seen)) as client:
         result = await client.call_tool("orchestrate_task", {"query": "get the latest stock quote"})
     assert error_code(result) == "no_plan", text_of(result)
     assert "`api_key` is a credential" in text_of(result) and "tools.overrides" in text_of(result)
@@ -124,10 +119,7 @@ async def test_a_tool_that_needs_confirmation_asks_for_it_after_the_arguments_sh
     tmp_path: Path, mode: str
 ) -> None:
     seen: list[types.ElicitRequestParams] = []
-    config = forecast_config(tmp_path, confirm=["forecast"])
-    async with ide_client(
-        config, gateway_env(None), tmp_path / "e.log", mode, elicitation_callback=filling(PARIS, seen)
-    ) as client:
+    async with forecast_client(tmp_path, mode, filling(PARIS, seen), confirm=["forecast"]) as client:
         result = await client.call_tool("orchestrate_task", FORECAST)
     assert text_of(result) == "forecast for Paris in celsius for 1 days: sunny"
     arguments, confirmation = seen
@@ -149,13 +141,7 @@ async def test_a_value_the_tool_does_not_take_or_a_blank_one_is_refused_saying_w
     tmp_path: Path, mode: str, typed: dict[str, Any], said: str
 ) -> None:
     seen: list[types.ElicitRequestParams] = []
-    async with ide_client(
-        forecast_config(tmp_path),
-        gateway_env(None),
-        tmp_path / "e.log",
-        mode,
-        elicitation_callback=filling(typed, seen),
-    ) as client:
+    async with forecast_client(tmp_path, mode, filling(typed, seen)) as client:
         result = await client.call_tool("orchestrate_task", FORECAST)
         after = await client.call_tool("orchestrate_task", {"query": "weather forecast for 'Lyon' in celsius"})
     assert error_code(result) == "invalid_input", text_of(result)
