@@ -144,6 +144,7 @@ class TaskRunner:
         default_cwd: str | None = None,
         answerer: Answerer | None = None,
         logs: LogSink | None = None,
+        asker: Answerer | None = None,
     ) -> TaskOutcome:
         """A task in words: validate, plan, (confirm, call).
 
@@ -151,13 +152,14 @@ class TaskRunner:
         confirmation is a round trip): it is checked against the catalog again instead of planning
         anew. `default_cwd` is the working directory of a task whose context names none (the
         client's first root). `answerer` answers the backend's own questions (`backend_questions.py`); `logs`
-        hears the backend's log messages during its call."""
+        hears the backend's log messages during its call. `asker` asks the user for the arguments the task does
+        not say (`asked_arguments.py`; `answerer` when none, as an MCP client answers both)."""
 
         async def decide() -> Plan:
             with self._step("validate"):
                 task = self._validate(raw_input, default_cwd)
             await _report(progress, "planning")
-            return await self._plan(task, sampler, given, answerer if execute else None)
+            return await self._plan(task, sampler, given, (asker or answerer) if execute else None)
 
         kind = "orchestrate" if execute else "plan"
         return await self._run(kind, raw_input, decide, execute, progress, confirmer, answerer, logs)
