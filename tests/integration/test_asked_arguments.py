@@ -3,6 +3,7 @@ exactly those arguments in a form, in both protocol eras, and the tool runs with
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -151,42 +152,52 @@ async def test_a_value_the_tool_does_not_take_or_a_blank_one_is_refused_saying_w
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_two_people_asked_at_once_on_a_team_gateway_each_answer_their_own_form(tmp_path: Path, mode: str) -> None:
-    """Both forms are open at the same moment (each person's answer waits for the other's form): each goes to
-    the session whose call it is, and each call runs with its own person's answer."""
-    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+async def test_people_asked_at_once_on_a_team_gateway_each_answer_their_own_form(tmp_path: Path, mode: str) -> None:
+    """Three forms are open at the same moment (each person's answer waits for the others' forms): each goes to
+    the session whose call it is, each call runs with its own person's answer (carol declines hers), and the
+    audit has one line a person, with the answers only as the hash of the arguments."""
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}, "audit": {"file": "audit.jsonl"}}
     backend = fake_backend("fake", "--forecast")
     config = write_config(tmp_path, [backend], planner={"provider": "offline"}, server=server)
-    tokens = {who: await add_token(tmp_path / "tokens.json", who) for who in ("alice", "bob")}
-    cities = {"alice": "Paris", "bob": "Lyon"}
+    cities = {"alice": "Paris-5d1e", "bob": "Lyon-91c2", "carol": None}
+    tokens = {who: await add_token(tmp_path / "tokens.json", who) for who in cities}
     asked = {who: anyio.Event() for who in cities}
     seen: dict[str, list[types.ElicitRequestParams]] = {who: [] for who in cities}
     results: dict[str, types.CallToolResult] = {}
 
     def person(who: str) -> Any:
-        other = "bob" if who == "alice" else "alice"
-
         async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
             seen[who].append(params)
             asked[who].set()
-            await asked[other].wait()
-            return types.ElicitResult(action="accept", content={"city": cities[who], "units": "celsius"})
+            for event in asked.values():
+                await event.wait()
+            if (city := cities[who]) is None:
+                return types.ElicitResult(action="decline")
+            return types.ElicitResult(action="accept", content={"city": city, "units": "celsius"})
 
         return elicit
 
-    async def run(client: Any, who: str) -> None:
-        results[who] = await client.call_tool("orchestrate_task", FORECAST)
+    async def run(who: str, url: str) -> None:
+        async with http_client(url, tokens[who], mode, elicitation_callback=person(who)) as client:
+            results[who] = await client.call_tool("orchestrate_task", FORECAST)
 
     with anyio.fail_after(150):
-        async with (
-            http_gateway(config, tmp_path / "e.log") as gateway,
-            http_client(gateway.url, tokens["alice"], mode, elicitation_callback=person("alice")) as alice,
-            http_client(gateway.url, tokens["bob"], mode, elicitation_callback=person("bob")) as bob,
-            anyio.create_task_group() as tg,
-        ):
-            tg.start_soon(run, alice, "alice")
-            tg.start_soon(run, bob, "bob")
+        async with http_gateway(config, tmp_path / "e.log") as gateway, anyio.create_task_group() as tg:
+            for who in cities:
+                tg.start_soon(run, who, gateway.url)
     for who, city in cities.items():
-        assert text_of(results[who]) == f"forecast for {city} in celsius for 1 days: sunny", text_of(results[who])
+        said = text_of(results[who])
+        wanted = f"forecast for {city} in celsius for 1 days: sunny" if city else "agentify denied: you declined"
+        assert said.startswith(wanted), said
         (form,) = seen[who]
         assert form.message.startswith("agentify chose fake.forecast")
+    audit = (tmp_path / "audit.jsonl").read_text()
+    lines = sorted(
+        (r["principal"], r["operation"], r["target"], r["decision"]) for r in map(json.loads, audit.split("\n")[:-1])
+    )
+    assert lines == [
+        ("alice", "orchestrate_task", "fake__forecast", "allowed"),
+        ("bob", "orchestrate_task", "fake__forecast", "allowed"),
+        ("carol", "orchestrate_task", "fake__forecast", "declined"),
+    ]
+    assert "Paris" not in audit and "Lyon" not in audit
