@@ -4,7 +4,8 @@
 //   {"command", "args", "env", "stderrFile", "mode": "legacy"|"auto",
 //    "elicitation": "accept"|"decline"|"cancel"|null, "calls": [{"name", "arguments"}], "readLinks"?: bool}
 // or, over streamable HTTP, {"url", "token", ...} instead of command, args, env and stderrFile.
-// With "elicitation": null the client declares no elicitation capability. With "readLinks", every
+// With "elicitation": null the client declares no elicitation capability; "content" is what an accepted form
+// holds (none by default: a confirmation's). With "readLinks", every
 // resource_link of the results is read with resources/read afterwards. With "logLevel", the client asks
 // for log messages at that level (logging/setLevel on 2025-11-25, each call's _meta on 2026-07-28).
 // Prints one JSON line: {"protocolVersion", "capabilities", "asked": [messages], "results": [CallToolResult...],
@@ -23,7 +24,8 @@ const asked = [];
 if (spec.elicitation) {
   client.setRequestHandler("elicitation/create", async (request) => {
     asked.push({ message: request.params.message, schema: request.params.requestedSchema });
-    return spec.elicitation === "accept" ? { action: "accept", content: {} } : { action: spec.elicitation };
+    const content = spec.content ?? {};
+    return spec.elicitation === "accept" ? { action: "accept", content } : { action: spec.elicitation };
   });
 }
 const transport = spec.url
