@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import error_code, fake_backend, text_of, wait_until, write_config
 from tests.integration.cluster import Team, team
-from tests.integration.ide_client import ERAS, MODES
+from tests.integration.ide_client import ERAS, MODES, ts_client
 from tests.integration.team import Answer, add_token, http_client, request
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -279,3 +279,52 @@ async def _cancels_heard_after_own_cancel(client: Any, marker: Path) -> int:
 def _cancels(marker: Path, slow: Slow = CALL) -> int:
     """How many of the backend's slow requests (tool calls unless `slow` says) were cancelled."""
     return marker.read_text().count(slow.cancelled)
+
+
+async def test_the_typescript_clients_abort_through_haproxy_reaches_the_backend_in_both_eras(tmp_path: Path) -> None:
+    """The official TypeScript client (@modelcontextprotocol/client, tests/ts_client.mjs) aborts a slow call and
+    a slow read with an AbortSignal, through HAProxy to three replicas and Redis (`scripts/team.sh`): in
+    2025-11-25 it POSTs `notifications/cancelled` in the session (HAProxy sticks it to the request's replica); in
+    2026-07-28 it sends no notification and aborts the request's own fetch (HAProxy's `abortonclose` tells the
+    replica). Either way the backend work stops within seconds."""
+    marker = tmp_path / "backend.log"
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+    backends = [fake_backend("fake", "--marker", str(marker), "--resources", PREFIX)]
+    config = write_config(tmp_path, backends, planner={"provider": "offline"}, server=server)
+    alice = await add_token(tmp_path / "tokens.json", "alice")
+    answers: dict[str, dict[str, Any]] = {}
+    heard: dict[str, tuple[int, int]] = {}
+    async with team(config, tmp_path / "logs") as member:
+        for mode in MODES:
+            before = (_cancels(marker, CALL), _cancels(marker, READ))
+            aborts = [
+                _aborted(
+                    CALL,
+                    marker,
+                    {"name": "call_tool", "arguments": {"name": "fake__slow", "arguments": {"seconds": 120}}},
+                ),
+                _aborted(READ, marker, {"uri": f"{PREFIX}/slow/120"}),
+            ]
+            spec = {"url": member.url, "token": alice, "mode": mode, "elicitation": None, "calls": [], "aborts": aborts}
+            answers[mode] = await ts_client(spec, seconds=150)
+            with anyio.move_on_after(10):
+                while _cancels(marker, CALL) == before[0] or _cancels(marker, READ) == before[1]:  # noqa: ASYNC110
+                    await anyio.sleep(0.05)  # the backend is another process
+            heard[mode] = (_cancels(marker, CALL) - before[0], _cancels(marker, READ) - before[1])
+    for mode in MODES:
+        answer = answers[mode]
+        assert len(answer["aborted"]) == 2 and "answered" not in answer["aborted"], answer["aborted"]
+        sent = [entry for entry in answer["sent"] if entry["method"] in (CALL.method, READ.method)]
+        assert [entry["method"] for entry in sent] == [CALL.method, READ.method], answer["sent"]
+        notified = [entry for entry in answer["sent"] if entry["method"] == "notifications/cancelled"]
+        if mode == "legacy":  # a notification of its own in the session
+            assert len(notified) == 2 and all(entry["session"] for entry in notified), answer["sent"]
+        else:  # no notification: the requests' own fetches are aborted
+            assert notified == [] and all(entry["aborted"] for entry in sent), answer["sent"]
+    assert heard == dict.fromkeys(MODES, (1, 1)), (heard, marker.read_text())
+
+
+def _aborted(slow: Slow, marker: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """What tests/ts_client.mjs sends and aborts: `slow` with `params`, once the backend runs one more of them."""
+    when = {"file": str(marker), "pattern": slow.runs.pattern, "count": len(_runs(marker, slow)) + 1}
+    return {"method": slow.method, "params": params, "when": when}
