@@ -3,8 +3,9 @@
 The backend (this front) is one entry of the catalog; its tools are whatever any person's process listed (kept in
 the manifest). Behind it, each principal has an inner `Supervisor` whose processes get that person's secrets in
 their environment: they start on the person's first call, stop when idle, and the person's calls that overlap
-get processes of their own as any backend's do (`pool.py`). At most `MAX_PEOPLE` people have processes; the
-least recently used one with no call in flight makes room.
+get processes of their own as any backend's do (`pool.py`). At most `maxPeople` people have processes; the
+least recently used one with no call or request in flight makes room (a person's read is never stopped under them to
+let another in: the newcomer is told to try again).
 
 A person with no secrets in the vault yet is first asked, in agentify's own words, to open the gateway's page
 (URL-mode elicitation, `url_authorization.ask_and_wait`, in both protocol eras; never a form elicitation, which
@@ -17,6 +18,8 @@ changed has their processes stopped within `WATCH_SECONDS`.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,7 +41,6 @@ from agentify.errors import BackendUnavailable, NeedsAuth
 from agentify.team.identity import Identity
 from agentify.team.principal import LOCAL, current_principal
 
-MAX_PEOPLE = 32
 WATCH_SECONDS = 2.0  # how often the people's vault records are read again (dropped or changed: processes stop)
 
 
@@ -118,12 +120,8 @@ class PersonalBackend(PeopleFront[_Person]):
             BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises (`AskingClient`).
         """
         person = await self.ready_for(answerer)
-        person.busy += 1
-        try:
+        with _in_flight(person):
             return await person.supervisor.call(tool, arguments, progress, answerer, logs)
-        finally:
-            person.busy -= 1
-            person.used = time.monotonic()
 
     async def request(self, request: types.ClientRequest, result_type: type[Any]) -> Any:
         """Resources, prompts and completions go to the caller's own processes, once they gave their secrets."""
@@ -134,7 +132,9 @@ class PersonalBackend(PeopleFront[_Person]):
                 f"backend {self.spec.id!r} runs as each person with their own secrets: call one of its tools first "
                 "to give yours"
             )
-        return await self._person(principal, stored).supervisor.request(request, result_type)
+        person = self._person(principal, stored)
+        with _in_flight(person):
+            return await person.supervisor.request(request, result_type)
 
     async def live_tool(self, tool: str) -> types.Tool | None:
         person = self._people.get(current_principal() or LOCAL)
@@ -145,7 +145,8 @@ class PersonalBackend(PeopleFront[_Person]):
     async def learn(self, answerer: Answerer | None) -> None:
         """The caller's process lists the tools (they give their secrets first if they must)."""
         person = await self.ready_for(answerer)
-        await person.supervisor.live_tool("")
+        with _in_flight(person):
+            await person.supervisor.live_tool("")
 
     async def ready_for(self, answerer: Answerer | None) -> _Person:
         """The caller's supervisor, with their secrets from the vault: asked for on the page first if there are
@@ -198,13 +199,14 @@ class PersonalBackend(PeopleFront[_Person]):
         return person
 
     def _make_room(self) -> None:
-        if len(self._people) < MAX_PEOPLE:
+        most = self.spec.max_people
+        if len(self._people) < most:
             return
         idle = [(p.used, principal) for principal, p in self._people.items() if p.busy == 0]
         if not idle:
             raise BackendUnavailable(
-                f"backend {self.spec.id!r} runs processes for {MAX_PEOPLE} people with calls in flight, its most; "
-                "try again in a moment"
+                f"backend {self.spec.id!r} runs processes for {most} people with calls or reads in flight, its most "
+                "(maxPeople): try again in a moment"
             )
         self._drop(min(idle)[1])
 
@@ -244,3 +246,14 @@ class PersonalBackend(PeopleFront[_Person]):
             failed=f"backend {backend!r}",
         )
         await ask_and_wait(answerer, flows, flow_id, question, self.spec.timeout_seconds)
+
+
+@contextmanager
+def _in_flight(person: _Person) -> Iterator[None]:
+    """A call or request of the person's runs: their processes are not stopped to make room for someone else."""
+    person.busy += 1
+    try:
+        yield
+    finally:
+        person.busy -= 1
+        person.used = time.monotonic()

@@ -185,6 +185,9 @@ class BackendConfig(Model):
     """At most this many sessions of the backend at once (for a command, processes), each carrying one call at a
     time, so that what the backend says during a call (questions, logs) is that call's; a call that finds them all
     busy waits for one, at most `timeoutSeconds`. Extra sessions start when calls overlap and stop when idle."""
+    max_people: int = Field(default=32, ge=1, le=1024)
+    """A backend that runs as each person (`${person:NAME}` in its `env`): at most this many people have processes
+    of it at once (per replica); the least recently used with nothing in flight makes room."""
     forward_roots: bool = False
     """Answer the backend's `roots/list` with the IDE's workspace roots and tell it when they change."""
     protocol: Protocol = "auto"
