@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import (
     AGENTIFY,
+    contents_text,
     error_code,
     fake_backend,
     gateway_env,
@@ -225,13 +226,7 @@ async def test_a_person_whose_read_is_in_flight_keeps_their_process_when_another
                 outcome["bob"] = await bobs.read_resource("demo://pat/doc")
                 outcome["alice"] = await alices.read_resource("demo://pat/doc")
     assert "cancelled read" not in marker.read_text()
-    assert _text(outcome["slow"]) == "demo://pat reads demo://pat/slow/3"
+    assert contents_text(outcome["slow"]) == "demo://pat reads demo://pat/slow/3"
     assert "1 people with calls or reads in flight" in refused.value.error.message, refused.value.error
     assert "try again" in refused.value.error.message
-    assert _text(outcome["bob"]) == _text(outcome["alice"]) == "demo://pat reads demo://pat/doc"
-
-
-def _text(result: types.ReadResourceResult) -> str:
-    (content,) = result.contents
-    assert isinstance(content, types.TextResourceContents), content
-    return content.text
+    assert contents_text(outcome["bob"]) == contents_text(outcome["alice"]) == "demo://pat reads demo://pat/doc"
