@@ -117,34 +117,24 @@ class PrincipalBackend(PeopleFront[_Person]):
             BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises (`AskingClient`).
         """
         with self._in_flight():
-            return await self._call(tool, arguments, progress, answerer, logs)
-
-    async def _call(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        progress: ProgressFnT | None,
-        answerer: Answerer | None,
-        logs: LogSink | None,
-    ) -> types.CallToolResult:
-        person = await self.ready_for(answerer)
-        if person.tokens is None:
-            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
-        try:
-            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
-        except ScopeStepUp:
-            await self._step_up(person, person.tokens, tool, answerer)
-        except BackendUnavailable:
-            if person.supervisor.state is not BackendState.NEEDS_AUTH:
-                raise
-            # The server refused this person's tokens, and a refresh did not help: they are asked again.
-            await self._vault_call(person.tokens.drop_tokens())
-            await self._authorize(person.tokens, answerer)
-        try:
-            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
-        except ScopeStepUp:
-            granted = person.tokens.granted_scope() if person.tokens is not None else None
-            raise never_accepted(self.spec.id, tool, granted) from None
+            person = await self.ready_for(answerer)
+            if person.tokens is None:
+                return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+            try:
+                return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+            except ScopeStepUp:
+                await self._step_up(person, person.tokens, tool, answerer)
+            except BackendUnavailable:
+                if person.supervisor.state is not BackendState.NEEDS_AUTH:
+                    raise
+                # The server refused this person's tokens, and a refresh did not help: they are asked again.
+                await self._vault_call(person.tokens.drop_tokens())
+                await self._authorize(person.tokens, answerer)
+            try:
+                return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+            except ScopeStepUp:
+                granted = person.tokens.granted_scope() if person.tokens is not None else None
+                raise never_accepted(self.spec.id, tool, granted) from None
 
     async def _step_up(self, person: _Person, tokens: VaultTokens, tool: str, answerer: Answerer | None) -> None:
         """A 403 `insufficient_scope`: the person authorizes again for the scopes granted plus the new one (the

@@ -65,6 +65,16 @@ READ = Slow(
 )
 
 
+async def _setup(tmp_path: Path, *people: str) -> tuple[Path, Path, list[str]]:
+    """The fake backend's marker file, the config (the backend with resources under PREFIX, a tokens file), and
+    a token for each of `people`."""
+    marker = tmp_path / "backend.log"
+    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
+    backends = [fake_backend("fake", "--marker", str(marker), "--resources", PREFIX)]
+    config = write_config(tmp_path, backends, planner={"provider": "offline"}, server=server)
+    return marker, config, [await add_token(tmp_path / "tokens.json", person) for person in people]
+
+
 @dataclass
 class Sent:
     """The requests a client sent: each one's method, JSON-RPC id and session (None: 2026-07-28)."""
@@ -107,31 +117,12 @@ def _post_modern(url: str, token: str, body: dict[str, Any]) -> Answer:
 
 
 async def test_a_cancel_sent_to_another_replica_ends_the_call_and_only_its_owners_cancel_does(tmp_path: Path) -> None:
-    marker = tmp_path / "backend.log"
-    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
-    config = write_config(
-        tmp_path, [fake_backend("fake", "--marker", str(marker))], planner={"provider": "offline"}, server=server
-    )
-    alice = await add_token(tmp_path / "tokens.json", "alice")
-    bob = await add_token(tmp_path / "tokens.json", "bob")
+    marker, config, (alice, bob) = await _setup(tmp_path, "alice", "bob")
     seen: dict[str, Any] = {}
     async with team(config, tmp_path / "logs", replicas=2) as member:
         for mode in MODES:
             async with calling(member.url, alice, mode) as (client, sent):
-                # Bob names Alice's call (and her session): at both replicas, nothing happens to it.
-                seen[f"{mode} finished"], seen[f"{mode} bob"] = await _cancelled_by(
-                    client,
-                    sent,
-                    marker,
-                    member,
-                    8,
-                    lambda at, rid, sid, m=mode: cancel(at, bob, m, rid, sid),
-                    at="both",
-                )
-                # Alice's own cancel, at the replica that does not run the call, ends it.
-                seen[f"{mode} cancelled"], seen[f"{mode} alice"] = await _cancelled_by(
-                    client, sent, marker, member, 60, lambda at, rid, sid, m=mode: cancel(at, alice, m, rid, sid)
-                )
+                seen |= await _bobs_then_alices_cancel(client, sent, marker, member, mode, alice, bob)
                 if mode == "auto":  # and at the replica that runs it, which the SDK alone would have dropped
                     seen["auto cancelled here"], _ = await _cancelled_by(
                         client,
@@ -160,35 +151,12 @@ async def test_a_cancel_of_a_slow_read_sent_to_another_replica_ends_it_and_only_
     tmp_path: Path,
 ) -> None:
     """As for tool calls: every request that reaches a backend is booked, here a `resources/read`."""
-    marker = tmp_path / "backend.log"
-    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
-    backends = [fake_backend("fake", "--marker", str(marker), "--resources", PREFIX)]
-    config = write_config(tmp_path, backends, planner={"provider": "offline"}, server=server)
-    alice = await add_token(tmp_path / "tokens.json", "alice")
-    bob = await add_token(tmp_path / "tokens.json", "bob")
+    marker, config, (alice, bob) = await _setup(tmp_path, "alice", "bob")
     seen: dict[str, Any] = {}
     async with team(config, tmp_path / "logs", replicas=2) as member:
         for mode in MODES:
             async with calling(member.url, alice, mode) as (client, sent):
-                seen[f"{mode} finished"], seen[f"{mode} bob"] = await _cancelled_by(
-                    client,
-                    sent,
-                    marker,
-                    member,
-                    8,
-                    lambda at, rid, sid, m=mode: cancel(at, bob, m, rid, sid),
-                    at="both",
-                    slow=READ,
-                )
-                seen[f"{mode} cancelled"], seen[f"{mode} alice"] = await _cancelled_by(
-                    client,
-                    sent,
-                    marker,
-                    member,
-                    60,
-                    lambda at, rid, sid, m=mode: cancel(at, alice, m, rid, sid),
-                    slow=READ,
-                )
+                seen |= await _bobs_then_alices_cancel(client, sent, marker, member, mode, alice, bob, READ)
             seen[f"{mode} backend"] = _cancels(marker, READ)
     for mode in MODES:
         finished, cancelled = seen[f"{mode} finished"], seen[f"{mode} cancelled"]
@@ -204,6 +172,22 @@ async def test_a_cancel_of_a_slow_read_sent_to_another_replica_ends_it_and_only_
         assert [answer.status for answer in seen[f"{mode} alice"]] == [202], seen[f"{mode} alice"]
     # The backend was told of Alice's cancel of her read in each era, never of Bob's.
     assert (seen["legacy backend"], seen["auto backend"]) == (1, 2), marker.read_text()
+
+
+async def _bobs_then_alices_cancel(
+    client: Any, sent: Sent, marker: Path, member: Team, mode: str, alice: str, bob: str, slow: Slow = CALL
+) -> dict[str, Any]:
+    """Bob names Alice's slow request (and her session) at both replicas: nothing happens to it ("<mode> finished",
+    and the answers to his cancels, "<mode> bob"). Then Alice's own cancel, at the replica that does not run her
+    next one, ends it ("<mode> cancelled", "<mode> alice")."""
+    seen: dict[str, Any] = {}
+    seen[f"{mode} finished"], seen[f"{mode} bob"] = await _cancelled_by(
+        client, sent, marker, member, 8, lambda at, rid, sid: cancel(at, bob, mode, rid, sid), at="both", slow=slow
+    )
+    seen[f"{mode} cancelled"], seen[f"{mode} alice"] = await _cancelled_by(
+        client, sent, marker, member, 60, lambda at, rid, sid: cancel(at, alice, mode, rid, sid), slow=slow
+    )
+    return seen
 
 
 async def _cancelled_by(
@@ -247,11 +231,7 @@ async def test_an_official_clients_own_cancel_through_haproxy_reaches_the_backen
     """The SDK's cancel: in 2025-11-25 a notification in the session (HAProxy sticks it to the call's
     replica); in 2026-07-28 the call's response stream closed, which HAProxy passes on at once
     (`option abortonclose`; without it, only when the replica's keep-alive fails, 30 s later)."""
-    marker = tmp_path / "backend.log"
-    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
-    backends = [fake_backend("fake", "--marker", str(marker))]
-    config = write_config(tmp_path, backends, planner={"provider": "offline"}, server=server)
-    alice = await add_token(tmp_path / "tokens.json", "alice")
+    marker, config, (alice,) = await _setup(tmp_path, "alice")
     heard: dict[str, int] = {}
     async with team(config, tmp_path / "logs", replicas=2) as member:
         for mode in MODES:
@@ -287,11 +267,7 @@ async def test_the_typescript_clients_abort_through_haproxy_reaches_the_backend_
     2025-11-25 it POSTs `notifications/cancelled` in the session (HAProxy sticks it to the request's replica); in
     2026-07-28 it sends no notification and aborts the request's own fetch (HAProxy's `abortonclose` tells the
     replica). Either way the backend work stops within seconds."""
-    marker = tmp_path / "backend.log"
-    server = {"auth": {"type": "tokens", "file": "tokens.json"}}
-    backends = [fake_backend("fake", "--marker", str(marker), "--resources", PREFIX)]
-    config = write_config(tmp_path, backends, planner={"provider": "offline"}, server=server)
-    alice = await add_token(tmp_path / "tokens.json", "alice")
+    marker, config, (alice,) = await _setup(tmp_path, "alice")
     answers: dict[str, dict[str, Any]] = {}
     heard: dict[str, tuple[int, int]] = {}
     async with team(config, tmp_path / "logs") as member:
