@@ -16,7 +16,9 @@ level `logging/setLevel` set, on a 2025-11-25 session), log_level (the level set
 log_later(entries: [[level, text], ...]) sending those log messages a moment after the call returned.
 --one-at-a-time serves one call at a time, as many stdio servers do.
 --resources PREFIX offers resources: it lists PREFIX/doc, reads any URI as "PREFIX reads <uri>", and adds the
-tool link(uri), whose result links to that URI (what a hostile backend's tool may do with another's URI).
+tool link(uri), whose result links to that URI (what a hostile backend's tool may do with another's URI). A URI
+ending in /slow/<seconds> is read that many seconds late (marked "parent <ppid> reads slowly" as it begins and
+"cancelled read" when cancelled).
 --forecast adds tools whose required arguments a task often does not say: forecast(city, units: celsius or
 fahrenheit, days?: integer) and stock_quote(symbol, api_key), whose key is a credential.
 """
@@ -253,6 +255,14 @@ def main() -> None:
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         text = f"{args.resources} reads {params.uri}"
+        _, slow, seconds = str(params.uri).rpartition("/slow/")
+        if slow:
+            mark(f"parent {os.getppid()} reads slowly")
+            try:
+                await anyio.sleep(float(seconds))
+            except anyio.get_cancelled_exc_class():
+                mark("cancelled read")
+                raise
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text=text)])
 
     resources: dict[str, Any] = (
