@@ -53,9 +53,10 @@ async def completed(unfilled: NeedsArguments, catalog: Catalog, answerer: Answer
     answers = await answerer.answer(plan.backend, {KEY: request}, own=True)
     if isinstance(answers, types.ErrorData):
         why = answers.message
-        raise NeedsArguments(
-            f"{unfilled.message} (agentify could not ask you for them: {why})", unfilled.candidates, plan, missing
-        )
+        if answers.code == types.REQUEST_TIMEOUT:
+            why += "; give more time with confirmTimeoutSeconds"
+        said = f"agentify could not ask you for {needs} of {call} ({why}), so nothing was run: {unfilled.message}"
+        raise NeedsArguments(said, unfilled.candidates, plan, missing)
     answer = answers.get(KEY)
     if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
         operations.reached(plan.backend, plan.tool, missing.name)

@@ -95,12 +95,36 @@ async def test_a_client_without_elicitation_gets_no_plan_naming_the_tool_and_wha
     async with forecast_client(tmp_path, mode) as client:
         result = await client.call_tool("orchestrate_task", FORECAST)
         planned = await client.call_tool("plan_task", FORECAST)
+    unasked = "agentify could not ask you for city, units of fake.forecast (the user's client cannot answer"
+    assert unasked in text_of(result)
     for answer in (result, planned):
         assert error_code(answer) == "no_plan", text_of(answer)
         assert "Say the value of `city` and `units` in the task" in text_of(answer)
         error = (answer.meta or {})["agentify/error"]
         assert error["chosen"]["name"] == "fake__forecast" and error["missing"] == ["city", "units"]
         assert error["candidates"][0]["name"] == "fake__forecast"
+
+
+async def test_a_form_nobody_answers_in_time_runs_nothing_and_says_what_to_do(tmp_path: Path) -> None:
+    """2025-11-25 (the call waits for the answer; a 2026-07-28 answer's round expires like a confirmation's)."""
+    config = write_config(
+        tmp_path, [fake_backend("fake", "--forecast")], planner={"provider": "offline"}, confirmTimeoutSeconds=1
+    )
+
+    async def late(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        with anyio.CancelScope(shield=True):  # the gateway cancels its question when it gives up
+            await anyio.sleep(2.5)
+        return types.ElicitResult(action="accept", content=PARIS)
+
+    async with ide_client(config, gateway_env(None), tmp_path / "e.log", "legacy", elicitation_callback=late) as c:
+        result = await c.call_tool("orchestrate_task", FORECAST)
+    assert error_code(result) == "no_plan", text_of(result)
+    text = text_of(result)
+    assert text.startswith(
+        "agentify no_plan: agentify could not ask you for city, units of fake.forecast (nobody answered agentify's "
+        "own question about backend 'fake' within 1 s; give more time with confirmTimeoutSeconds), so nothing was run"
+    )
+    assert "Say the value of `city` and `units` in the task" in text
 
 
 @pytest.mark.parametrize("mode", MODES)
