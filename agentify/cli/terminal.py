@@ -23,6 +23,7 @@ from agentify.errors import Denied
 from agentify.gateway.confirm_prompt import confirmation_message
 from agentify.gateway.policy import Answer, Confirmer
 from agentify.planner import Plan
+from agentify.planner.form import choices
 from agentify.security.display import escaped
 
 # What an MCP client is told to call, and the command that shows the same at a terminal.
@@ -99,11 +100,9 @@ class TerminalForm:
         said = [str(field.get("title") or name)]
         if field.get("description"):
             said.append(f"({field['description']})")
-        choices = field.get("enum") or [o.get("const") for o in field.get("oneOf") or field.get("anyOf") or []]
-        items: Mapping[str, Any] = field["items"] if isinstance(field.get("items"), Mapping) else {}
-        choices = choices or items.get("enum") or [o.get("const") for o in items.get("anyOf") or []]
-        if choices:
-            said.append("[" + "/".join(str(c) for c in choices) + "]" + (", several: a,b" if items else ""))
+        if allowed := choices(field):
+            several = ", several: a,b" if field.get("type") == "array" else ""
+            said.append("[" + "/".join(str(c) for c in allowed) + "]" + several)
         elif field.get("type") == "boolean":
             said.append("[y/n]")
         return self._shown(" ".join(said)) + ": "

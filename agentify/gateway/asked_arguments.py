@@ -63,15 +63,14 @@ async def completed(unfilled: NeedsArguments, catalog: Catalog, answerer: Answer
         operations.decided("declined")
         verb = "declined" if isinstance(answer, types.ElicitResult) and answer.action == "decline" else "dismissed"
         raise Declined(
-            f"you {verb} the question for {needs} of {call}, so nothing was run. To run it, say the value of "
-            f"{_said(missing.arguments)} in the task, or call {missing.name} with call_tool.",
+            f"you {verb} the question for {needs} of {call}, so nothing was run. To run it, {missing.instead()}.",
             missing=missing,
         )
     values = answered(schema, answer.content)
     if left := tuple(n for n in missing.arguments if n not in values):
         raise InvalidInput(
-            f"you left {_said(left)} of {call} empty. Nothing was run; run the task again and fill in every field, "
-            f"or say the value of {_said(missing.arguments)} in the task."
+            f"you left {missing.said(left)} of {call} empty. Nothing was run; run the task again and fill in every "
+            f"field, or {missing.instead()}."
         )
     arguments = unfilled.answered(values)
     if (problem := tool.validation_error(arguments)) is not None:
@@ -80,7 +79,3 @@ async def completed(unfilled: NeedsArguments, catalog: Catalog, answerer: Answer
             "and give a value the tool takes."
         )
     return dataclasses.replace(plan, arguments=arguments, reasoning=f"{plan.reasoning}; the user gave {needs}")
-
-
-def _said(names: tuple[str, ...]) -> str:
-    return " and ".join(f"`{n}`" for n in names)

@@ -66,6 +66,16 @@ def answered(schema: Mapping[str, Any], content: Mapping[str, Any] | None) -> di
     return values
 
 
+def choices(field: Mapping[str, Any]) -> list[Any]:
+    """The values a form field (or a schema) chooses among: its `enum`, or the `const` of its `oneOf` or `anyOf`
+    options; for a list, those of its `items`. Empty when it takes any value."""
+    found = field.get("enum") or [o.get("const") for o in field.get("oneOf") or field.get("anyOf") or []]
+    items = field.get("items")
+    if not found and isinstance(items, Mapping):
+        found = choices(items)
+    return list(found) if isinstance(found, list) else []
+
+
 def _field(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     description = str(spec.get("description") or "")
     if secret_argument(name, description):
@@ -73,7 +83,7 @@ def _field(name: str, spec: dict[str, Any]) -> dict[str, Any]:
             f"`{name}` is a credential, which agentify never asks for in a form: fix its value in the config "
             f'instead, with tools.overrides of the backend ("arguments": {{"{name}": "${{VAR}}"}})'
         )
-    kind, choices = _kind(spec)
+    kind, options = _kind(spec)
     if kind is None:
         raise NotAskable(f"`{name}` takes {_what(spec)}, which a form cannot ask for")
     field: dict[str, Any] = {"type": kind, "title": str(spec.get("title") or name)}
@@ -85,9 +95,9 @@ def _field(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     if kind == "string" and spec.get("format") in FORMATS:
         field["format"] = spec["format"]
     if kind == "array":
-        field["items"] = choices
-    elif choices is not None:
-        field |= choices
+        field["items"] = options
+    elif options is not None:
+        field |= options
     default = spec.get("default")
     if default is not None and _fits(kind, field, default):
         field["default"] = default
@@ -131,8 +141,8 @@ def _titled(options: list[dict[str, Any]]) -> tuple[str | None, dict[str, Any] |
 
 def _fits(kind: str, field: dict[str, Any], value: Any) -> bool:
     if kind == "string":
-        choices = field.get("enum") or [o["const"] for o in field.get("oneOf") or []]
-        return isinstance(value, str) and (not choices or value in choices)
+        allowed = choices(field)
+        return isinstance(value, str) and (not allowed or value in allowed)
     if kind in ("number", "integer"):
         return isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "boolean":
