@@ -8,9 +8,14 @@ from typing import Any
 
 import pytest
 
+from agentify.errors import InvalidInput
+from agentify.planner import Plan
 from agentify.planner.form import NotAskable, answered, form_schema
+from agentify.planner.offline.asking import Ask, asking, needs
+from agentify.planner.offline.extract import analyse
+from agentify.planner.offline.fill import fill
 from agentify.security.credentials import secret_argument
-from tests.planner.support import asks, catalog_of, plan, refusal, tool
+from tests.planner.support import asks, catalog_of, plan, refusal, task, tool
 
 pytestmark = pytest.mark.anyio
 
@@ -172,3 +177,24 @@ def test_a_credential_argument_is_known_by_its_name_or_its_description(
     name: str, description: str, secret: bool
 ) -> None:
     assert secret_argument(name, description) is secret
+
+
+@pytest.mark.parametrize("query", ["read the file notes.txt", "list the files"])
+async def test_without_a_working_directory_a_path_is_never_asked_for_and_the_refusal_says_to_send_it(
+    query: str,
+) -> None:
+    message = await refusal(query, cwd=None)  # "notes.txt" was said; asking again would only be read the same way
+    assert "give an absolute path, or send currentWorkingDirectory" in message, message
+
+
+def test_a_relative_path_typed_with_no_working_directory_is_invalid_input_not_sent_unresolved() -> None:
+    tools = catalog_of(tool("read_file", "Read a file", {"path": {"type": "string"}, "n": CITY}, "path", "n"))
+    read_file = tools.get("demo__read_file")
+    assert read_file is not None
+    filling = fill(read_file, analyse(task("read a file", cwd=None)))
+    asked = asking(read_file, filling, "sure", "it cannot fill `path`", base="/srv")
+    assert isinstance(asked, Ask)
+    unread = needs(asked, "asks", Plan(backend="demo", tool="read_file", arguments={}, planner="offline"), [], None)
+    assert unread.answered({"path": "/etc/hosts", "n": "x"}) == {"path": "/etc/hosts", "n": "x"}
+    with pytest.raises(InvalidInput, match="give an absolute path, or send currentWorkingDirectory"):
+        unread.answered({"path": "notes.txt", "n": "x"})

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from agentify.errors import Missing, PlannerUnavailable
+from agentify.errors import InvalidInput, Missing, PlannerUnavailable
 from agentify.planner import NeedsArguments, Plan
 from agentify.planner.catalog import CatalogTool
 from agentify.planner.form import NotAskable, form_schema
 from agentify.planner.offline.extract import as_url, resolve_path
 from agentify.planner.offline.fill import Filling, Role, role
+
+NO_BASE = "give an absolute path, or send currentWorkingDirectory (the working directory) with the task"
 
 
 @dataclass(frozen=True)
@@ -45,14 +47,18 @@ class Unfilled(PlannerUnavailable):
         self.ask = ask
 
 
-def asking(tool: CatalogTool, filling: Filling, why: str, problem: str) -> Ask | str:
+def asking(tool: CatalogTool, filling: Filling, why: str, problem: str, base: str | None) -> Ask | str:
     """What to ask a person for, when their answers complete the plan; else why not, in the words of the
-    refusal (`problem`: what is wrong with the filling): a value of the task no argument takes, an element ref,
-    an argument a form must not or cannot ask for, or a filled value the tool's schema refuses."""
+    refusal (`problem`: what is wrong with the filling): a value of the task no argument takes, a path with no
+    working directory (`base`) to read it in (the task may have said it: asking again would not help), an element
+    ref, an argument a form must not or cannot ask for, or a filled value the tool's schema refuses."""
     if filling.unplaced or not filling.unfilled:
         return problem
     properties = tool.input_schema.get("properties") or {}
     roles = {n: role(n, spec if isinstance(spec := properties.get(n), dict) else {}) for n in filling.unfilled}
+    paths = [n for n, kind in roles.items() if kind in ("path", "paths")]
+    if paths and base is None:
+        return f"{problem}; for `{paths[0]}`, {NO_BASE}"
     refs = [n for n, kind in roles.items() if kind == "ref"]
     if refs:
         return f"{problem}, and a person cannot give `{refs[0]}`: it comes from a snapshot of the page"
@@ -73,8 +79,14 @@ def needs(ask: Ask, message: str, plan: Plan, candidates: list[dict[str, str]], 
 
 
 def _read(roles: Mapping[str, Role], base: str | None, name: str, value: Any) -> Any:
-    """A path or URL the user typed, as a task's own: "notes.txt" in the working directory, "localhost:3000"."""
+    """A path or URL the user typed, as a task's own: "notes.txt" in the working directory, "localhost:3000".
+
+    Raises:
+        InvalidInput: a relative path with no working directory to read it in (it is never sent unresolved).
+    """
     if not isinstance(value, str) or roles.get(name) not in ("path", "url"):
         return value
     taken = resolve_path(value, base) if roles[name] == "path" else as_url(value)
+    if taken is None and roles[name] == "path":
+        raise InvalidInput(f"`{name}` is the relative path {value!r} but the task has no working directory: {NO_BASE}")
     return value if taken is None else taken

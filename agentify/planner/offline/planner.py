@@ -155,7 +155,7 @@ class OfflinePlanner:
             why = f"its score stands {lead:.2f} clear of the next tool's in the hybrid ranking"
             if problem is None:
                 return _plan(chosen, filling.arguments, why, catalog)
-            asked = asking(chosen, filling, why, problem)
+            asked = asking(chosen, filling, why, problem, mentions.base)
             if ask is None and isinstance(asked, Ask):
                 ask = asked
             message = (
@@ -197,7 +197,7 @@ class OfflinePlanner:
         filling = fill(chosen, mentions)
         problem = _problem(filling) or chosen.validation_error(filling.arguments)
         if problem is not None:
-            asked = asking(chosen, filling, why, problem)
+            asked = asking(chosen, filling, why, problem, mentions.base)
             raise Unfilled(
                 f"the offline planner (no model is configured) understood {_label(chosen)} ({why}), but "
                 f"{asked if isinstance(asked, str) else problem}. {CONFIGURE}",
