@@ -5,9 +5,9 @@ A form carries only flat, primitive fields: a string (with `minLength`, `maxLeng
 strings (`enum`, or `oneOf` of `const` and `title`), or several choices of strings (an array of an enum).
 Everything else a tool's schema says (a `pattern`, an object, a list of free texts) is checked when the answer
 is validated against the tool's own schema. An argument is not asked when:
-- its value is a credential (`secret_argument`: its name or description says API key, token, password...): the
-  MCP spec forbids asking for sensitive information in a form; a secret argument is fixed in the config
-  (`tools.overrides`, from the environment);
+- its value is a credential (`secret_argument`: its name, description or title, or a title of its choices, says
+  API key, token, password, PIN, verification code...): the MCP spec forbids asking for sensitive information in
+  a form; a secret argument is fixed in the config (`tools.overrides`, from the environment);
 - its schema is an object, a list of anything but choices, or a choice of non-strings: a form cannot carry it.
 
 `form_schema` builds the form's `requestedSchema`; `answered` turns a form's content back into arguments.
@@ -78,7 +78,7 @@ def choices(field: Mapping[str, Any]) -> list[Any]:
 
 def _field(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     description = str(spec.get("description") or "")
-    if secret_argument(name, description):
+    if secret_argument(name, " \n".join((description, *_titles(spec)))):
         raise NotAskable(
             f"`{name}` is a credential, which agentify never asks for in a form: fix its value in the config "
             f'instead, with tools.overrides of the backend ("arguments": {{"{name}": "${{VAR}}"}})'
@@ -102,6 +102,15 @@ def _field(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     if default is not None and _fits(kind, field, default):
         field["default"] = default
     return field
+
+
+def _titles(spec: Mapping[str, Any]) -> list[str]:
+    """What a form would show of a schema besides its description: its title, its options' and its items'."""
+    options = [o for key in ("oneOf", "anyOf") for o in spec.get(key) or [] if isinstance(o, Mapping)]
+    items = spec.get("items")
+    nested = [*options, *([items] if isinstance(items, Mapping) else [])]
+    own = [str(spec["title"])] if spec.get("title") else []
+    return own + [title for option in nested for title in _titles(option)]
 
 
 def _kind(spec: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:

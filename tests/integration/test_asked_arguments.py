@@ -128,13 +128,17 @@ async def test_a_form_nobody_answers_in_time_runs_nothing_and_says_what_to_do(tm
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_credential_is_never_asked_for_in_a_form(tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("query", "secret"),
+    [("get the latest stock quote", "api_key"), ("show the balance of my bank account", "code")],  # code: by its title
+)
+async def test_a_credential_is_never_asked_for_in_a_form(tmp_path: Path, mode: str, query: str, secret: str) -> None:
     seen: list[types.ElicitRequestParams] = []
-    values = {"symbol": "ACME", "api_key": "sk-typed-into-a-form"}
+    values = {"symbol": "ACME", "api_key": "sk-typed-into-a-form", "account": "FR76-1", "code": "492817"}
     async with forecast_client(tmp_path, mode, filling(values, seen)) as client:
-        result = await client.call_tool("orchestrate_task", {"query": "get the latest stock quote"})
+        result = await client.call_tool("orchestrate_task", {"query": query})
     assert error_code(result) == "no_plan", text_of(result)
-    assert "`api_key` is a credential" in text_of(result) and "tools.overrides" in text_of(result)
+    assert f"`{secret}` is a credential" in text_of(result) and "tools.overrides" in text_of(result)
     assert "missing" not in (result.meta or {})["agentify/error"]
     assert seen == []
 
