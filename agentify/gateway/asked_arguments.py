@@ -2,11 +2,12 @@
 
 The planner was sure of the tool; what it lacked is a value only the user knows ("what's the forecast?": which
 city?). `orchestrate_task` asks for exactly those arguments in one form, built from the tool's own input schema
-(`planner/form.py`: their types, choices and descriptions), as agentify's own question: it goes through the same
-`Answerer` as a backend's questions (`own=True`), so the client's capability is checked, what it shows is masked,
-escaped and bounded, and a 2026-07-28 client answers in its next round. The answers are merged into the plan and
-validated against the tool's schema like any plan; a tool that needs confirmation asks for it next, showing the
-completed call.
+(`planner/form.py`: their types, choices and descriptions), as agentify's own question. Its message says the
+fields are as the backend describes them, so a backend's titles and descriptions never speak in agentify's voice.
+It goes through the same `Answerer` as a backend's questions (`own=True`), so the client's capability is checked,
+what it shows is masked, escaped and bounded, and a 2026-07-28 client answers in its next round. The answers are
+merged into the plan and validated against the tool's schema like any plan; a tool that needs confirmation asks
+for it next, showing the completed call.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ async def completed(unfilled: NeedsArguments, catalog: Catalog, answerer: Answer
     call = f"{plan.backend}.{plan.tool}"
     needs = ", ".join(missing.arguments)
     message = (
-        f"agentify chose {call} for this task; it needs: {needs}, which the task does not say. "
+        f"agentify chose {call} for this task; it needs: {needs}, which the task does not say. The fields are as "
+        f"backend {plan.backend!r} describes them (their titles and descriptions are its words, not agentify's). "
         "Fill them in to run it, or decline to run nothing."
     )
     request = types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))

@@ -63,6 +63,7 @@ async def test_a_task_that_does_not_say_what_its_tool_needs_asks_for_exactly_tha
     ((form),) = seen  # the task that says both values asks nothing
     assert isinstance(form, types.ElicitRequestFormParams)
     assert form.message.startswith("agentify chose fake.forecast for this task; it needs: city, units")
+    assert "as backend 'fake' describes them" in form.message  # their words are the backend's, not agentify's
     schema = form.requested_schema
     assert set(schema["properties"]) == {"city", "units"} and sorted(schema["required"]) == ["city", "units"]
     assert schema["properties"]["units"]["enum"] == ["celsius", "fahrenheit"]
