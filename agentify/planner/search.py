@@ -31,6 +31,8 @@ score on the whole query divided by the best one's. Fitted on the public sets' t
 --requests)."""
 DEPTH = 30
 """The whole query's and each request's best tools that may be placed."""
+MAX_REQUESTS = 8
+"""A query's requests that are ranked each on their own (a 2,000-character list of "and"s makes over a hundred)."""
 
 
 def parts(query: str) -> list[str]:
@@ -41,8 +43,11 @@ def parts(query: str) -> list[str]:
 
 
 def requests(query: str) -> list[str]:
-    """The requests of a query: its sentences, each split at its conjunctions; [] when it makes one."""
+    """The requests of a query: its sentences, each split at its conjunctions; [] when it makes one. At most
+    `MAX_REQUESTS`, the rest kept with the last: each is ranked on its own."""
     found = [p for s in sentences(query) for p in (parts(s) or [s]) if len(words(p)) >= MIN_PART_WORDS]
+    if len(found) > MAX_REQUESTS:
+        found = [*found[: MAX_REQUESTS - 1], " ".join(found[MAX_REQUESTS - 1 :])]
     return found if len(found) > 1 else []
 
 

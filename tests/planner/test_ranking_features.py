@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from agentify.planner.catalog import Catalog
 from agentify.planner.retrieval import LEXICAL_ONLY, ToolIndex
-from agentify.planner.search import requests, search_tools
+from agentify.planner.search import MAX_REQUESTS, requests, search_tools
 from agentify.planner.words import MAX_SENTENCES, sentences
 from tests.planner.support import tool
 
@@ -124,3 +124,5 @@ def test_each_request_of_a_query_gets_a_place_before_more_of_what_the_first_alre
     assert whole.index("daily_quote") > 1  # the whole query alone ranks it below the first request's other tools
     assert found == [whole[0], "daily_quote"]
     assert requests("get the weather for Paris") == []
+    many = requests(" and ".join(f"read file {i}" for i in range(20)))
+    assert len(many) == MAX_REQUESTS and many[-1].startswith(f"read file {MAX_REQUESTS - 1}") and "file 19" in many[-1]
