@@ -131,6 +131,14 @@ class PinBook:
                     self._record(other, listed)
         self._changed()
 
+    def observe_extra(self, backend: str, tools: list[types.Tool]) -> None:
+        """What an extra session of `backend` listed (another process of it, `pool.py`): judged by the pins, and what
+        is held queued as pending and logged once. It never stands for the backend's listing (the owner session's
+        does: the console, the shadowing check and a re-read of the store judge that one). Before the backend has
+        pins nothing is queued (its calls are judged all the same): its first use is the owner session's listing."""
+        if self.mode != "off" and backend in self._snapshot and self._record(backend, tools):
+            self._changed()
+
     async def run(self) -> None:
         """Stores what `observe` queued and follows other processes' changes; runs until cancelled."""
         while True:
@@ -241,10 +249,11 @@ class PinBook:
 
     # ----- recording -------------------------------------------------------------------------
 
-    def _record(self, backend: str, tools: list[types.Tool]) -> None:
+    def _record(self, backend: str, tools: list[types.Tool]) -> bool:
+        """Queues what `tools` change of the pins; True when they change any."""
         held = self.judge(backend, tools)
         if self._failure is not None:
-            return
+            return False
         pins = self._snapshot.get(backend)
         write = _Write()
         at = time.time()
@@ -266,6 +275,8 @@ class PinBook:
             self._snapshot[backend] = _applied(pins, write)
             self._queued.setdefault(backend, _Write()).merge(write)
             self._wake.set()
+            return True
+        return False
 
     def _log_held(self, held: Held) -> None:
         key = (held.backend, held.tool, held.reason)
