@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.shared.dispatcher import ProgressFnT
 
@@ -56,30 +55,17 @@ class PrincipalBackend(PeopleFront[_Person]):
     most_people = 256
 
     def __init__(self, spec: BackendConfig, wiring: Wiring, identity: Identity | None) -> None:
+        if not isinstance(spec.auth, ExchangeSettings) and identity is None:
+            raise ValueError("a perPrincipal OAuth backend needs the vault (Identity)")
         lazy = spec.model_copy(update={"start": "lazy"})
-        super().__init__(spec, lazy, RemoteConnection(lazy), StderrLog(spec.id), wiring)
+        forgotten = identity.forgotten if identity is not None else None
+        super().__init__(spec, lazy, RemoteConnection(lazy), StderrLog(spec.id), wiring, forgotten)
         self._identity = identity
         self._exchanger = Exchanger(spec, wiring.secrets) if isinstance(spec.auth, ExchangeSettings) else None
-        if self._exchanger is None and identity is None:
-            raise ValueError("a perPrincipal OAuth backend needs the vault (Identity)")
         self.asks_by_url = self._exchanger is None  # an exchanged token is not the person's to authorize
         self._secrets = wiring.secrets
-        if identity is not None:
-            identity.forgotten.append(self._forget)
 
     # ----- the owner -----------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        """Owns every person's supervisor and the authorizations this replica drives, until stopped."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            await self._starts.stopping.wait()
-            if self._identity is not None and self._forget in self._identity.forgotten:
-                self._identity.forgotten.remove(self._forget)
-            for person in self._people.values():
-                person.supervisor.stop()
-            tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
-        self._tg = None
 
     def status(self) -> BackendStatus:
         """What the caller sees: their own session's state (another person's is none of theirs), and the scope the
@@ -212,12 +198,10 @@ class PrincipalBackend(PeopleFront[_Person]):
         person.used = time.monotonic()
         return person
 
-    def _forget(self, principals: set[str]) -> None:
-        """Their tokens were removed: their sessions end now, not when idle."""
-        for principal in principals:
-            self._drop(principal)
-            if self._exchanger is not None:
-                self._exchanger.drop(principal)
+    def _forgot(self, principal: str) -> None:
+        """Their exchanged token goes too."""
+        if self._exchanger is not None:
+            self._exchanger.drop(principal)
 
     # ----- authorizing ----------------------------------------------------------------------------------
 
