@@ -125,6 +125,7 @@ async def test_a_cancel_sent_to_another_replica_ends_the_call_and_only_its_owner
             async with calling(member.url, alice, mode) as (client, sent):
                 seen |= await _bobs_then_alices_cancel(client, sent, marker, member, mode, alice, bob)
                 if mode == "auto":  # and at the replica that runs it, which the SDK alone would have dropped
+                    heard = _cancels(marker)
                     seen["auto cancelled here"], _ = await _cancelled_by(
                         client,
                         sent,
@@ -134,6 +135,7 @@ async def test_a_cancel_sent_to_another_replica_ends_the_call_and_only_its_owner
                         lambda at, rid, sid: cancel(at, alice, "auto", rid, sid),
                         at="running",
                     )
+                    await _heard_since(marker, heard)
             seen[f"{mode} backend"] = _cancels(marker)
     for mode in MODES:
         finished, cancelled = seen[f"{mode} finished"], seen[f"{mode} cancelled"]
@@ -185,9 +187,11 @@ async def _bobs_then_alices_cancel(
     seen[f"{mode} finished"], seen[f"{mode} bob"] = await _cancelled_by(
         client, sent, marker, member, 8, lambda at, rid, sid: cancel(at, bob, mode, rid, sid), at="both", slow=slow
     )
+    heard = _cancels(marker, slow)
     seen[f"{mode} cancelled"], seen[f"{mode} alice"] = await _cancelled_by(
         client, sent, marker, member, 60, lambda at, rid, sid: cancel(at, alice, mode, rid, sid), slow=slow
     )
+    await _heard_since(marker, heard, slow)
     return seen
 
 
@@ -251,13 +255,19 @@ async def _cancels_heard_after_own_cancel(client: Any, marker: Path) -> int:
         tg.start_soon(client.call_tool, "call_tool", {"name": "fake__slow", "arguments": {"seconds": 120}})
         await wait_until(lambda: len(_runs(marker)) > runs_before, 60)
         tg.cancel_scope.cancel()
-    await wait_until(lambda: _cancels(marker) > cancels_before, 10)  # the backend is another process
+    await _heard_since(marker, cancels_before)
     return _cancels(marker) - cancels_before
 
 
 def _cancels(marker: Path, slow: Slow = CALL) -> int:
     """How many of the backend's slow requests (tool calls unless `slow` says) were cancelled."""
     return marker.read_text().count(slow.cancelled)
+
+
+async def _heard_since(marker: Path, before: int, slow: Slow = CALL) -> None:
+    """Waits (10 s at most) until the backend heard a cancel more than `before`: it may hear one after the client
+    had its answer, and it is another process."""
+    await wait_until(lambda: _cancels(marker, slow) > before, 10)
 
 
 def _both_heard(marker: Path, before: tuple[int, int]) -> bool:
