@@ -65,7 +65,11 @@ class PeopleFront(Supervisor, Generic[P]):
     ) -> None:
         """`lazy`: `spec` started lazily, which `connection` (the front's, never opened) was made for; `forgotten`:
         the vault's listeners (`Identity.forgotten`), told whose records were removed."""
-        super().__init__(lazy, connection, stderr, wiring.manifests, wiring.on_state, wiring.roots, wiring.routes)
+        super().__init__(
+            lazy, connection, stderr, wiring.manifests, wiring.on_state, wiring.roots, wiring.routes, pins=wiring.pins
+        )
+        if wiring.pins is not None:
+            wiring.pins.each_person(spec.id)  # judged by one set of pins, whoever's session listed
         self._forgotten = forgotten
         if forgotten is not None:
             forgotten.append(self._forget)
@@ -197,6 +201,7 @@ class PeopleFront(Supervisor, Generic[P]):
             routes=self._wiring.routes,
             on_change=on_change,
             on_log=None,  # a log message no call owns is this person's: it reaches nobody else
+            pins=self._wiring.pins,  # their extra sessions are judged too
             more=more,
         )
         supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry

@@ -77,6 +77,12 @@ class PinBook:
         self._queued: dict[str, _Write] = {}
         self._logged: set[tuple[str, str, str]] = set()
         self._wake = anyio.Event()
+        self._per_person: set[str] = set()
+
+    def each_person(self, backend: str) -> None:
+        """`backend` runs as each person (`people.py`): what one person's session lists another's may not (their
+        scopes differ), so a tool first seen in anyone's listing is a first use there, never an addition."""
+        self._per_person.add(backend)
 
     def open(self) -> None:
         """Reads the store once, before any backend lists (blocking: called at start-up)."""
@@ -112,7 +118,7 @@ class PinBook:
         others = self._other_names(backend, {t.name for t in tools})
         held: dict[str, Held] = {}
         for tool in tools:
-            reason = self._reason(tool, pins, others)
+            reason = self._reason(tool, pins, others, backend in self._per_person)
             if reason:
                 held[tool.name] = Held(backend, tool.name, reason)
         return held
@@ -214,7 +220,7 @@ class PinBook:
 
     # ----- judging ---------------------------------------------------------------------------
 
-    def _reason(self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str]) -> str:
+    def _reason(self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str], per_person: bool) -> str:
         defined = definition(tool)
         now = digest(defined)
         approved = pins.approved.get(tool.name) if pins is not None else None
@@ -226,7 +232,7 @@ class PinBook:
         waiting = pins.pending.get(tool.name) if pins is not None else None
         if waiting is not None and waiting.digest == now and waiting.reason:
             return waiting.reason
-        if pins is not None:
+        if pins is not None and not per_person:
             return _joined("added after the backend's first listing", _suspect(defined, others))
         return _suspect(defined, others)
 
