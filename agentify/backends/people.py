@@ -7,6 +7,7 @@ supervisor is never started (it is lazy, kicked by nobody, settled at once); eac
 call, and the log level a client sets, and a change of roots, reach every person's. At most `maxPeople` people have
 a supervisor at once; the least recently used one with no call or request in flight (one asking them to
 authorize or for their secrets included) makes room: nobody's read is stopped under them to let another in.
+Whoever's session listed them, the tools are judged by the pins as this one backend's (`PinBook.each_person`).
 """
 
 from __future__ import annotations
