@@ -8,7 +8,8 @@ whole query's best tool, each next place goes to the tool that scores best on th
 `OPEN_REQUESTS` times its scores on the requests that the tools already placed do not answer yet: a
 request answered by one tool (scoring its best there) no longer pulls, so the next places go to
 the requests still open, and a chatty part ("I'm a football fan") that every tool answers alike
-pulls none in particular. Tools that score nothing are never returned.
+pulls none in particular. Tools that score nothing are never returned. As in `ranked`, a question gets
+a destructive tool only after every other tool found.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import re
 
 from agentify.planner import TaskInput
-from agentify.planner.offline.extract import ASKED, analyse
+from agentify.planner.offline.extract import ASKED, Mentions, analyse
 from agentify.planner.offline.planner import DEPRECATED_FACTOR
 from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import sentences, words
@@ -51,11 +52,10 @@ def requests(query: str) -> list[str]:
     return found if len(found) > 1 else []
 
 
-def ranked(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
-    """The query's best `limit` tools. As for the offline planner, a tool that says it is deprecated counts
-    half, and a question says "list" and "read", and is answered by a tool that declares itself destructive
-    only after every other."""
-    mentions = analyse(TaskInput(query=query))
+def ranked(index: ToolIndex, mentions: Mentions, limit: int) -> list[Ranked]:
+    """The best `limit` tools of a query (`mentions`, its `analyse`). As for the offline planner, a tool that says
+    it is deprecated counts half, and a question says "list" and "read", and is answered by a tool that declares
+    itself destructive only after every other."""
     said = frozenset(ASKED) if mentions.asks else frozenset()
     found = [
         Ranked(r.tool, r.score * DEPRECATED_FACTOR) if r.tool.name in index.deprecated else r
@@ -69,7 +69,8 @@ def ranked(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
 def search_tools(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
     """The query's best `limit` tools; for a query of several requests, chosen in turn as the module says."""
     asked = requests(query)
-    whole = ranked(index, query, max(limit, DEPTH) if asked else limit)
+    mentions = analyse(TaskInput(query=query))
+    whole = ranked(index, mentions, max(limit, DEPTH) if asked else limit)
     if not asked or not whole:
         return whole[:limit]
     import numpy as np
@@ -77,22 +78,26 @@ def search_tools(index: ToolIndex, query: str, limit: int) -> list[Ranked]:
     found = {r.tool.name: r for r in whole}
     each = []
     for request in asked:
-        best = ranked(index, request, DEPTH)
+        best = ranked(index, analyse(TaskInput(query=request)), DEPTH)
         top = max((r.score for r in best), default=1.0)  # a question puts destructive tools last, whatever they score
         each.append({r.tool.name: r.score / top for r in best})
         for r in best:
             found.setdefault(r.tool.name, r)
     names = list(found)
-    on_whole = {r.tool.name: r.score / whole[0].score for r in whole}
+    most = max(r.score for r in whole)  # not whole[0]'s: a question's destructive tools come last, whatever they score
+    on_whole = {r.tool.name: r.score / most for r in whole}
     alone = np.array([on_whole.get(name, 0.0) for name in names])
     on_each = np.array([[scores.get(name, 0.0) for name in names] for scores in each])
     open_ = np.ones(len(asked))
     placed: list[Ranked] = []
     free = np.ones(len(names), dtype=bool)
+    last = np.array([mentions.asks and name in index.destructive for name in names], dtype=bool)
     while len(placed) < min(limit, len(names)):
+        # a question's destructive tools wait until every other tool is placed
+        allowed = free & ~last if (free & ~last).any() else free
         # einsum, not `@`: as in `ToolIndex.similarity`, BLAS would spread this small product over threads
-        gain = np.where(free, alone + OPEN_REQUESTS * np.einsum("i,ij->j", open_, on_each), -np.inf)
-        i = 0 if not placed else int(np.argmax(gain))  # the whole query's best comes first
+        gain = np.where(allowed, alone + OPEN_REQUESTS * np.einsum("i,ij->j", open_, on_each), -np.inf)
+        i = 0 if not placed and allowed[0] else int(np.argmax(gain))  # the whole query's best comes first
         placed.append(found[names[i]])
         free[i] = False
         open_ *= 1 - on_each[:, i]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import mcp_types as types
+
 from agentify.planner.catalog import Catalog
 from agentify.planner.retrieval import LEXICAL_ONLY, ToolIndex
 from agentify.planner.search import MAX_REQUESTS, requests, search_tools
@@ -126,3 +128,33 @@ def test_each_request_of_a_query_gets_a_place_before_more_of_what_the_first_alre
     assert requests("get the weather for Paris") == []
     many = requests(" and ".join(f"read file {i}" for i in range(20)))
     assert len(many) == MAX_REQUESTS and many[-1].startswith(f"read file {MAX_REQUESTS - 1}") and "file 19" in many[-1]
+
+
+FOLDER = Catalog.build(
+    [
+        (
+            "files",
+            "",
+            [
+                tool("delete_files", "Delete files of a folder").model_copy(
+                    update={"annotations": types.ToolAnnotations(destructive_hint=True)}
+                ),
+                tool("list_files", "List the files of a folder"),
+                tool("read_note", "Read a note"),
+            ],
+        ),
+        ("weather", "", [tool("get_weather", "Weather forecast for a city")]),
+    ]
+)
+
+
+def test_a_question_of_several_requests_gets_a_destructive_tool_only_after_every_other() -> None:
+    index = ToolIndex(FOLDER, LEXICAL_ONLY)
+    question = "which files of the folder are deleted files? And what is the weather forecast for Paris?"
+    found = [r.tool.tool.name for r in search_tools(index, question, 4)]
+    assert set(found[:2]) == {"list_files", "get_weather"} and found[-1] == "delete_files"  # a question reads too
+    # Asked to do it, the destructive tool is the best, and the weather has its place too.
+    found = [
+        r.tool.tool.name for r in search_tools(index, "delete the files of the folder and get the weather for Paris", 4)
+    ]
+    assert found[:2] == ["delete_files", "get_weather"]
