@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 
 from agentify.config.server import LimitsConfig
@@ -55,6 +56,44 @@ async def test_counts_in_redis_are_shared_by_every_gateway_that_uses_it(redis: A
             await two.charge_principal("alice")
         await two.charge_principal("bob")
     assert one.where == redis.url
+
+
+async def test_a_refusal_in_redis_says_how_long_to_wait_and_counts_go_on_after_redis_restarts(redis: Any) -> None:
+    async with limiter(redis.url, perPrincipal="2/minute") as limits:
+        await limits.charge_principal("alice")
+        await limits.charge_principal("alice")
+        with pytest.raises(RateLimited) as refused:  # the library reads the window the counts were written to
+            await limits.charge_principal("alice")
+        assert 0 < refused.value.retry_after_seconds <= 60
+        redis.stop()
+        redis.start()  # empty: no counts and no script; the old connection is gone
+        counted = 0
+        with pytest.raises(RateLimited):
+            for _ in range(4):  # the first may find the old connection closed (Redis down: counted nothing)
+                await limits.charge_principal("alice")
+                counted += 1
+        assert counted in (2, 3)
+
+
+async def test_a_count_given_up_mid_way_leaves_the_next_counts_their_own_answers(redis: Any) -> None:
+    async with limiter(redis.url, perPrincipal="1/minute") as limits:
+        await limits.charge_principal("alice")
+        given_up = anyio.CancelScope()
+
+        async def alice_again() -> None:
+            with given_up:
+                await limits.charge_principal("alice")  # Redis answers "no room": an answer nobody waits for
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(alice_again)
+            await anyio.lowlevel.checkpoint()  # her count is sent
+            given_up.cancel()
+            await limits.charge_principal("bob")  # sent before her answer came: bob gets his own, room
+        assert given_up.cancelled_caught
+        with pytest.raises(RateLimited, match="'bob' is over"):
+            await limits.charge_principal("bob")
+        with pytest.raises(RateLimited, match="'alice' is over"):
+            await limits.charge_principal("alice")
 
 
 @pytest.mark.parametrize("policy", ["allow", "refuse"])
