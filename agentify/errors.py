@@ -3,6 +3,7 @@
     AgentifyError                      code
     ├── InvalidInput                   invalid_input
     ├── NoPlan                         no_plan
+    │   └── NeedsArguments             no_plan (sure of the tool, not of its arguments: agentify.planner, asked by form)
     ├── PlannerUnavailable             planner_unavailable
     ├── PlannerError                   planner_error
     ├── InvalidPlan                    invalid_plan
@@ -27,7 +28,8 @@ called, with `raise ... from exc`; the MCP result is built from it in `results.p
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from agentify._common.errors import ConfigError
 
@@ -43,6 +45,7 @@ __all__ = [
     "InternalError",
     "InvalidInput",
     "InvalidPlan",
+    "Missing",
     "NeedsAuth",
     "NoPlan",
     "PlannerError",
@@ -69,15 +72,36 @@ class InvalidInput(AgentifyError):
     code = "invalid_input"
 
 
+@dataclass(frozen=True)
+class Missing:
+    """The tool a planner chose and the required arguments the task did not give: what the client's model needs
+    to call it itself (`call_tool`) or to say them in the task again."""
+
+    name: str
+    """The tool as the gateway names it (`<backend>__<tool>`)."""
+    backend: str
+    tool: str
+    arguments: tuple[str, ...]
+
+    def meta(self) -> dict[str, Any]:
+        """`_meta["agentify/error"]`'s `chosen` and `missing`."""
+        chosen = {"name": self.name, "backend": self.backend, "tool": self.tool}
+        return {"chosen": chosen, "missing": list(self.arguments)}
+
+
 class NoPlan(AgentifyError):
     """No tool fits clearly; `candidates` are the planner's best guesses (name, backend, tool, description),
-    best first, shown in `_meta["agentify/error"]["candidates"]` so the client's model or the user can pick."""
+    best first, shown in `_meta["agentify/error"]["candidates"]` so the client's model or the user can pick.
+    `missing`: the tool it did choose, when only arguments the task does not say were lacking."""
 
     code = "no_plan"
 
-    def __init__(self, message: str, candidates: list[dict[str, str]] | None = None) -> None:
+    def __init__(
+        self, message: str, candidates: list[dict[str, str]] | None = None, *, missing: Missing | None = None
+    ) -> None:
         super().__init__(message)
         self.candidates = candidates or []
+        self.missing = missing
 
 
 class PlannerUnavailable(AgentifyError):
@@ -120,7 +144,12 @@ class Denied(AgentifyError):
 
 
 class Declined(Denied):
-    """The user said no: an answer, not a failure (logged at INFO)."""
+    """The user said no: an answer, not a failure (logged at INFO). `missing`: the arguments the user was asked
+    for, when that was the question (the client's model may call again with them)."""
+
+    def __init__(self, message: str, *, missing: Missing | None = None) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 class RateLimited(AgentifyError):

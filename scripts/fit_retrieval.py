@@ -12,6 +12,10 @@ With --adaptive, it keeps those weights and fits instead how the lexical score's
 the query's length (`Weights.lexical_long`): the same objective, and the least
 set's figure beside it, so that no set's gain is bought with another's loss.
 
+With --requests, it keeps the other weights and fits how much a multi-request query's open requests
+pull the next places of `search_tools` (`search.OPEN_REQUESTS`), with the backend's weight beside it (the
+two both fill the places after the first): the same objective, and the least set's figure.
+
 With --planner, it calibrates the offline planner instead (`offline.planner.CONFIDENT` and
 `CONFIDENT_SCORE`, with the weights as they are in the code): the least lead of the best tool over
 the next, and the least score of the best, whose wrong answers on each set's single-tool tuning
@@ -19,7 +23,8 @@ queries stay at most `MAX_WRONG`, with the most right answers on the set that ge
 prints the best few pairs and the shipped one: the project's own sets (tests/planner/test_offline.py)
 may rule the best out.
 
-    .venv/bin/python scripts/fit_retrieval.py [--sets metatool toolalpaca restbench toolbench] [--adaptive] [--planner]
+    .venv/bin/python scripts/fit_retrieval.py [--sets metatool toolalpaca restbench toolbench] [--adaptive]
+        [--requests] [--planner]
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import itertools
 from dataclasses import replace
 
 from agentify.eval.public import PublicSet, Ranking, available, load_public, summary
+from agentify.planner import search
 from agentify.planner.retrieval import FITTED, ToolIndex, Weights
 from agentify.planner.search import search_tools
 
@@ -41,6 +47,8 @@ BACKEND = (0.0, 0.3, 0.5)
 PROVIDER = (0.0, 0.97)
 ADAPTIVE_LEXICAL = (0.2, 0.3, 0.4)
 LONG = (0.0, 0.3, 0.6, 0.9)
+OPEN_WEIGHTS = (0.0, 0.03, 0.05, 0.1, 0.2, 0.3)
+OPEN_BACKEND = (0.3, 0.5, 0.6, 0.7, 0.85, 1.0, 1.3)
 DEPTH = 10
 MAX_WRONG = 0.08  # on each set, below the target of 10 %, to leave room for sets the fit has not seen
 LEADS = tuple(i / 20 for i in range(9))
@@ -120,6 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", nargs="*", default=[n for n in available() if not load_public(n).check])
     parser.add_argument("--adaptive", action="store_true", help="fit how the lexical weight follows the query")
+    parser.add_argument("--requests", action="store_true", help="fit the pull of a query's open requests")
     parser.add_argument("--planner", action="store_true", help="calibrate the offline planner's confidence")
     args = parser.parse_args()
     sets = [load_public(name) for name in args.sets]
@@ -127,6 +136,13 @@ def main() -> None:
         asyncio.run(calibrate(sets))
         return
     results = []
+    if args.requests:
+        for pull, backend in itertools.product(OPEN_WEIGHTS, OPEN_BACKEND):
+            search.OPEN_REQUESTS = pull
+            per_set = [score(public, replace(FITTED, backend=backend)) for public in sets]
+            objective = sum(per_set) / len(per_set)
+            print(f"{objective:.4f} min {min(per_set):.3f} open requests {pull} backend {backend}", per_set, flush=True)
+        return
     if args.adaptive:
         grid = [
             replace(FITTED, lexical=lexical, lexical_long=long)

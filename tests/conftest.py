@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -137,6 +138,11 @@ async def echo_works(session: ClientSession, model: ModelServer) -> None:
 
 def text_of(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def contents_text(result: Any) -> str:
+    """The text of a `resources/read` result (its text contents, joined)."""
+    return "".join(c.text for c in result.contents if isinstance(c, types.TextResourceContents))
 
 
 def error_code(result: Any) -> str | None:

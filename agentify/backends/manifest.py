@@ -57,9 +57,15 @@ def _digest(value: str) -> str:
 class ManifestStore:
     """Reads and writes manifests under `directory`/manifests; `None` keeps nothing (tests, one-shot tools)."""
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, *, writes: bool = True) -> None:
         self._cache = directory
         self.directory = directory / "manifests" if directory is not None else None
+        self._writes = writes
+
+    def read_only(self) -> ManifestStore:
+        """The same manifests, never written: an extra session of a backend (`pool.py`) is another process,
+        whose listing must not replace what the backend's own session recorded."""
+        return ManifestStore(self._cache, writes=False)
 
     def path(self, spec: BackendConfig) -> Path | None:
         return self.directory / _name(spec) if self.directory is not None else None
@@ -119,7 +125,7 @@ class ManifestStore:
         return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
     def _write(self, spec: BackendConfig, tools: list[Any], offers: dict[str, Any] | None, kept: Any = None) -> None:
-        if self._cache is None or self.directory is None:
+        if self._cache is None or self.directory is None or not self._writes:
             return
         data = {"format": FORMAT, "backend": spec.id, "tools": tools}
         if offers is not None:

@@ -4,12 +4,17 @@ reached as each person; `personal.py`: a stdio backend run with each person's ow
 The front is one entry of the catalog: what any person's session listed is its tools, and a person's supervisor's
 state reaches the catalog and the console as the front's. Nothing starts without a person: the front's own
 supervisor is never started (it is lazy, kicked by nobody, settled at once); each person's starts on their first
-call, and the log level a client sets, and a change of roots, reach every person's.
+call, and the log level a client sets, and a change of roots, reach every person's. At most `maxPeople` people have
+a supervisor at once; the least recently used one with no call or request in flight (one asking them to
+authorize or for their secrets included) makes room: nobody's read is stopped under them to let another in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Generic, Protocol, TypeVar
 
@@ -22,12 +27,16 @@ from agentify.backends.offers import ChangeListener
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.supervisor import Supervisor, Wiring
 from agentify.config import BackendConfig
+from agentify.errors import BackendUnavailable
+from agentify.team.principal import LOCAL, current_principal
 
 INNER_IDLE_SECONDS = 600.0  # a person's sessions stop after this long unused (unless idleStopSeconds says less)
 
 
 class Person(Protocol):
     supervisor: Supervisor
+    used: float
+    """When they last used it (`time.monotonic`): the least recently used makes room first."""
 
 
 P = TypeVar("P", bound=Person)
@@ -38,6 +47,8 @@ class PeopleFront(Supervisor, Generic[P]):
     them). `_tg` is the front's owner task group while it runs (its `run` sets it)."""
 
     personal = True
+    most_people = 32
+    """How many people have a supervisor at once when `maxPeople` does not say."""
 
     def __init__(
         self, spec: BackendConfig, lazy: BackendConfig, connection: Connection, stderr: StderrLog, wiring: Wiring
@@ -49,6 +60,7 @@ class PeopleFront(Supervisor, Generic[P]):
         self._inner_spec = spec.model_copy(update={"start": "lazy", "idle_stop_seconds": idle})
         self._wiring = wiring
         self._people: dict[str, P] = {}
+        self._busy: Counter[str] = Counter()  # principal -> their calls and requests in flight
         self._tg: TaskGroup | None = None
         self._level: types.LoggingLevel | None = None
         self._log = logger.bind(backend=spec.id)
@@ -81,6 +93,43 @@ class PeopleFront(Supervisor, Generic[P]):
     async def send_roots_changed(self) -> None:
         for person in list(self._people.values()):
             await person.supervisor.send_roots_changed()
+
+    @contextmanager
+    def _in_flight(self) -> Iterator[str]:
+        """The caller's call or request runs (yields their principal): what they have is not stopped to make room."""
+        principal = current_principal() or LOCAL
+        self._busy[principal] += 1
+        try:
+            yield principal
+        finally:
+            self._busy[principal] -= 1
+            if not self._busy[principal]:
+                del self._busy[principal]
+            if (person := self._people.get(principal)) is not None:
+                person.used = time.monotonic()
+
+    def _make_room(self) -> None:
+        """Stops the least recently used person's supervisor with nothing in flight, when `maxPeople` have one.
+
+        Raises:
+            BackendUnavailable: every one of them has a call or request in flight.
+        """
+        most = self.spec.max_people or self.most_people
+        if len(self._people) < most:
+            return
+        idle = [(p.used, principal) for principal, p in self._people.items() if not self._busy[principal]]
+        if not idle:
+            raise BackendUnavailable(
+                f"backend {self.spec.id!r} serves {most} people with calls or reads in flight, its most "
+                "(maxPeople): try again in a moment"
+            )
+        self._drop(min(idle)[1])
+
+    def _drop(self, principal: str) -> None:
+        """Stops the person's supervisor (their processes or session); their next call starts a new one."""
+        person = self._people.pop(principal, None)
+        if person is not None:
+            person.supervisor.stop()
 
     def _supervisor_for(
         self,

@@ -3,7 +3,8 @@
 The backend (this front) is one entry of the catalog; its tools are whatever the sessions of any person listed
 (kept in the manifest, as for any backend). Behind it, each principal has an inner `Supervisor` whose
 connection carries that principal's own tokens from the vault (`VaultTokens`): it starts on their first call,
-stops when idle, and at most `MAX_PRINCIPALS` are kept (the least recently used is closed to make room).
+stops when idle, and at most `maxPeople` (256) are kept (the least recently used with nothing in flight is closed to
+make room, `people.py`).
 
 A call by a principal who has no tokens yet (or whose tokens the server refused, or that lack a scope it asked
 for) first asks that person to open a URL (URL-mode elicitation, through the relay every backend question
@@ -39,7 +40,6 @@ from agentify.errors import BackendUnavailable, NeedsAuth
 from agentify.team.identity import Identity
 from agentify.team.principal import LOCAL, current_principal, inbound_token
 
-MAX_PRINCIPALS = 256
 _R = Any
 
 
@@ -53,6 +53,8 @@ class _Person:
 
 class PrincipalBackend(PeopleFront[_Person]):
     """The front of one `perPrincipal` backend; safe to call from any task, like every supervisor."""
+
+    most_people = 256
 
     def __init__(self, spec: BackendConfig, wiring: Wiring, identity: Identity | None) -> None:
         lazy = spec.model_copy(update={"start": "lazy"})
@@ -114,24 +116,25 @@ class PrincipalBackend(PeopleFront[_Person]):
             Declined: the person declined to authorize.
             BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises (`AskingClient`).
         """
-        person = await self.ready_for(answerer)
-        if person.tokens is None:
-            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
-        try:
-            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
-        except ScopeStepUp:
-            await self._step_up(person, person.tokens, tool, answerer)
-        except BackendUnavailable:
-            if person.supervisor.state is not BackendState.NEEDS_AUTH:
-                raise
-            # The server refused this person's tokens, and a refresh did not help: they are asked again.
-            await self._vault_call(person.tokens.drop_tokens())
-            await self._authorize(person.tokens, answerer)
-        try:
-            return await person.supervisor.call(tool, arguments, progress, answerer, logs)
-        except ScopeStepUp:
-            granted = person.tokens.granted_scope() if person.tokens is not None else None
-            raise never_accepted(self.spec.id, tool, granted) from None
+        with self._in_flight():
+            person = await self.ready_for(answerer)
+            if person.tokens is None:
+                return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+            try:
+                return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+            except ScopeStepUp:
+                await self._step_up(person, person.tokens, tool, answerer)
+            except BackendUnavailable:
+                if person.supervisor.state is not BackendState.NEEDS_AUTH:
+                    raise
+                # The server refused this person's tokens, and a refresh did not help: they are asked again.
+                await self._vault_call(person.tokens.drop_tokens())
+                await self._authorize(person.tokens, answerer)
+            try:
+                return await person.supervisor.call(tool, arguments, progress, answerer, logs)
+            except ScopeStepUp:
+                granted = person.tokens.granted_scope() if person.tokens is not None else None
+                raise never_accepted(self.spec.id, tool, granted) from None
 
     async def _step_up(self, person: _Person, tokens: VaultTokens, tool: str, answerer: Answerer | None) -> None:
         """A 403 `insufficient_scope`: the person authorizes again for the scopes granted plus the new one (the
@@ -148,15 +151,16 @@ class PrincipalBackend(PeopleFront[_Person]):
 
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
         """Resources, prompts and completions go to the caller's own session, once they have authorized."""
-        person = self._person(current_principal() or LOCAL)
-        if self._exchanger is not None:
-            await self._exchanger.ensure(current_principal() or LOCAL, inbound_token())
-        elif person.tokens is not None and not (await self._vault_call(person.tokens.load())).get("tokens"):
-            raise NeedsAuth(
-                f"backend {self.spec.id!r} is reached as each person: call one of its tools first to authorize"
-            )
-        self._run(person)
-        return await person.supervisor.request(request, result_type)
+        with self._in_flight() as principal:
+            person = self._person(principal)
+            if self._exchanger is not None:
+                await self._exchanger.ensure(principal, inbound_token())
+            elif person.tokens is not None and not (await self._vault_call(person.tokens.load())).get("tokens"):
+                raise NeedsAuth(
+                    f"backend {self.spec.id!r} is reached as each person: call one of its tools first to authorize"
+                )
+            self._run(person)
+            return await person.supervisor.request(request, result_type)
 
     async def live_tool(self, tool: str) -> types.Tool | None:
         """The tool as the caller's session listed it, when they have one ready; else as any session listed it
@@ -168,8 +172,9 @@ class PrincipalBackend(PeopleFront[_Person]):
 
     async def learn(self, answerer: Answerer | None) -> None:
         """The caller's session lists the tools (they authorize first if they must)."""
-        person = await self.ready_for(answerer)
-        await person.supervisor.live_tool("")
+        with self._in_flight():
+            person = await self.ready_for(answerer)
+            await person.supervisor.live_tool("")
 
     async def ready_for(self, answerer: Answerer | None) -> _Person:
         """The caller's supervisor, with tokens in the vault: they are asked to authorize first if they have none
@@ -210,19 +215,10 @@ class PrincipalBackend(PeopleFront[_Person]):
         person.running = True
         self._started(person.supervisor)
 
-    def _make_room(self) -> None:
-        if len(self._people) < MAX_PRINCIPALS:
-            return
-        principal, person = min(self._people.items(), key=lambda item: item[1].used)
-        person.supervisor.stop()
-        del self._people[principal]
-
     def _forget(self, principals: set[str]) -> None:
         """Their tokens were removed: their sessions end now, not when idle."""
         for principal in principals:
-            person = self._people.pop(principal, None)
-            if person is not None:
-                person.supervisor.stop()
+            self._drop(principal)
             if self._exchanger is not None:
                 self._exchanger.drop(principal)
 

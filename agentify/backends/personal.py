@@ -3,8 +3,8 @@
 The backend (this front) is one entry of the catalog; its tools are whatever any person's process listed (kept in
 the manifest). Behind it, each principal has an inner `Supervisor` whose processes get that person's secrets in
 their environment: they start on the person's first call, stop when idle, and the person's calls that overlap
-get processes of their own as any backend's do (`pool.py`). At most `MAX_PEOPLE` people have processes; the
-least recently used one with no call in flight makes room.
+get processes of their own as any backend's do (`pool.py`). At most `maxPeople` (32) people have processes; the
+least recently used one with nothing in flight makes room (`people.py`).
 
 A person with no secrets in the vault yet is first asked, in agentify's own words, to open the gateway's page
 (URL-mode elicitation, `url_authorization.ask_and_wait`, in both protocol eras; never a form elicitation, which
@@ -38,7 +38,6 @@ from agentify.errors import BackendUnavailable, NeedsAuth
 from agentify.team.identity import Identity
 from agentify.team.principal import LOCAL, current_principal
 
-MAX_PEOPLE = 32
 WATCH_SECONDS = 2.0  # how often the people's vault records are read again (dropped or changed: processes stop)
 
 
@@ -47,7 +46,6 @@ class _Person:
     supervisor: Supervisor
     secrets: dict[str, str]
     used: float
-    busy: int = 0
 
 
 class PersonalBackend(PeopleFront[_Person]):
@@ -117,24 +115,20 @@ class PersonalBackend(PeopleFront[_Person]):
             Declined: the person declined to open it.
             BackendUnavailable, BackendError, TaskTimeout, Denied; what the answerer raises (`AskingClient`).
         """
-        person = await self.ready_for(answerer)
-        person.busy += 1
-        try:
+        with self._in_flight():
+            person = await self.ready_for(answerer)
             return await person.supervisor.call(tool, arguments, progress, answerer, logs)
-        finally:
-            person.busy -= 1
-            person.used = time.monotonic()
 
     async def request(self, request: types.ClientRequest, result_type: type[Any]) -> Any:
         """Resources, prompts and completions go to the caller's own processes, once they gave their secrets."""
-        principal = current_principal() or LOCAL
-        stored = await self._stored(principal)
-        if stored is None:
-            raise NeedsAuth(
-                f"backend {self.spec.id!r} runs as each person with their own secrets: call one of its tools first "
-                "to give yours"
-            )
-        return await self._person(principal, stored).supervisor.request(request, result_type)
+        with self._in_flight() as principal:
+            stored = await self._stored(principal)
+            if stored is None:
+                raise NeedsAuth(
+                    f"backend {self.spec.id!r} runs as each person with their own secrets: call one of its tools "
+                    "first to give yours"
+                )
+            return await self._person(principal, stored).supervisor.request(request, result_type)
 
     async def live_tool(self, tool: str) -> types.Tool | None:
         person = self._people.get(current_principal() or LOCAL)
@@ -144,8 +138,9 @@ class PersonalBackend(PeopleFront[_Person]):
 
     async def learn(self, answerer: Answerer | None) -> None:
         """The caller's process lists the tools (they give their secrets first if they must)."""
-        person = await self.ready_for(answerer)
-        await person.supervisor.live_tool("")
+        with self._in_flight():
+            person = await self.ready_for(answerer)
+            await person.supervisor.live_tool("")
 
     async def ready_for(self, answerer: Answerer | None) -> _Person:
         """The caller's supervisor, with their secrets from the vault: asked for on the page first if there are
@@ -196,22 +191,6 @@ class PersonalBackend(PeopleFront[_Person]):
             self._started(supervisor)
         person.used = time.monotonic()
         return person
-
-    def _make_room(self) -> None:
-        if len(self._people) < MAX_PEOPLE:
-            return
-        idle = [(p.used, principal) for principal, p in self._people.items() if p.busy == 0]
-        if not idle:
-            raise BackendUnavailable(
-                f"backend {self.spec.id!r} runs processes for {MAX_PEOPLE} people with calls in flight, its most; "
-                "try again in a moment"
-            )
-        self._drop(min(idle)[1])
-
-    def _drop(self, principal: str) -> None:
-        person = self._people.pop(principal, None)
-        if person is not None:
-            person.supervisor.stop()
 
     def _forget(self, principals: set[str]) -> None:
         """Their tokens were removed: their processes stop now."""

@@ -65,7 +65,7 @@ from agentify.backends.state import ENDED_BADLY, SETTLED, STARTING, BackendState
 from agentify.backends.stderr_log import StderrLog
 from agentify.backends.toolset import ToolSet
 from agentify.config import BackendConfig
-from agentify.pinning import PinBook
+from agentify.pinning import PinBook, refusal
 
 StateListener = Callable[[BackendStatus], None]
 
@@ -120,6 +120,7 @@ class Supervisor:
         self.last_error: str | None = None
         self.server: str | None = None
         self.tools = ToolSet(spec, manifests, self, pins)
+        self._pins = pins
         self.offers = BackendOffers(spec, manifests, routes or ResourceRoutes())
         self._manifests = manifests
         self._more = more
@@ -244,10 +245,14 @@ class Supervisor:
         `logs` hears its log messages meanwhile (`call_path.py`).
 
         Raises:
-            Denied, BackendUnavailable, BackendError, TaskTimeout; what the answerer raises (`questions.py`).
+            Denied, BackendUnavailable, BackendError, TaskTimeout; ToolChanged when the extra session it gets lists
+            the tool changed under `pinning: enforce`; what the answerer raises (`questions.py`).
         """
         async with self._lanes.lease() as extra:  # a session of its own, so what the backend says is this call's
             if extra is not None:
+                await extra.live_tool(tool)  # another process: its own listing, judged by the pins as the owner's
+                if (held := extra.tools.withheld().get(tool)) is not None:
+                    raise refusal(held, f"{self.spec.id}__{self.tools.shown_name(tool)}")
                 return await extra.call(tool, arguments, progress, answerer, logs)
             return await self._calls.call(tool, arguments, progress, answerer, logs)
 
@@ -336,10 +341,11 @@ class Supervisor:
             spec,
             self._more(),
             self.stderr,
-            self._manifests,
+            self._manifests.read_only(),  # the owner's session records the tools and offers
             roots=self._roots,
             routes=self.offers.routes,  # a link in a result it carries makes this backend the URI's owner too
             on_log=self._on_log,
+            pins=self._pins,
         )
         extra._log_level = self._log_level
         return extra

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 async def run_task(boot: Boot, args: argparse.Namespace) -> int:
     from agentify.cli.progress import TaskProgress
-    from agentify.cli.terminal import for_terminal, terminal_confirmer
+    from agentify.cli.terminal import for_terminal, terminal_confirmer, terminal_form
     from agentify.gateway.services import open_gateway
     from agentify.mcp_server.results import error_result, outcome_result, plan_result
 
@@ -43,7 +43,11 @@ async def run_task(boot: Boot, args: argparse.Namespace) -> int:
             tg.start_soon(progress.ticking)
             try:
                 outcome = await services.runner.run(
-                    task, execute=not args.dry_run, confirmer=confirmer, progress=progress.report
+                    task,
+                    execute=not args.dry_run,
+                    confirmer=confirmer,
+                    progress=progress.report,
+                    asker=terminal_form(progress.paused, lambda text: redactor.bounded(text, 500)),
                 )
                 result = plan_result(outcome, redactor) if args.dry_run else outcome_result(outcome, redactor)
             except AgentifyError as exc:

@@ -1,22 +1,29 @@
-"""`agentify run` at a terminal: its confirmations are asked there, and its hints name commands.
+"""`agentify run` at a terminal: its confirmations and agentify's own forms are asked there, and its hints
+name commands.
 
 The confirmation is the same text an IDE shows (`confirmation_message`), on stderr (stdout carries the
 result), answered y/N on stdin. Without a terminal nobody can answer: the call is refused with the
-flag that allows it (`--yes`).
+flag that allows it (`--yes`). The form asking for the arguments a task does not say
+(`gateway/asked_arguments.py`) is asked one field a line (`TerminalForm`); without a terminal the task is the
+`no_plan` that says to put them in the task.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from typing import Any
 
 import anyio
+import mcp_types as types
 
+from agentify.backends.questions import Answerer, Answers
 from agentify.errors import Denied
 from agentify.gateway.confirm_prompt import confirmation_message
 from agentify.gateway.policy import Answer, Confirmer
 from agentify.planner import Plan
+from agentify.security.display import escaped
 
 # What an MCP client is told to call, and the command that shows the same at a terminal.
 _MCP_HINTS = (("check `list_backends`", "run `agentify doctor`"), (" or call list_backends", ""))
@@ -54,6 +61,81 @@ class NoTerminal:
             "(stdin is not a TTY), so it was not run. Run it at a terminal to be asked, or pass --yes to run it "
             "without asking."
         )
+
+
+class TerminalForm:
+    """Answers agentify's own form (`own`) at the terminal: its message, then one line a field (its title,
+    description and choices shown masked by `mask` and escaped). A blank line leaves the field blank (the gateway
+    then says it is missing); end of input (Ctrl-D) dismisses the form. A backend's question is not answered
+    here, as without a terminal."""
+
+    def __init__(self, asking: Callable[[], AbstractContextManager[None]], mask: Callable[[str], str]) -> None:
+        self._asking = asking
+        self._mask = mask
+
+    async def answer(self, backend: str, requests: Mapping[str, types.InputRequest], *, own: bool = False) -> Answers:
+        answers: dict[str, types.InputResponse] = {}
+        for key, request in requests.items():
+            params = request.params if isinstance(request, types.ElicitRequest) else None
+            if not own or not isinstance(params, types.ElicitRequestFormParams):
+                return types.ErrorData(code=types.INVALID_REQUEST, message="agentify run answers only its own forms")
+            with self._asking():
+                answers[key] = await self._fill(params)
+        return answers
+
+    async def _fill(self, params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        _say(self._shown(params.message) + " (Ctrl-D to cancel)\n")
+        content: dict[str, Any] = {}
+        for name, field in (params.requested_schema.get("properties") or {}).items():
+            _say(self._prompt(name, field))
+            line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+            if not line:
+                _say("\n")
+                return types.ElicitResult(action="cancel")
+            content[name] = _typed(field, line.strip())
+        return types.ElicitResult(action="accept", content=content)
+
+    def _prompt(self, name: str, field: Mapping[str, Any]) -> str:
+        said = [str(field.get("title") or name)]
+        if field.get("description"):
+            said.append(f"({field['description']})")
+        choices = field.get("enum") or [o.get("const") for o in field.get("oneOf") or field.get("anyOf") or []]
+        items: Mapping[str, Any] = field["items"] if isinstance(field.get("items"), Mapping) else {}
+        choices = choices or items.get("enum") or [o.get("const") for o in items.get("anyOf") or []]
+        if choices:
+            said.append("[" + "/".join(str(c) for c in choices) + "]" + (", several: a,b" if items else ""))
+        elif field.get("type") == "boolean":
+            said.append("[y/n]")
+        return self._shown(" ".join(said)) + ": "
+
+    def _shown(self, text: str) -> str:
+        return escaped(self._mask(text))
+
+
+def _say(text: str) -> None:
+    print(text, end="", file=sys.stderr, flush=True)
+
+
+def _typed(field: Mapping[str, Any], text: str) -> Any:
+    """A line as the field's type; a line that is not one stays text, for the tool's schema to name."""
+    kind = field.get("type")
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+    except ValueError:
+        return text
+    if kind == "boolean" and text.lower() in ("y", "yes", "true", "n", "no", "false"):
+        return text.lower() in ("y", "yes", "true")
+    if kind == "array":
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return text
+
+
+def terminal_form(asking: Callable[[], AbstractContextManager[None]], mask: Callable[[str], str]) -> Answerer | None:
+    """Who asks for the arguments a task does not say: the terminal, when stdin is one."""
+    return TerminalForm(asking, mask) if sys.stdin.isatty() else None
 
 
 def terminal_confirmer(yes: bool, asking: Callable[[], AbstractContextManager[None]]) -> Confirmer:

@@ -185,6 +185,10 @@ class BackendConfig(Model):
     """At most this many sessions of the backend at once (for a command, processes), each carrying one call at a
     time, so that what the backend says during a call (questions, logs) is that call's; a call that finds them all
     busy waits for one, at most `timeoutSeconds`. Extra sessions start when calls overlap and stop when idle."""
+    max_people: int | None = Field(default=None, ge=1, le=4096)
+    """A backend run as each person (`${person:NAME}` in its `env`, or `auth.perPrincipal`): at most this many people
+    have processes or a session of it at once (per replica); the least recently used with nothing in flight makes
+    room. Unset: 32 for a command, 256 for a url."""
     forward_roots: bool = False
     """Answer the backend's `roots/list` with the IDE's workspace roots and tell it when they change."""
     protocol: Protocol = "auto"

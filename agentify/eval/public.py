@@ -192,7 +192,8 @@ class SetReport:
     agentify: dict[str, float | int | None]
     bm25: dict[str, float | int | None]
     planner: dict[str, int]
-    """Single-tool queries: right, wrong, refused (no_plan), total."""
+    """Single-tool queries: right, wrong, refused (no_plan), total; `askedRight` and `askedWrong` of the right and
+    wrong ones chose their tool but would ask the user for arguments the query does not say (`NeedsArguments`)."""
     shortlist: dict[str, float | int]
     """Share of queries whose every needed tool the model planner's shortlist holds, and its mean size."""
 
@@ -215,7 +216,7 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
     """Every query of one part searched (agentify's `search_tools` and the BM25 baseline), planned by the
     offline planner (single-tool queries) and shortlisted for a model planner of base size `k`."""
     from agentify.errors import AgentifyError
-    from agentify.planner import TaskInput
+    from agentify.planner import NeedsArguments, TaskInput
     from agentify.planner.offline import OfflinePlanner
     from agentify.planner.retrieval import IndexCache
     from agentify.planner.search import search_tools
@@ -228,7 +229,7 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
     baseline = BM25Baseline(catalog)
     key = {(t.backend, t.tool.name): t.name for t in catalog.tools.values()}
     ours, theirs = [], []
-    verdicts = {"right": 0, "wrong": 0, "refused": 0, "total": 0}
+    verdicts = {"right": 0, "wrong": 0, "refused": 0, "total": 0, "askedRight": 0, "askedWrong": 0}
     held = {"single": [0, 0], "multi": [0, 0]}
     sizes = 0
     queries = public.select(which, sample)
@@ -244,14 +245,19 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
         sizes += len(offered)
         if len(needed) == 1:
             verdicts["total"] += 1
+            asks = False
             try:
                 plan = await planner.plan(task, catalog)
+            except NeedsArguments as asking:  # the plan commits to its tool: counted by it
+                plan, asks = asking.plan, True
             except AgentifyError:
                 verdicts["refused"] += 1
                 continue
             chosen = catalog.get(f"{plan.backend}__{plan.tool}")
             right = (plan.backend, plan.tool) in query.tools or (chosen is not None and chosen.name in needed)
             verdicts["right" if right else "wrong"] += 1
+            if asks:
+                verdicts["askedRight" if right else "askedWrong"] += 1
     n = len(queries) or 1
     return SetReport(
         name=public.name,
@@ -293,8 +299,9 @@ def report_lines(reports: list[SetReport]) -> list[str]:
         p = r.planner
         total = p["total"] or 1
         out.append(
-            f"  offline planner, {p['total']} single-tool queries: right {p['right'] / total:.1%}, "
-            f"wrong {p['wrong'] / total:.1%}, refused {p['refused'] / total:.1%}"
+            f"  offline planner, {p['total']} single-tool queries: right {p['right'] / total:.1%} "
+            f"({p['askedRight'] / total:.1%} by asking the user for arguments), wrong {p['wrong'] / total:.1%} "
+            f"({p['askedWrong'] / total:.1%} by asking), refused {p['refused'] / total:.1%}"
         )
         s = r.shortlist
         multi = (

@@ -9,6 +9,8 @@ is also the working directory of a case that gives none.
 - top-1 accuracy: the plan's backend and tool are expected, and every expected argument value is
   in the plan (an object's expected keys; a list's items in any order; a relative path equal to
   the plan's absolute one, resolved against the case's working directory);
+- a refusal that would ask the user for arguments the task does not say (`NeedsArguments`: the offline planner
+  is sure of the tool) counts as refused, and says which tool it chose and whether that is the expected one;
 - shortlist recall at k: the expected tool is among those a model planner is offered (`shortlist`);
 - mean prompt tokens and latency of the planner, and, since a model planner's request grows with
   every tool offered, its estimated size with the shortlist and with every tool.
@@ -31,7 +33,7 @@ from pydantic import ValidationError
 
 from agentify.errors import AgentifyError, NoPlan, PlannerUnavailable
 from agentify.gateway.services import TaskServices
-from agentify.planner import Plan, Planner, TaskInput
+from agentify.planner import NeedsArguments, Plan, Planner, TaskInput
 from agentify.planner.catalog import Catalog
 from agentify.planner.openai import estimate_prompt_tokens
 from agentify.planner.retrieval import ToolIndex
@@ -137,6 +139,16 @@ class CaseResult:
             return "refused" if isinstance(self.error, PlannerUnavailable | NoPlan) else self.error.code
         return "ok" if self.correct else "wrong"
 
+    @property
+    def asks(self) -> NeedsArguments | None:
+        """The refusal that would ask the user for arguments, if it is one."""
+        return self.error if isinstance(self.error, NeedsArguments) else None
+
+    @property
+    def asks_right_tool(self) -> bool:
+        asks = self.asks
+        return asks is not None and asks.plan.backend == self.case.backend and asks.plan.tool in self.case.tools
+
     def as_dict(self) -> dict[str, Any]:
         plan = self.plan
         usage = plan.usage if plan is not None else None
@@ -151,6 +163,7 @@ class CaseResult:
             if plan is None
             else {"backend": plan.backend, "tool": plan.tool, "arguments": plan.arguments, "planner": plan.planner},
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.message},
+            "asks": None if (ask := self.asks) is None else ask.missing.meta() | {"expectedTool": self.asks_right_tool},
             "promptTokens": usage.prompt_tokens if usage else 0,
             "toolsOffered": usage.tools_offered if usage else 0,
             "latencyMs": round(self.latency_ms, 2),
@@ -202,6 +215,10 @@ class Report:
             "catalogTools": self.catalog_size,
             "backends": self.backends,
             "unavailableBackends": self.unavailable,
+            "asks": {
+                "expectedTool": sum(r.asks_right_tool for r in self.results),
+                "otherTool": sum(r.asks is not None and not r.asks_right_tool for r in self.results),
+            },
             "results": [r.as_dict() for r in self.results],
         }
 
@@ -215,6 +232,9 @@ class Report:
             out.append(f"{r.case.line:>3}  {r.verdict:<8} {r.case.task.query}")
             if r.plan is not None:
                 out.append(f"     -> {r.plan.backend}.{r.plan.tool} {json.dumps(r.plan.arguments)}")
+            elif (asks := r.asks) is not None:
+                missing = ", ".join(asks.missing.arguments)
+                out.append(f"     -> asks the user for {missing} of {asks.plan.backend}.{asks.plan.tool}")
             elif r.error is not None:
                 message = r.error.message
                 out.append(f"     -> {r.error.code}: {message[:PREVIEW]}{'...' if len(message) > PREVIEW else ''}")
@@ -227,12 +247,15 @@ class Report:
         listed = sum(r.shortlisted for r in self.results)
         refused = sum(r.verdict == "refused" for r in self.results)
         wrong = total - correct - refused
+        asking = sum(r.asks is not None for r in self.results)
+        right_tool = sum(r.asks_right_tool for r in self.results)
+        of_them = f", {asking} of them asking for arguments ({right_tool} of the expected tool)" if asking else ""
         shortlist_tokens = _mean([r.estimated_tokens for r in self.results])
         all_tokens = _mean([r.estimated_all_tokens for r in self.results])
         saving = f" ({1 - shortlist_tokens / all_tokens:.0%} fewer)" if all_tokens else ""
         out += [
             "",
-            f"top-1 accuracy: {correct}/{total} = {self.accuracy:.1%} ({refused} refused, {wrong} wrong)",
+            f"top-1 accuracy: {correct}/{total} = {self.accuracy:.1%} ({refused} refused{of_them}, {wrong} wrong)",
             f"shortlist recall at {self.shortlist_k}: {listed}/{total} = {self.shortlist_recall:.1%}",
             f"mean prompt tokens: {self.mean_prompt_tokens:.0f}"
             + (" (this planner sends no model request)" if self.mean_prompt_tokens == 0 else ""),

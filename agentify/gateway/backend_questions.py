@@ -6,8 +6,9 @@ knows the IDE's era), the backend side is `agentify.backends.questions`. What th
   the backend with an error that says so: the backend's own fallback decides what happens then;
 - a form or URL question begins "From backend <id> (not agentify): ", so the user knows who wants to know
   and a backend's question never passes for agentify's own; only agentify's own questions (`own=True`: the
-  page it asks a person to open to authorize a backend or give their secrets, `url_authorization.py`) go
-  without it, and a backend's question cannot ask for that (`questions.py` never passes it);
+  page it asks a person to open to authorize a backend or give their secrets, `url_authorization.py`; the form
+  asking for the arguments a task did not say, `asked_arguments.py`) go without it, and a backend's question
+  cannot ask for that (`questions.py` never passes it);
 - what the IDE shows of a question (its message, and the titles, descriptions, enum names and defaults of
   a form's schema) is masked with the redactor's known secrets, cut to a bound and escaped, so a backend
   can neither show another backend's env secret nor fake lines or reorder text with control or bidi
@@ -87,7 +88,7 @@ class BackendQuestionRelay:
         answers: dict[str, types.InputResponse] = {}
         asking: AskingClient | None = None
         for key, asked in requests.items():
-            what = f"agentify's page for backend {backend!r}" if own else _what(asked, backend)
+            what = f"agentify's own question about backend {backend!r}" if own else _what(asked, backend)
             if (refusal := self._unshowable(asked)) is not None:
                 return types.ErrorData(code=types.INVALID_PARAMS, message=f"agentify did not pass on {what}: {refusal}")
             by = "" if own else asked_by(backend)

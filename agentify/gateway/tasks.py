@@ -28,6 +28,7 @@ from agentify.backends import BackendManager, ToolHandle
 from agentify.backends.logs import LogSink
 from agentify.backends.questions import Answerer
 from agentify.errors import AgentifyError, Declined, Denied, InternalError, InvalidInput, InvalidPlan
+from agentify.gateway.asked_arguments import completed
 from agentify.gateway.inputs import SearchInput, given_call, validate_input
 from agentify.gateway.policy import AskingClient, Confirmer, confirmation_reason, enforce
 from agentify.gateway.progress import LatestProgress
@@ -36,7 +37,7 @@ from agentify.gateway.settings import PlannerSlot
 from agentify.gateway.task_spans import as_json, call_attributes, failed, plan_attributes, step, trace_id_of
 from agentify.gateway.visible import CatalogViews, check_plan, check_unlisted, hidden_tool
 from agentify.pinning import refusal
-from agentify.planner import Plan, TaskContext, TaskInput
+from agentify.planner import NeedsArguments, Plan, TaskContext, TaskInput
 from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.retrieval import Ranked
 from agentify.planner.sampling import Sampler
@@ -143,6 +144,7 @@ class TaskRunner:
         default_cwd: str | None = None,
         answerer: Answerer | None = None,
         logs: LogSink | None = None,
+        asker: Answerer | None = None,
     ) -> TaskOutcome:
         """A task in words: validate, plan, (confirm, call).
 
@@ -150,13 +152,14 @@ class TaskRunner:
         confirmation is a round trip): it is checked against the catalog again instead of planning
         anew. `default_cwd` is the working directory of a task whose context names none (the
         client's first root). `answerer` answers the backend's own questions (`backend_questions.py`); `logs`
-        hears the backend's log messages during its call."""
+        hears the backend's log messages during its call. `asker` asks the user for the arguments the task does
+        not say (`asked_arguments.py`; `answerer` when none, as an MCP client answers both)."""
 
         async def decide() -> Plan:
             with self._step("validate"):
                 task = self._validate(raw_input, default_cwd)
             await _report(progress, "planning")
-            return await self._plan(task, sampler, given)
+            return await self._plan(task, sampler, given, (asker or answerer) if execute else None)
 
         kind = "orchestrate" if execute else "plan"
         return await self._run(kind, raw_input, decide, execute, progress, confirmer, answerer, logs)
@@ -346,13 +349,20 @@ class TaskRunner:
             operations.decided("confirmed")
             span.set_attribute(CONFIRM_ANSWER, "accept")
 
-    async def _plan(self, task: TaskInput, sampler: Sampler | None, given: Plan | None = None) -> Plan:
+    async def _plan(
+        self, task: TaskInput, sampler: Sampler | None, given: Plan | None = None, asker: Answerer | None = None
+    ) -> Plan:
+        """`asker`: who asks the user for arguments the task does not say (`asked_arguments`); none for a plan
+        that is only shown (`plan_task`): its `no_plan` names them."""
         with self._step("plan", attributes=lambda: {OPERATION: PLAN}) as span:
             catalog = await self.catalog()
             if given is None:
                 planner = self.planners.current.choose(sampler=sampler)
                 span.set_attribute(PLANNER, planner.name)
-                plan = await planner.plan(task, catalog)
+                try:
+                    plan = await planner.plan(task, catalog)
+                except NeedsArguments as unfilled:
+                    plan = await completed(unfilled, catalog, asker)
             else:  # chosen in an earlier round: the tools may have changed since
                 span.set_attribute(PLANNER, f"{given.planner} (planned in an earlier round)")
                 plan = given

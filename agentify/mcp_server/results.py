@@ -7,7 +7,7 @@ from typing import Any
 
 import mcp_types as types
 
-from agentify.errors import AgentifyError, NoPlan, RateLimited
+from agentify.errors import AgentifyError, Declined, NoPlan, RateLimited
 from agentify.gateway.services import GatewayStatus
 from agentify.gateway.tasks import TaskOutcome
 from agentify.planner.retrieval import Ranked
@@ -61,6 +61,8 @@ def error_result(error: AgentifyError, redactor: Redactor) -> types.CallToolResu
         meta["retryAfterSeconds"] = error.retry_after_seconds
     if isinstance(error, NoPlan) and error.candidates:
         meta["candidates"] = redactor.data(error.candidates)
+    if isinstance(error, NoPlan | Declined) and error.missing is not None:
+        meta |= redactor.data(error.missing.meta())
     return types.CallToolResult(
         content=[
             types.TextContent(type="text", text=redactor.bounded(f"agentify {error.code}: {error.message}", 8000))

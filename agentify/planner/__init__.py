@@ -6,12 +6,14 @@ and `catalog.py` holds what every planner shares (tool naming, argument validati
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from agentify.errors import Missing, NoPlan
 from agentify.planner.catalog import Catalog
 
 if TYPE_CHECKING:
@@ -70,6 +72,34 @@ class Plan:
     reasoning: str | None = None
     usage: PlanUsage = field(default_factory=lambda: PlanUsage(provider="none"))
     handle: ToolHandle | None = field(default=None, repr=False, compare=False)  # the resolved tool to call
+
+
+class NeedsArguments(NoPlan):
+    """The planner is sure of the tool but the task does not say every required argument: `plan` holds the
+    arguments it did fill (so it is not valid yet), `missing` the tool and the others, each one a form may ask a
+    person for (`form.py`). `orchestrate_task` asks for them and runs the plan (`gateway/asked_arguments.py`);
+    to anyone who cannot ask, it is the `no_plan` it says it is, with the tool and the arguments in its `_meta`."""
+
+    missing: Missing
+
+    def __init__(
+        self,
+        message: str,
+        candidates: list[dict[str, str]],
+        plan: Plan,
+        missing: Missing,
+        read: Callable[[str, Any], Any] | None = None,
+    ) -> None:
+        """`read(name, value)`: a value the user gave for the argument `name`, as the planner reads the task's own
+        (a relative path resolved against the task's working directory, a bare host made a URL)."""
+        super().__init__(message, candidates, missing=missing)
+        self.plan = plan
+        self._read = read
+
+    def answered(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The plan's arguments with the user's `values` for the missing ones, read as the task's own values are."""
+        given = {n: self._read(n, v) if self._read else v for n, v in values.items() if n in self.missing.arguments}
+        return self.plan.arguments | given
 
 
 class Planner(Protocol):

@@ -7,7 +7,7 @@ so two different tools can never share a name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -54,8 +54,9 @@ class CatalogTool:
     def _validator(self) -> jsonschema.protocols.Validator:
         return bounded_validator(self.input_schema)
 
-    def validation_error(self, arguments: Any) -> str | None:
-        """None when `arguments` fit the tool's input schema, else a one-line reason naming the field."""
+    def validation_error(self, arguments: Any, *, absent: Collection[str] = ()) -> str | None:
+        """None when `arguments` fit the tool's input schema, else a one-line reason naming the field. `absent`:
+        required arguments not given yet (a person is asked for them), whose absence is no error."""
         if not isinstance(arguments, dict):
             return f"arguments must be a JSON object, not {type(arguments).__name__}"
         if self.handle is not None and (fixed := sorted(set(arguments) & set(self.handle.pinned))):
@@ -64,7 +65,7 @@ class CatalogTool:
                 "so it cannot be given; leave it out"
             )
         try:
-            error = first_error(self._validator, arguments)
+            error = first_error(self._validator, arguments, absent)
         except jsonschema.exceptions.SchemaError as exc:
             return f"the tool's own input schema is invalid: {exc.message}"
         except Uncheckable as exc:

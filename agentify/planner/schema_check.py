@@ -11,7 +11,7 @@ schema that has both it is left to the backend, which validates its arguments an
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextvars import ContextVar
 from functools import cache
 from typing import Any
@@ -37,11 +37,15 @@ def bounded_validator(schema: dict[str, Any]) -> Validator:
     return cls(schema, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
 
 
-def first_error(validator: Validator, instance: Any) -> ValidationError | None:
-    """The most relevant error, or None. Raises Uncheckable, and jsonschema's SchemaError."""
+def first_error(validator: Validator, instance: Any, absent: Collection[str] = ()) -> ValidationError | None:
+    """The most relevant error, or None; that a required property in `absent` is missing is no error.
+    Raises Uncheckable, and jsonschema's SchemaError."""
     token = _deadline.set(time.monotonic() + BUDGET_SECONDS)
+    missing = {f"{name!r} is a required property" for name in absent}
     try:
-        error: ValidationError | None = best_match(validator.iter_errors(instance))
+        errors = validator.iter_errors(instance)
+        kept = (e for e in errors if not (e.validator == "required" and not e.path and e.message in missing))
+        error: ValidationError | None = best_match(kept)
         return error
     finally:
         _deadline.reset(token)

@@ -51,6 +51,26 @@ def argument_secrets(args: object) -> list[str]:
     return [v for v in found if len(v) >= _MIN_ARGUMENT_SECRET]
 
 
+# What a tool's argument that takes a credential is called or says it is. A form must never ask for one (the MCP
+# spec: form mode MUST NOT request sensitive information), and a false alarm only means agentify does not ask.
+_SECRET_WORDS = (
+    r"api ?key|access ?key|secret ?key|private ?key|client ?secret|consumer ?secret|app ?secret|secret|"
+    r"(access|auth|bearer|api|refresh|id|oauth|session|security|csrf|xsrf|personal access) ?token|token|"
+    r"password|passwd|passphrase|pwd|pin ?code|credentials?|authori[sz]ation|auth|cookie|session ?id|"
+    r"signature|otp|totp|cvv|cvc|ssn|social security number|card number|credit card"
+)
+_SECRET_NAME = re.compile(rf"(?:^| )(?:{_SECRET_WORDS})(?: |$)")
+_SECRET_DESCRIPTION = re.compile(rf"(?i)\b(?:{_SECRET_WORDS.replace(' ?', '[ _-]?')})\b")
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def secret_argument(name: str, description: str = "") -> bool:
+    """Whether a tool's argument takes a credential, by its name (`api_key`, `apiKey`, `X-Auth-Token`, `password`)
+    or its description ("your API key", "the access token"): never asked of a person in a form."""
+    spoken = " ".join(word.lower() for word in _NAME_WORDS.findall(name))
+    return bool(_SECRET_NAME.search(spoken) or _SECRET_DESCRIPTION.search(description))
+
+
 def names_a_place(variable: str) -> bool:
     """Variables that name places or people, not secrets: masking `/home/ada` would hide every path in the log."""
     return bool(_PLACE_VARIABLES.fullmatch(variable))

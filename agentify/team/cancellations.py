@@ -4,9 +4,10 @@ A client's `notifications/cancelled` is a POST of its own. A 2025-11-25 one carr
 HAProxy sends it where the session lives, unless it lost track of it (its stick table expired, another
 HAProxy); a 2026-07-28 one carries no session, so HAProxy sends it round robin (the official SDKs cancel
 by closing the call's own response stream, which reaches the right replica; other clients still POST the
-notification, which the SDK acknowledges and drops). With `server.redis` each replica books the tool calls
-it runs (`CallBook`) under a key made of the caller's principal, the session (none in 2026-07-28) and the
-request id, so a cancel can only ever name its own principal's call. A cancel for a call this replica does
+notification, which the SDK acknowledges and drops). With `server.redis` each replica books the requests
+it runs that reach a backend (`CallBook`; which ones: `mcp_server/remote_cancels.py`) under a key made of
+the caller's principal, the session (none in 2026-07-28) and the request id, so a cancel can only ever name
+its own principal's call. A cancel for a call this replica does
 not hold is published on one Redis channel (`CancelChannel`, over the same password-protected connection
 as everything else kept there); the replica holding it cancels the call, and the backend gets its own
 `notifications/cancelled` as when the client's cancel arrives where the call runs.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def test_eval_public_on_a_slice_reports_search_tools_beside_bm25(tmp_path: Path)
         assert report["part"] == "heldout" and report["searchTools"]["queries"] == 6
         assert report["checkSet"] == (report["set"] == "bfcl-live")
         assert METRICS <= report["searchTools"].keys() and METRICS <= report["bm25"].keys()
-        assert {"right", "wrong", "refused", "total"} <= report["offlinePlanner"].keys()
+        assert {"right", "wrong", "refused", "total", "askedRight", "askedWrong"} <= report["offlinePlanner"].keys()
         assert {"holdsRight", "holdsAllOfMulti", "meanSize", "baseK"} <= report["shortlist"].keys()
         assert report["source"]["repo"] and report["catalogTools"] > 50
     text = agentify_eval("restbench", "--mode", "public", "--sample", "4", "--part", "tune", cwd=tmp_path)
@@ -66,6 +67,39 @@ def test_a_check_set_has_no_tuning_part(tmp_path: Path) -> None:
     path.write_text(json.dumps({**data, "check": True}))
     check = load_public(str(path))
     assert check.check and check.select("tune") == [] and len(check.select("heldout")) == 5
+
+
+def test_a_plan_that_would_ask_for_its_arguments_counts_right_or_wrong_by_its_tool(tmp_path: Path) -> None:
+    def tool(name: str, description: str, *required: str) -> dict[str, Any]:
+        properties = {n: {"type": "string", "description": f"The {n}"} for n in required}
+        schema = {"type": "object", "properties": properties, "required": list(required)}
+        return {"name": name, "description": description, "inputSchema": schema}
+
+    tools = [
+        tool("get_forecast", "Get the weather forecast of a city", "city"),
+        tool("stock_quote", "Get the latest stock quote of a ticker symbol", "symbol"),
+        tool("list_holidays", "List the public holidays of this year"),
+    ]
+    queries = [
+        ("what's the weather forecast?", "get_forecast"),  # asks for the city: right by its tool
+        ("get the latest stock quote", "get_forecast"),  # asks for the symbol of another tool: wrong
+        ("list the public holidays of this year", "list_holidays"),  # a plan
+        ("hello there", "list_holidays"),  # nothing fits: refused
+    ]
+    data = {
+        "check": True,
+        "backends": [{"id": "web", "tools": tools}],
+        "queries": [{"query": q, "tools": [f"web/{t}"]} for q, t in queries],
+    }
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps(data))
+    done = agentify_eval(str(path), "--mode", "public", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (report,) = json.loads(done.stdout)
+    counts = {"right": 2, "wrong": 1, "refused": 1, "total": 4, "askedRight": 1, "askedWrong": 1}
+    assert report["offlinePlanner"] == counts
+    text = agentify_eval(str(path), "--mode", "public", cwd=tmp_path).stdout
+    assert "right 50.0% (25.0% by asking the user for arguments), wrong 25.0% (25.0% by asking)" in text
 
 
 @pytest.mark.parametrize(

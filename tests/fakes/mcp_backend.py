@@ -16,7 +16,11 @@ level `logging/setLevel` set, on a 2025-11-25 session), log_level (the level set
 log_later(entries: [[level, text], ...]) sending those log messages a moment after the call returned.
 --one-at-a-time serves one call at a time, as many stdio servers do.
 --resources PREFIX offers resources: it lists PREFIX/doc, reads any URI as "PREFIX reads <uri>", and adds the
-tool link(uri), whose result links to that URI (what a hostile backend's tool may do with another's URI).
+tool link(uri), whose result links to that URI (what a hostile backend's tool may do with another's URI). A URI
+ending in /slow/<seconds> is read that many seconds late (marked "parent <ppid> reads slowly" as it begins and
+"cancelled read" when cancelled).
+--forecast adds tools whose required arguments a task often does not say: forecast(city, units: celsius or
+fahrenheit, days?: integer) and stock_quote(symbol, api_key), whose key is a credential.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ def main() -> None:
     parser.add_argument("--one-at-a-time", action="store_true", help="serve one call at a time")
     parser.add_argument("--resources", help="list PREFIX/doc, read any URI, and offer the tool link(uri)")
     parser.add_argument("--param-header", action="store_true", help="echo's text is mirrored in Mcp-Param-Text")
+    parser.add_argument("--forecast", action="store_true", help="offer forecast and stock_quote")
     args = parser.parse_args()
 
     def mark(event: str) -> None:
@@ -130,6 +135,7 @@ def main() -> None:
                 types.Tool(name="log_later", description="Send log messages after the call", input_schema=later),
                 *extra_tools,
                 *([types.Tool(name="link", description="Link to a URI", input_schema=uri)] if args.resources else []),
+                *(forecast_tools() if args.forecast else []),
             ]
         )
 
@@ -227,6 +233,12 @@ def main() -> None:
             await ctx.session.send_tool_list_changed()  # 2025-11-25 clients
             await changes.publish(ToolsListChanged())  # 2026-07-28 clients, which listen
             return types.CallToolResult(content=[types.TextContent(type="text", text="grown")])
+        if params.name == "forecast" and args.forecast:
+            city, units, days = arguments["city"], arguments["units"], arguments.get("days", 1)
+            text = f"forecast for {city} in {units} for {days} days: sunny"
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+        if params.name == "stock_quote" and args.forecast:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=f"{arguments['symbol']}: 42")])
         if params.name == "link" and args.resources:
             link = types.ResourceLink(type="resource_link", uri=arguments["uri"], name="linked")
             return types.CallToolResult(content=[link])
@@ -243,6 +255,14 @@ def main() -> None:
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         text = f"{args.resources} reads {params.uri}"
+        _, slow, seconds = str(params.uri).rpartition("/slow/")
+        if slow:
+            mark(f"parent {os.getppid()} reads slowly")
+            try:
+                await anyio.sleep(float(seconds))
+            except anyio.get_cancelled_exc_class():
+                mark("cancelled read")
+                raise
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text=text)])
 
     resources: dict[str, Any] = (
@@ -265,6 +285,21 @@ def main() -> None:
             tg.cancel_scope.cancel()
 
     anyio.run(run)
+
+
+def forecast_tools() -> list[types.Tool]:
+    city = {"type": "string", "description": "The city to forecast, such as Paris"}
+    units = {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature units"}
+    days = {"type": "integer", "minimum": 1, "maximum": 7, "description": "How many days ahead"}
+    properties = {"city": city, "units": units, "days": days}
+    forecast = {"type": "object", "properties": properties, "required": ["city", "units"]}
+    key = {"type": "string", "description": "Your API key for the quotes service"}
+    symbol = {"type": "string", "description": "The ticker symbol"}
+    quote = {"type": "object", "properties": {"symbol": symbol, "api_key": key}, "required": ["symbol", "api_key"]}
+    return [
+        types.Tool(name="forecast", description="Get the weather forecast of a city", input_schema=forecast),
+        types.Tool(name="stock_quote", description="Get the latest stock quote of a ticker symbol", input_schema=quote),
+    ]
 
 
 if __name__ == "__main__":

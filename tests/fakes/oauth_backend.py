@@ -19,7 +19,8 @@ that subject (the log records "issued to USER: ACCESS REFRESH", so a test can lo
 they must not be). The tool whoami() answers with the identity (and scopes) of the token its request came with,
 which is how tests see that each person reaches the backend as themselves; the log records "authorized USER".
 The log records every credential a request to /mcp carried ("saw CREDENTIAL"), as with `--exchange-issuer`.
-The resource note://board is listed, and touch() says, on the session that called it, that the board was
+The resource note://board is listed, note://slow/{seconds} is read that many seconds late (the log records "reads
+slowly" as it begins), and touch() says, on the session that called it, that the board was
 updated (`resources/updated`) and that the resource list changed.
 
 Also with `--people`: admin_action() needs the scope "admin" (else HTTP 403 insufficient_scope, naming
@@ -246,6 +247,12 @@ def main() -> None:
         @server.resource(BOARD, name="board", description="The board each person's changes are announced on")
         def board() -> str:
             return "the board"
+
+        @server.resource("note://slow/{seconds}", name="slow", description="Read after some seconds")
+        async def slow_note(seconds: str) -> str:
+            provider.note("reads slowly")
+            await anyio.sleep(float(seconds))
+            return f"read after {seconds} s"
 
         @server.tool(description="Change the board: says so to this session (resources/updated, list_changed)")
         async def touch(ctx: Context) -> str:

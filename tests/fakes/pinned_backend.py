@@ -1,5 +1,6 @@
 """A backend whose tools come from a JSON file the test edits: `[{"name": ..., "description": ...}]`,
-read again at every tools/list. Each such tool answers `<name> ran with <text>`. The fixed tool
+read again at every tools/list. Each such tool answers `<name> ran with <text>`; one whose entry has
+"seconds" waits that long first, after appending `<name> began` to TOOLS_FILE.calls. The fixed tool
 `refresh` announces that the tools changed (`notifications/tools/list_changed` to a 2025-11-25
 gateway, the listen stream to a 2026-07-28 one), as a server that updates itself while serving does.
 
@@ -32,6 +33,15 @@ def main() -> None:
         refresh = types.Tool(name="refresh", description="Announce that the tools changed", input_schema=SCHEMA)
         return [*tools, refresh]
 
+    def began(name: str) -> float | None:
+        """The seconds the tool `name` waits (None: none), once its start is written down."""
+        entry = next((e for e in json.loads(source.read_text()) if e["name"] == name), {})
+        if "seconds" not in entry:
+            return None
+        with source.with_suffix(".calls").open("a") as calls:
+            calls.write(f"{name} began\n")
+        return float(entry["seconds"])
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed())
 
@@ -40,6 +50,8 @@ def main() -> None:
             await ctx.session.send_tool_list_changed()  # 2025-11-25 sessions
             await changes.publish(ToolsListChanged())  # 2026-07-28 sessions, which listen
             return types.CallToolResult(content=[types.TextContent(type="text", text="announced")])
+        if (seconds := began(params.name)) is not None:
+            await anyio.sleep(seconds)
         text = (params.arguments or {}).get("text", "")
         return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name} ran with {text}")])
 

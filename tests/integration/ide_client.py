@@ -90,13 +90,13 @@ TS_CLIENT = REPO / "node_modules/@modelcontextprotocol/client/package.json"
 TS_SCRIPT = REPO / "tests/ts_client.mjs"
 
 
-async def ts_client(spec: dict[str, Any]) -> dict[str, Any]:
-    """The TypeScript v2 client (tests/ts_client.mjs) run once with `spec`: its one line of JSON, checked
-    for the era `spec["mode"]` names."""
+async def ts_client(spec: dict[str, Any], seconds: float = 60) -> dict[str, Any]:
+    """The TypeScript v2 client (tests/ts_client.mjs) run once with `spec`, for at most `seconds`: its one line of
+    JSON, checked for the era `spec["mode"]` names."""
     if not TS_CLIENT.exists():
         pytest.fail(f"{TS_CLIENT} is missing: run scripts/setup.sh (npm install) first")
     node = shutil.which("node") or pytest.fail("node is not on PATH")
-    with anyio.fail_after(60):
+    with anyio.fail_after(seconds):
         done = await anyio.run_process([node, str(TS_SCRIPT), json.dumps(spec)], cwd=REPO, check=False)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     answer: dict[str, Any] = json.loads(done.stdout)

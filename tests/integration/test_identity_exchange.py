@@ -12,13 +12,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
-from tests.conftest import AGENTIFY, REPO, text_of, write_config
+from tests.conftest import AGENTIFY, REPO, contents_text, text_of, wait_until, write_config
 from tests.fakes.jwks_issuer import JwksIssuer
 from tests.integration.ide_client import MODES
 from tests.integration.team import http_client, http_gateway
@@ -43,10 +46,20 @@ async def whoami(client: object) -> types.CallToolResult:
     return result
 
 
-@pytest.mark.parametrize("mode", MODES)
-async def test_each_person_reaches_the_backend_with_their_own_exchanged_token(
-    tmp_path: Path, issuer: JwksIssuer, mode: str
-) -> None:
+@dataclass
+class Setup:
+    """The exchange backend's argv and events log, the gateway's config, port and the people's JWTs."""
+
+    argv: list[str]
+    events: Path
+    config: Path
+    backend_port: int
+    gateway_port: int
+    jwts: dict[str, str]
+
+
+def setup(tmp_path: Path, issuer: JwksIssuer, **extra: Any) -> Setup:
+    """tests/fakes/oauth_backend.py as `gh`, exchanged for (`extra` added to its entry), and JWTs of alice and bob."""
     backend_port, gateway_port = free_port(), free_port()
     events = tmp_path / "oauth-events.log"
     argv = [
@@ -67,7 +80,7 @@ async def test_each_person_reaches_the_backend_with_their_own_exchanged_token(
         "id": "gh",
         "url": f"http://127.0.0.1:{backend_port}/mcp",
         "auth": {"type": "exchange", "clientId": "agentify", "clientSecret": CLIENT_SECRET},
-    }
+    } | extra
     config = write_config(
         tmp_path,
         [backend],
@@ -75,9 +88,18 @@ async def test_each_person_reaches_the_backend_with_their_own_exchanged_token(
         server={"publicUrl": public, "auth": {"type": "jwt", "issuer": issuer.url}},
     )
     jwts = {person: issuer.mint(person, public) for person in ("alice", "bob")}
-    with server_process(argv, tmp_path / "oauth-backend.log"):
-        await wait_accepting(backend_port)
-        async with http_gateway(config, tmp_path / "gateway.log", port=gateway_port) as gateway:
+    return Setup(argv, events, config, backend_port, gateway_port, jwts)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_each_person_reaches_the_backend_with_their_own_exchanged_token(
+    tmp_path: Path, issuer: JwksIssuer, mode: str
+) -> None:
+    given = setup(tmp_path, issuer)
+    events, jwts = given.events, given.jwts
+    with server_process(given.argv, tmp_path / "oauth-backend.log"):
+        await wait_accepting(given.backend_port)
+        async with http_gateway(given.config, tmp_path / "gateway.log", port=given.gateway_port) as gateway:
             answers = {}
             for person, token in jwts.items():
                 async with http_client(gateway.url, token, mode) as client:
@@ -94,6 +116,40 @@ async def test_each_person_reaches_the_backend_with_their_own_exchanged_token(
         assert token not in credentials  # the inbound token never reached the backend
         assert token not in log
     assert CLIENT_SECRET not in log
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_persons_read_in_flight_keeps_their_session_when_another_needs_room(
+    tmp_path: Path, issuer: JwksIssuer, mode: str
+) -> None:
+    """`maxPeople: 1`: bob needs alice's room while her slow read runs. Her read finishes; bob is told to try
+    again, and gets his read once hers is done; then hers works again."""
+    given = setup(tmp_path, issuer, maxPeople=1)
+    outcome: dict[str, Any] = {}
+    with anyio.fail_after(150), server_process(given.argv, tmp_path / "oauth-backend.log"):
+        await wait_accepting(given.backend_port)
+        async with (
+            http_gateway(given.config, tmp_path / "gateway.log", port=given.gateway_port) as gateway,
+            http_client(gateway.url, given.jwts["alice"], mode) as alices,
+            http_client(gateway.url, given.jwts["bob"], mode) as bobs,
+        ):
+            await whoami(alices)
+            await whoami(bobs)  # alice's session made room for bob's
+
+            async def slow_read() -> None:
+                outcome["slow"] = await alices.read_resource("note://slow/3")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow_read)
+                await wait_until(lambda: "reads slowly" in given.events.read_text())
+                with pytest.raises(MCPError) as refused:
+                    await bobs.read_resource("note://board")
+            outcome["bob"] = await bobs.read_resource("note://board")
+            outcome["alice"] = await alices.read_resource("note://board")
+    assert contents_text(outcome["slow"]) == "read after 3 s"
+    assert "1 people with calls or reads in flight" in refused.value.error.message, refused.value.error
+    assert "try again" in refused.value.error.message
+    assert contents_text(outcome["bob"]) == contents_text(outcome["alice"]) == "the board"
 
 
 async def test_an_exchange_backend_needs_jwt_principals(tmp_path: Path) -> None:

@@ -21,9 +21,11 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import (
     AGENTIFY,
+    contents_text,
     error_code,
     fake_backend,
     gateway_env,
@@ -66,8 +68,9 @@ def digest(secret: str) -> str:
 
 
 @asynccontextmanager
-async def team(tmp_path: Path) -> AsyncIterator[tuple[HttpGateway, dict[str, str], Path]]:
-    backend = fake_backend("pat", env={"PAT": "${person:PAT}"})
+async def team(tmp_path: Path, *flags: str, **extra: Any) -> AsyncIterator[tuple[HttpGateway, dict[str, str], Path]]:
+    """The gateway with the backend `pat` (the fake one with `flags`, and `extra` in its entry) run as each person."""
+    backend = fake_backend("pat", *flags, env={"PAT": "${person:PAT}"}, **extra)
     server = {"auth": {"type": "tokens", "file": "tokens.json"}}
     config = write_config(tmp_path, [backend], planner={"provider": "offline"}, server=server)
     tokens = {name: await add_token(tmp_path / "tokens.json", name) for name in ("alice", "bob", "carol")}
@@ -188,3 +191,42 @@ async def test_over_stdio_the_one_person_gives_their_secret_on_the_loopback_page
     assert text_of(again) == text_of(first) and len(me.asked) == 1
     assert all(p.url.startswith("http://127.0.0.1:") for p in me.asked)  # type: ignore[union-attr]
     assert SECRETS["alice"].encode() not in everything_written(tmp_path)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_person_whose_read_is_in_flight_keeps_their_process_when_another_needs_room(
+    tmp_path: Path, mode: str
+) -> None:
+    """`maxPeople: 1`: bob needs alice's room while her slow read runs. Her read finishes; bob is told to try again,
+    and gets his read once hers is done; then hers works again."""
+    marker = tmp_path / "backend.log"
+    alice, bob = Person(SECRETS["alice"]), Person(SECRETS["bob"])
+    outcome: dict[str, Any] = {}
+    with anyio.fail_after(150):
+        async with team(tmp_path, "--marker", str(marker), "--resources", "demo://pat", maxPeople=1) as (
+            gateway,
+            tokens,
+            _,
+        ):
+            await digest_as(gateway, tokens["alice"], mode, alice)  # each gives their secret
+            await digest_as(gateway, tokens["bob"], mode, bob)  # alice's process made room for bob's
+            async with (
+                http_client(gateway.url, tokens["alice"], mode) as alices,
+                http_client(gateway.url, tokens["bob"], mode) as bobs,
+            ):
+
+                async def slow_read() -> None:
+                    outcome["slow"] = await alices.read_resource("demo://pat/slow/3")
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(slow_read)
+                    await wait_until(lambda: "reads slowly" in marker.read_text())
+                    with pytest.raises(MCPError) as refused:
+                        await bobs.read_resource("demo://pat/doc")
+                outcome["bob"] = await bobs.read_resource("demo://pat/doc")
+                outcome["alice"] = await alices.read_resource("demo://pat/doc")
+    assert "cancelled read" not in marker.read_text()
+    assert contents_text(outcome["slow"]) == "demo://pat reads demo://pat/slow/3"
+    assert "1 people with calls or reads in flight" in refused.value.error.message, refused.value.error
+    assert "try again" in refused.value.error.message
+    assert contents_text(outcome["bob"]) == contents_text(outcome["alice"]) == "demo://pat reads demo://pat/doc"

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp.client.client import Client
 
-from tests.conftest import AGENTIFY, REPO, error_code, gateway_env, text_of, write_config
+from tests.conftest import AGENTIFY, REPO, error_code, gateway_env, text_of, wait_until, write_config
 from tests.fakes.model_server import ModelServer, Reply
 from tests.integration.ide_client import MODES, ide_client
 
@@ -31,11 +31,14 @@ POISON = {
 EXPOSE = ["orchestrate", "search", "tools"]
 
 
-def setup(tmp_path: Path, tools: list[dict[str, str]], pinning: str, **top: Any) -> tuple[Path, Path, dict[str, str]]:
-    """The tools file, the config, and the gateway's environment (its own state folder)."""
+def setup(
+    tmp_path: Path, tools: list[dict[str, Any]], pinning: str, backend: dict[str, Any] | None = None, **top: Any
+) -> tuple[Path, Path, dict[str, str]]:
+    """The tools file, the config (`backend` adds to the backend's entry), and the gateway's environment (its own
+    state folder)."""
     source = tmp_path / "tools.json"
     source.write_text(json.dumps(tools))
-    backend = {"id": "demo", "command": sys.executable, "args": [str(PINNED_BACKEND), str(source)]}
+    backend = {"id": "demo", "command": sys.executable, "args": [str(PINNED_BACKEND), str(source)]} | (backend or {})
     config = write_config(tmp_path, [backend], pinning=pinning, expose=EXPOSE, **top)
     env = gateway_env(None, AGENTIFY_CACHE_DIR=str(tmp_path / "cache"), AGENTIFY_STATE_DIR=str(tmp_path / "state"))
     return source, config, env
@@ -120,6 +123,37 @@ async def test_under_warn_a_tool_changed_while_serving_is_listed_and_flagged(tmp
     demo = listing["backends"]["demo"]
     assert "echo" in demo["waiting"] and demo["pinned"]["echo"]["sha256"] != demo["waiting"]["echo"]["sha256"]
     assert demo["pinned"]["echo"]["how"] == "first-use"  # the recorded digest stays until approved
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_extra_session_neither_rewrites_the_manifest_nor_runs_a_tool_changed_since_pinned(
+    tmp_path: Path, mode: str
+) -> None:
+    """Calls that overlap get extra sessions (`maxSessions`), each another process of the backend: one started
+    after the backend changed lists the new definition. It is judged by the pins as the first session's listing
+    is, and what the first session recorded in the tool manifest stays."""
+    wait = {"name": "wait", "description": "Wait a moment", "seconds": 3}
+    source, config, env = setup(tmp_path, [ECHO, wait], "enforce", backend={"maxSessions": 2})
+    manifests = tmp_path / "cache" / "manifests"
+    async with ide_client(config, env, tmp_path / "e.log", mode) as client:
+        first = await client.call_tool("demo__echo", {"text": "hi"})  # the first session: pinned and recorded
+        await wait_until(lambda: any(manifests.glob("*.json")))
+        source.write_text(json.dumps([RUG, wait]))  # a process started from now on lists the changed echo
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "demo__wait", {"text": "x"})  # holds the first session
+            await wait_until(lambda: source.with_suffix(".calls").exists())
+            extra = await client.call_tool("demo__echo", {"text": "hi"})  # an extra session: a new process
+        again = await client.call_tool("demo__echo", {"text": "again"})  # the first session, free again
+        listed = await names(client)
+    (manifest,) = manifests.glob("*.json")
+    recorded = {t["name"]: t["description"] for t in json.loads(manifest.read_text())["tools"]}
+    listing = json.loads((await pins(config, env, "list", "--json")).stdout)["backends"]["demo"]
+    assert text_of(first) == "echo ran with hi" and text_of(again) == "echo ran with again"
+    assert extra.is_error and error_code(extra) == "tool_changed", text_of(extra)
+    assert "agentify pins approve demo echo" in text_of(extra)
+    assert recorded["echo"] == ECHO["description"]  # not the extra process's listing
+    assert "demo__echo" in listed  # the first session's echo is the pinned one
+    assert "echo" in listing["waiting"] and listing["pinned"]["echo"]["how"] == "first-use"
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -13,7 +13,7 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from tests.conftest import AGENTIFY, fake_backend, write_config
+from tests.conftest import AGENTIFY, contents_text, fake_backend, write_config
 from tests.integration.team import Answer, add_token, http_client, http_gateway, initialize, request, token_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -126,10 +126,6 @@ async def test_a_tokens_file_others_can_write_is_refused_at_start_and_at_reload(
     assert once_private == 200
 
 
-def read_text(result: Any) -> str:
-    return "".join(c.text for c in result.contents if isinstance(c, types.TextResourceContents))
-
-
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_a_hostile_backends_link_answers_no_ones_reads_of_another_backends_uri(tmp_path: Path, mode: str) -> None:
     """Bob calls a backend's tool that links to URIs of another backend; Alice's reads, and his own, of what the
@@ -146,8 +142,10 @@ async def test_a_hostile_backends_link_answers_no_ones_reads_of_another_backends
         async with http_client(gateway.url, bob, mode) as bobs, http_client(gateway.url, alice, mode) as alices:
             linked = await bobs.call_tool(link["name"], link["arguments"])
             await bobs.call_tool("call_tool", unlisted)
-            bob_reads = [read_text(await bobs.read_resource(u)) for u in ("demo://honest/doc", "demo://unlisted/1")]
-            alice_reads = [read_text(await alices.read_resource(u)) for u in ("demo://honest/doc", "demo://unlisted/1")]
+            bob_reads = [contents_text(await bobs.read_resource(u)) for u in ("demo://honest/doc", "demo://unlisted/1")]
+            alice_reads = [
+                contents_text(await alices.read_resource(u)) for u in ("demo://honest/doc", "demo://unlisted/1")
+            ]
     assert [str(b.uri) for b in linked.content if isinstance(b, types.ResourceLink)] == ["demo://honest/doc"]
     assert bob_reads == ["demo://honest reads demo://honest/doc", "evil://x reads demo://unlisted/1"]
     assert alice_reads == ["demo://honest reads demo://honest/doc", "demo://honest reads demo://unlisted/1"]

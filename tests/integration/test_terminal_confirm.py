@@ -1,6 +1,7 @@
-"""`agentify run` at a terminal asks y/N before a tool that needs confirmation: driven through a real
-pseudo-terminal (the CLI sees a TTY on stdin and stderr). Without a TTY it refuses and names `--yes`;
-at the terminal its hints name commands, not MCP tools."""
+"""`agentify run` at a terminal asks y/N before a tool that needs confirmation, and asks for the arguments a
+task does not say: driven through a real pseudo-terminal (the CLI sees a TTY on stdin and stderr). Without a
+TTY it refuses and names `--yes` (or the arguments to say); at the terminal its hints name commands, not MCP
+tools."""
 
 from __future__ import annotations
 
@@ -126,3 +127,54 @@ def test_run_with_every_backend_down_names_a_command(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "agentify doctor" in done.stdout and "list_backends" not in done.stdout, done.stdout
+
+
+def forecast_run(tmp_path: Path, stdin: int) -> subprocess.Popen[str]:
+    """`agentify run "what's the weather forecast?"` on the forecast backend with the offline planner, whose
+    `city` and `units` the task does not say; stderr on the same terminal as stdin when it is one."""
+    config = write_config(tmp_path, [fake_backend("fake", "--forecast")], planner={"provider": "offline"})
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTIFY_"))}
+    return subprocess.Popen(
+        [str(AGENTIFY), "run", "what's the weather forecast?", "--config", str(config)],
+        env=base | {"AGENTIFY_CACHE_DIR": str(tmp_path / "cache")},
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=stdin if stdin != subprocess.DEVNULL else subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("lines", "code", "said"),
+    [
+        (["Paris", "celsius"], 0, "forecast for Paris in celsius for 1 days: sunny"),
+        (["Paris", "kelvin"], 1, "does not fit the tool: units: 'kelvin' is not one of"),
+        (["\x04"], 1, "you dismissed the question for city, units of fake.forecast, so nothing was run"),
+    ],
+)
+def test_run_at_a_terminal_asks_for_the_arguments_the_task_does_not_say(
+    tmp_path: Path, lines: list[str], code: int, said: str
+) -> None:
+    controller, terminal = os.openpty()
+    try:
+        process = forecast_run(tmp_path, terminal)
+        os.close(terminal)
+        shown = read_until(controller, "city (The city to forecast, such as Paris): ")
+        assert "agentify chose fake.forecast for this task; it needs: city, units" in shown, shown
+        os.write(controller, f"{lines[0]}\n".encode() if lines[0] != "\x04" else b"\x04")
+        if len(lines) > 1:
+            read_until(controller, "units (Temperature units) [celsius/fahrenheit]: ")
+            os.write(controller, f"{lines[1]}\n".encode())
+        out, _ = process.communicate(timeout=LIMIT)
+    finally:
+        os.close(controller)
+    assert process.returncode == code, out
+    assert said in out, out
+
+
+def test_run_without_a_terminal_names_the_arguments_to_say(tmp_path: Path) -> None:
+    process = forecast_run(tmp_path, subprocess.DEVNULL)
+    out, _ = process.communicate(timeout=LIMIT)
+    assert process.returncode == 1
+    assert "agentify no_plan:" in out and "Say the value of `city` and `units` in the task" in out, out

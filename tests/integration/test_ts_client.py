@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import AGENTIFY, REPO, fs_backend, gateway_env, write_config
+from tests.conftest import AGENTIFY, REPO, fake_backend, fs_backend, gateway_env, write_config
 from tests.integration.ide_client import ts_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -26,9 +26,11 @@ async def drive(
     elicitation: str | None,
     calls: list[dict[str, Any]],
     backends: list[dict[str, Any]] | None = None,
+    content: dict[str, Any] | None = None,
     **top: Any,
 ) -> dict[str, Any]:
-    """`backends`: instead of the filesystem server; `top`: more top-level config keys."""
+    """`backends`: instead of the filesystem server; `content`: what an accepted form holds; `top`: more
+    top-level config keys."""
     config = write_config(tmp_path, backends or [fs_backend(tmp_path / "workspace")], **top)
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")} | gateway_env(None)
     spec = {
@@ -39,6 +41,7 @@ async def drive(
         "mode": mode,
         "elicitation": elicitation,
         "calls": calls,
+        "content": content,
     }
     return await ts_client(spec)
 
@@ -113,3 +116,16 @@ async def test_ts_client_confirms_a_backend_tool_shown_directly(tmp_path: Path, 
     [result] = answer["results"]
     assert not result.get("isError"), text(result)
     assert target.read_text() == "ts" and len(answer["asked"]) == 1
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_ts_client_fills_in_the_arguments_a_task_does_not_say(tmp_path: Path, mode: str) -> None:
+    task = {"name": "orchestrate_task", "arguments": {"query": "what's the weather forecast?"}}
+    backend = fake_backend("fake", "--forecast")
+    filled = {"city": "Paris", "units": "celsius"}
+    answer = await drive(tmp_path, mode, "accept", [task], [backend], filled, planner={"provider": "offline"})
+    [result] = answer["results"]
+    assert text(result) == "forecast for Paris in celsius for 1 days: sunny", result
+    [asked] = answer["asked"]
+    assert asked["message"].startswith("agentify chose fake.forecast for this task; it needs: city, units")
+    assert asked["schema"]["properties"]["units"]["enum"] == ["celsius", "fahrenheit"]

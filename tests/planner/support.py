@@ -10,7 +10,7 @@ import pytest
 
 from agentify.errors import NoPlan
 from agentify.eval.routing import load_backends
-from agentify.planner import Plan, TaskInput
+from agentify.planner import NeedsArguments, Plan, TaskInput
 from agentify.planner.catalog import Catalog
 from agentify.planner.offline import OfflinePlanner
 
@@ -48,7 +48,15 @@ async def plan(query: str, catalog: Catalog | None = None, **where: Any) -> Plan
 
 
 async def refusal(query: str, catalog: Catalog | None = None, **where: Any) -> str:
-    """The message of the offline planner's refusal (`no_plan`) of `query`."""
+    """The message of the offline planner's refusal (`no_plan`) of `query`, one that would not ask the user."""
     with pytest.raises(NoPlan) as caught:
         await plan(query, catalog, **where)
+    assert not isinstance(caught.value, NeedsArguments), f"it would ask for {caught.value.missing}"
     return caught.value.message
+
+
+async def asks(query: str, catalog: Catalog | None = None, **where: Any) -> NeedsArguments:
+    """The offline planner's plan for `query` that asks the user for the arguments the task does not say."""
+    with pytest.raises(NeedsArguments) as caught:
+        await plan(query, catalog, **where)
+    return caught.value

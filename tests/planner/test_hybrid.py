@@ -1,6 +1,6 @@
 """The hybrid index: ranking by meaning with the packaged model, the lexical fallback without it, the
 offline planner's confident answers and its refusals with candidates, the growing shortlist, and
-queries that need several tools."""
+queries that need several tools, and what a tool gains from its backend's best."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from agentify.errors import NoPlan
 from agentify.mcp_server.results import error_result
 from agentify.planner import embedding
 from agentify.planner.offline import OfflinePlanner
-from agentify.planner.retrieval import ToolIndex
+from agentify.planner.retrieval import FITTED, ToolIndex
 from agentify.planner.search import parts, search_tools
 from agentify.planner.shortlist import shortlist
 from agentify.security.redact import Redactor
@@ -129,6 +130,20 @@ def test_a_query_for_several_tools_gets_each_of_them() -> None:
     assert "browser__browser_take_screenshot" in found
     assert {"filesystem__read_text_file", "filesystem__read_file"} & set(found)
     assert parts("search and replace in a file") == []  # one request: "search" is not a request of its own
+
+
+def test_each_tool_gains_a_share_of_the_best_score_among_its_backends_tools() -> None:
+    catalog = example_catalog(generated=True)
+    query = "take a screenshot of the page and list the open pull requests"
+    plain = ToolIndex(catalog, replace(FITTED, backend=0.0, provider=0.0)).search(query)
+    raised = {
+        r.tool.name: r.score for r in ToolIndex(catalog, replace(FITTED, backend=0.5, provider=0.0)).search(query)
+    }
+    best: dict[str, float] = {}
+    for r in plain:
+        best[r.tool.backend] = max(best.get(r.tool.backend, 0.0), r.score)
+    assert len(best) > 10 and len({round(v, 3) for v in best.values()}) > 10
+    assert all(raised[r.tool.name] == pytest.approx(r.score + 0.5 * best[r.tool.backend], abs=1e-4) for r in plain)
 
 
 def test_a_manifest_keeps_the_vectors_of_its_tools(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import mcp_types as types
 import pytest
 
 from agentify.planner.catalog import Catalog
-from tests.planner.support import EXAMPLES, REPO, catalog_of, plan, refusal, tool
+from tests.planner.support import EXAMPLES, REPO, asks, catalog_of, plan, refusal, tool
 
 pytestmark = pytest.mark.anyio
 
@@ -42,12 +42,15 @@ async def test_the_folder_the_words_name_is_found_from_the_working_directory() -
     assert (search.tool, search.arguments) == ("search_files", {"path": str(EXAMPLES), "pattern": "routing*"})
 
 
-async def test_where_the_words_give_no_path_it_still_refuses() -> None:
-    assert "`path`" in await refusal("list the files", cwd=None)  # no working directory to fall back on
-    await refusal("read the file")  # a file is never the working directory
-    await refusal("make a new folder")  # nor is the working directory created or changed
+async def test_where_the_words_give_no_path_it_asks_for_it_or_refuses() -> None:
     unannotated = catalog_of(tool("list_directory", "List the files of a folder", {"path": {"type": "string"}}, "path"))
-    assert "`path`" in await refusal("list the files", unannotated)  # not declared read-only
+    for asked in (
+        await asks("list the files", cwd=None),  # no working directory to fall back on
+        await asks("make a new folder"),  # nor is the working directory created or changed
+        await asks("list the files", unannotated),  # not declared read-only
+    ):
+        assert asked.missing.arguments == ("path",) and asked.plan.arguments == {}
+    await refusal("read the file")  # a file is never the working directory, and the read tools tie
 
 
 async def test_only_a_read_only_tool_named_for_folders_takes_the_working_directory() -> None:
@@ -56,7 +59,8 @@ async def test_only_a_read_only_tool_named_for_folders_takes_the_working_directo
         annotated("wipe_folder", "Delete every entry of a folder", read_only=False, destructive=True),
     )
     assert (await plan("list the entries", catalog)).arguments == {"path": str(EXAMPLES)}
-    assert "`path`" in await refusal("wipe the entries", catalog)
+    wipe = await asks("wipe the entries", catalog)
+    assert (wipe.plan.tool, wipe.plan.arguments, wipe.missing.arguments) == ("wipe_folder", {}, ("path",))
 
 
 async def test_a_question_is_never_answered_by_a_destructive_tool() -> None:

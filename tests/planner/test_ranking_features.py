@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from agentify.planner.catalog import Catalog
 from agentify.planner.retrieval import LEXICAL_ONLY, ToolIndex
-from agentify.planner.search import KEEP, search_tools
+from agentify.planner.search import MAX_REQUESTS, requests, search_tools
 from agentify.planner.words import MAX_SENTENCES, sentences
 from tests.planner.support import tool
 
@@ -52,7 +52,7 @@ def test_each_part_of_a_query_for_several_tools_follows_the_whole_querys_first_t
     whole = [r.tool.name for r in search_tools(index, "search the player Messi send a money transfer", 3)]
     found = [r.tool.name for r in search_tools(index, query, 3)]
     assert set(found) == set(whole) == set(SERVICES.tools)
-    assert KEEP >= 1 and found[0] == whole[0]
+    assert found[0] == whole[0]
 
 
 MOVIES = Catalog.build(
@@ -94,3 +94,35 @@ def test_the_offline_planner_is_confident_on_an_absolute_lead_above_a_least_scor
     assert not confident(ranked(CONFIDENT_SCORE + CONFIDENT, CONFIDENT_SCORE + 0.01))  # too close
     assert not confident(ranked(CONFIDENT_SCORE - 0.01))  # alone, but too low
     assert confident(ranked(2.0, 1.7)) and not confident(ranked(0.3, 0.0)) and not confident([])
+
+
+TIPS = Catalog.build(
+    [
+        (
+            "tips",
+            "betting tips",
+            [tool("best_goal", "Best goal prediction tips"), tool("daily_quote", "A quote of the day")],
+        ),
+        (
+            "football",
+            "football statistics",
+            [
+                tool("goal_stats", "Goal statistics of today's football matches"),
+                tool("match_goals", "Goal predictions for football matches"),
+            ],
+        ),
+    ]
+)
+
+
+def test_each_request_of_a_query_gets_a_place_before_more_of_what_the_first_already_answers() -> None:
+    query = "Give me the best goal prediction for football matches. Also, a daily quote"
+    assert requests(query) == ["Give me the best goal prediction for football matches.", "Also, a daily quote"]
+    index = ToolIndex(TIPS, replace(LEXICAL_ONLY, backend=0.0))
+    whole = [r.tool.tool.name for r in index.search(query, limit=4)]
+    found = [r.tool.tool.name for r in search_tools(index, query, 2)]
+    assert whole.index("daily_quote") > 1  # the whole query alone ranks it below the first request's other tools
+    assert found == [whole[0], "daily_quote"]
+    assert requests("get the weather for Paris") == []
+    many = requests(" and ".join(f"read file {i}" for i in range(20)))
+    assert len(many) == MAX_REQUESTS and many[-1].startswith(f"read file {MAX_REQUESTS - 1}") and "file 19" in many[-1]

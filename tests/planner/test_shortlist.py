@@ -7,7 +7,7 @@ import pytest
 from agentify.config import PlannerConfig
 from agentify.planner.retrieval import ToolIndex
 from agentify.planner.select import PlannerSelector
-from agentify.planner.shortlist import shortlist
+from agentify.planner.shortlist import GROWTH, shortlist
 from tests.fakes.model_server import ModelServer, Reply
 from tests.planner.support import example_catalog, task
 
@@ -27,7 +27,7 @@ def test_a_catalog_no_larger_than_the_limit_is_offered_whole() -> None:
 def test_a_large_catalog_offers_the_best_ranked_tools_first() -> None:
     index = ToolIndex(example_catalog(generated=True))
     offered = shortlist(index, task("take a screenshot of the page"), 24)
-    assert len(offered) == 24 and offered[0].tool.name == "browser_take_screenshot"
+    assert 24 <= len(offered) <= 24 * GROWTH and offered[0].tool.name == "browser_take_screenshot"
     offered = shortlist(index, task("run the login tests"), 5)
     assert "run-arbigent-test-login" in [t.tool.name for t in offered]
 

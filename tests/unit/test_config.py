@@ -338,3 +338,6 @@ def test_a_persons_own_secret_is_named_in_env_only_and_with_a_valid_name(tmp_pat
     path = write(tmp_path, {"backends": [{"id": "many", "command": "x", "maxSessions": 0}]})
     with pytest.raises(ConfigError, match="maxSessions"):
         load_sources(path, {}, {}).resolve()
+    path = write(tmp_path, {"backends": [{"id": "many", "command": "x", "maxPeople": 0}]})
+    with pytest.raises(ConfigError, match="maxPeople"):
+        load_sources(path, {}, {}).resolve()

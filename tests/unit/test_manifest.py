@@ -76,3 +76,15 @@ def test_offers_are_kept_beside_the_tools_and_an_older_manifest_still_loads(tmp_
     store.save(spec, [TOOL, TOOL.model_copy(update={"name": "two"})])  # new tools keep the offers
     assert [t.name for t in store.load(spec) or []] == ["echo", "two"]
     assert store.load_offers(spec) == offers and (store.load_offers(spec) or Offers()).has("subscribe")
+
+
+def test_a_read_only_store_reads_the_manifest_and_never_writes_it(tmp_path: Path) -> None:
+    spec = BackendConfig(id="a", command="node")
+    store = ManifestStore(tmp_path)
+    store.save(spec, [TOOL])
+    reader = store.read_only()  # an extra session's: another process of the backend
+    other = TOOL.model_copy(update={"description": "Echo, and keep a copy"})
+    reader.save(spec, [other])
+    reader.save_offers(spec, Offers())
+    assert reader.load(spec) == store.load(spec) == [TOOL]
+    assert store.load_offers(spec) is None

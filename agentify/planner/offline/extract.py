@@ -137,7 +137,7 @@ def analyse(task: TaskInput) -> Mentions:
         for match in pattern.finditer(query):
             text = match.group(0).rstrip(".,;:!?)]}")
             end = match.start() + len(text)
-            url = _url(text)
+            url = as_url(text)
             if url is not None and not any(taken[match.start() : end]):
                 take(Mention("url", text, url, match.start(), end), "url")
     parent = os.path.normpath(os.path.join(base, os.pardir)) if base else None
@@ -211,7 +211,7 @@ def _join_located_paths(query: str, found: list[tuple[Mention, str]]) -> list[tu
 
 def _quoted(text: str, start: int, end: int, base: str | None) -> tuple[Mention, str]:
     """A quoted URL, glob or path keeps its kind; any other quoted text is a text."""
-    url = _url(text)
+    url = as_url(text)
     if url is not None:
         return Mention("url", text, url, start, end), "url"
     if " " not in text.strip() and (found := _token(text.strip(), start, base, [], "")) is not None:
@@ -249,7 +249,7 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
     return Mention("path", token, resolved, start, end), "path " + _path_hint(resolved or token)
 
 
-def _url(text: str) -> str | None:
+def as_url(text: str) -> str | None:
     """`text` as an absolute URL when it is one (bare hosts get http:// when local, else https://)."""
     if _SCHEME_URL.fullmatch(text):
         return text

@@ -131,6 +131,8 @@ class Filling:
     """Mentions of the query that no argument took: the plan would ignore what the user said."""
     placed: int
     """How many mentions went into required arguments."""
+    unfilled: tuple[str, ...] = ()
+    """The names of the required arguments without a value (what `missing` describes)."""
 
     @property
     def complete(self) -> bool:
@@ -190,7 +192,8 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
         elif value is None or (isinstance(value, list) and None in value):
             missing.append(f"`{name}` (a path the context cannot resolve: send the working directory or the open file)")
             arguments.pop(name)
-    return Filling(arguments=arguments, missing=tuple(missing), unplaced=tuple(pool), placed=placed)
+    absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
+    return Filling(arguments=arguments, missing=tuple(missing), unplaced=tuple(pool), placed=placed, unfilled=absent)
 
 
 def _fill_optional(

@@ -24,7 +24,11 @@
    that one of its tools chooses among (the `checkout` scenario); anything else becomes that goal.
 
 A refusal is `PlannerUnavailable`, saying what was understood (the best candidates, the
-argument it could not fill) and how to configure a model planner. When the task is clearly for a
+argument it could not fill) and how to configure a model planner. When it is sure of the tool (by the rules
+above, or by the hybrid ranking's confidence) and only required arguments that the task does not say are
+lacking, each one a person can give in a form (`form.py`: no credential, no object; no element ref of a page
+snapshot, which only a model that read the page knows), the refusal is `NeedsArguments`: the plan with what it
+filled, which `orchestrate_task` completes by asking the user. When the task is clearly for a
 configured backend that is unavailable (more than half of its words name that backend, more than
 the best offered tool matches: "run the login tests" while the arbigent backend failed), the
 answer is `BackendUnavailable` naming it, rather than a tool that happens to match a word.
@@ -35,11 +39,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
-from agentify.planner import Plan, PlanUsage, TaskInput
+from agentify.errors import BackendUnavailable, Missing, NoPlan, PlannerUnavailable
+from agentify.planner import NeedsArguments, Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
-from agentify.planner.offline.extract import ASKED, Mentions, analyse, goal_request
-from agentify.planner.offline.fill import Filling, choices, fill, takes_goal
+from agentify.planner.form import NotAskable, form_schema
+from agentify.planner.offline.extract import ASKED, Mentions, analyse, as_url, goal_request, resolve_path
+from agentify.planner.offline.fill import Filling, choices, fill, role, takes_goal
 from agentify.planner.retrieval import IndexCache, Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, words
 
@@ -100,6 +105,24 @@ class _Goals:
         return bool(rest) and (any(rest <= name for name in self.names) or any(rest <= v <= said for v in self.values))
 
 
+@dataclass(frozen=True)
+class _Ask:
+    """A tool the planner is sure of, with what it filled and the required arguments a person is to give."""
+
+    tool: CatalogTool
+    filling: Filling
+    why: str
+
+
+class _Unfilled(PlannerUnavailable):
+    """The rules' refusal of a tool they chose, for arguments the task does not say (`ask`: when a form can ask
+    for them), so that the hybrid ranking may still answer in full first."""
+
+    def __init__(self, message: str, ask: _Ask | None) -> None:
+        super().__init__(message)
+        self.ask = ask
+
+
 def _without_filler(text: str) -> str:
     return " ".join(token for token in text.split() if set(words(token)) - GOAL_FILLER)
 
@@ -141,24 +164,30 @@ class OfflinePlanner:
         message = refusal.message
         alone = index.search(mentions.query, mentions.terms(), CANDIDATES, related=False)
         alone = [r for r in alone if r.score > 0 and not (mentions.asks and r.tool.name in index.destructive)]
+        ask = refusal.ask if isinstance(refusal, _Unfilled) else None
         if ranked and confident(alone) and alone[0].tool == ranked[0].tool:
             lead = alone[0].score - (alone[1].score if len(alone) > 1 else 0.0)
             chosen = ranked[0].tool
             filling = fill(chosen, mentions)
             problem = _problem(filling) or chosen.validation_error(filling.arguments)
+            why = f"its score stands {lead:.2f} clear of the next tool's in the hybrid ranking"
             if problem is None:
-                why = f"its score stands {lead:.2f} clear of the next tool's in the hybrid ranking"
                 return _plan(chosen, filling.arguments, why, catalog)
+            unaskable = _unaskable(chosen, filling, problem)
+            if ask is None and unaskable is None:
+                ask = _Ask(chosen, filling, why)
             message = (
-                f"the offline planner (no model is configured) understood {_label(chosen)}, but {problem}. {CONFIGURE}"
+                f"the offline planner (no model is configured) understood {_label(chosen)}, but "
+                f"{unaskable or problem}. {CONFIGURE}"
             )
         candidates = [
             {"name": r.tool.name, "backend": r.tool.backend, "tool": r.tool.tool.name, "description": _short(r.tool)}
             for r in ranked[:CANDIDATES]
         ]
-        if candidates:
-            message += " Closest tools: " + ", ".join(_label(r.tool) for r in ranked[:CANDIDATES]) + "."
-        raise NoPlan(message, candidates) from None
+        closest = " Closest tools: " + ", ".join(_label(r.tool) for r in ranked[:CANDIDATES]) + "." if ranked else ""
+        if ask is not None:
+            raise _needs(ask, candidates, catalog, closest, mentions) from None
+        raise NoPlan(message + closest, candidates) from None
 
     def _by_rules(self, index: ToolIndex, catalog: Catalog, mentions: Mentions) -> Plan:
         missing = _missing_fit(catalog.missing, mentions.user_text)
@@ -186,9 +215,11 @@ class OfflinePlanner:
         filling = fill(chosen, mentions)
         problem = _problem(filling) or chosen.validation_error(filling.arguments)
         if problem is not None:
-            raise PlannerUnavailable(
-                f"the offline planner (no model is configured) understood {_label(chosen)} ({why}), but {problem}. "
-                + CONFIGURE
+            unaskable = _unaskable(chosen, filling, problem)
+            raise _Unfilled(
+                f"the offline planner (no model is configured) understood {_label(chosen)} ({why}), but "
+                f"{unaskable or problem}. {CONFIGURE}",
+                None if unaskable else _Ask(chosen, filling, why),
             )
         return _plan(chosen, filling.arguments, why, catalog)
 
@@ -233,6 +264,50 @@ def _plan(chosen: CatalogTool, arguments: dict[str, Any], why: str, catalog: Cat
         reasoning=f"offline: {why}",
         usage=PlanUsage(provider=OfflinePlanner.name, tools_offered=len(catalog)),
     )
+
+
+def _unaskable(tool: CatalogTool, filling: Filling, problem: str) -> str | None:
+    """None when asking a person for the required arguments the filling lacks completes the plan; else why not,
+    in the words of the refusal (`problem`: what is wrong with the filling): a value of the task no argument
+    takes, an element ref (only a model that read the page knows one), an argument a form must not or cannot
+    ask for, or a filled value the tool's schema refuses."""
+    if filling.unplaced or not filling.unfilled:
+        return problem
+    properties = tool.input_schema.get("properties") or {}
+    specs = {n: properties.get(n) for n in filling.unfilled}
+    refs = [n for n, spec in specs.items() if role(n, spec if isinstance(spec, dict) else {}) == "ref"]
+    if refs:
+        return f"{problem}, and a person cannot give `{refs[0]}`: it comes from a snapshot of the page"
+    try:
+        form_schema(tool.input_schema, filling.unfilled)
+    except NotAskable as exc:
+        return f"{problem} ({exc})"
+    error = tool.validation_error(filling.arguments, absent=filling.unfilled)
+    return None if error is None else f"{problem}, and what it did fill does not fit the tool: {error}"
+
+
+def _needs(
+    ask: _Ask, candidates: list[dict[str, str]], catalog: Catalog, closest: str, mentions: Mentions
+) -> NeedsArguments:
+    tool, names = ask.tool, ask.filling.unfilled
+    properties = tool.input_schema.get("properties") or {}
+    roles = {n: role(n, spec) for n in names if isinstance(spec := properties.get(n), dict)}
+
+    def read(name: str, value: Any) -> Any:
+        """A path or URL the user typed, as a task's own: "notes.txt" in the working directory, "localhost:3000"."""
+        if not isinstance(value, str) or roles.get(name) not in ("path", "url"):
+            return value
+        taken = resolve_path(value, mentions.base) if roles[name] == "path" else as_url(value)
+        return value if taken is None else taken
+
+    said = " and ".join(f"`{n}`" for n in names)
+    message = (
+        f"the offline planner (no model is configured) chose {_label(tool)} ({ask.why}), but "
+        f"{_problem(ask.filling)}. Say the value of {said} in the task (quote texts), or call {tool.name} with "
+        f"call_tool. {CONFIGURE}{closest}"
+    )
+    plan = _plan(tool, ask.filling.arguments, ask.why, catalog)
+    return NeedsArguments(message, candidates, plan, Missing(tool.name, tool.backend, tool.tool.name, names), read)
 
 
 def _short(tool: CatalogTool) -> str:
