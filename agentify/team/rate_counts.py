@@ -22,6 +22,9 @@ import anyio
 
 _MORE = object()
 """What `_Replies` reads when a reply has not fully arrived."""
+MAX_UNANSWERED = 1000
+"""Commands Redis may leave unanswered on one connection (counts given up included); past it the connection
+ends and the next count makes a new one: a Redis that hangs costs no more memory than this."""
 
 
 class RedisCounts:
@@ -97,6 +100,9 @@ class _Replies(asyncio.Protocol):
     async def ask(self, command: bytes) -> Any:
         if not self.open:
             raise ConnectionError("the connection to Redis closed")
+        if len(self._waiting) >= MAX_UNANSWERED:
+            self._end(ConnectionError(f"Redis left {MAX_UNANSWERED} commands unanswered"))
+            raise ConnectionError(f"Redis left {MAX_UNANSWERED} commands unanswered: the connection is made again")
         answer = asyncio.get_running_loop().create_future()
         self._waiting.append(answer)
         self._transport.write(command)

@@ -3,6 +3,8 @@ happens when that Redis goes away (server.limits.whenRedisDown)."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 
 from agentify.config.server import LimitsConfig
 from agentify.errors import RateLimited
+from agentify.team import rate_counts
 from agentify.team.limits import Limiter
 
 pytestmark = pytest.mark.anyio
@@ -94,6 +97,26 @@ async def test_a_count_given_up_mid_way_leaves_the_next_counts_their_own_answers
             await limits.charge_principal("bob")
         with pytest.raises(RateLimited, match="'alice' is over"):
             await limits.charge_principal("alice")
+
+
+async def test_a_redis_that_hangs_ends_its_connection_after_the_unanswered_counts_and_counts_go_on_after(
+    redis: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rate_counts, "MAX_UNANSWERED", 3)
+    async with limiter(redis.url, perPrincipal="1/minute") as limits:
+        await limits.charge_principal("carol")  # connected, the script loaded
+        os.kill(redis.pid, signal.SIGSTOP)
+        try:
+            for _ in range(3):
+                with anyio.move_on_after(0.05):  # given up: Redis does not answer
+                    await limits.charge_principal("alice")
+            with anyio.fail_after(1):  # the fourth ends the connection at once: Redis counts as down
+                await limits.charge_principal("alice")
+        finally:
+            os.kill(redis.pid, signal.SIGCONT)
+        await limits.charge_principal("bob")  # a new connection, and bob's own answers on it
+        with pytest.raises(RateLimited, match="'bob' is over"):
+            await limits.charge_principal("bob")
 
 
 @pytest.mark.parametrize("policy", ["allow", "refuse"])
