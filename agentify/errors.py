@@ -88,6 +88,14 @@ class Missing:
         chosen = {"name": self.name, "backend": self.backend, "tool": self.tool}
         return {"chosen": chosen, "missing": list(self.arguments)}
 
+    def said(self, names: tuple[str, ...] | None = None) -> str:
+        """The arguments `names` (all the missing ones by default) as a sentence names them: `a` and `b`."""
+        return " and ".join(f"`{n}`" for n in (self.arguments if names is None else names))
+
+    def instead(self) -> str:
+        """What to do instead of answering a form for them: say them in the task, or call the tool directly."""
+        return f"say the value of {self.said()} in the task (quote texts), or call {self.name} with call_tool"
+
 
 class NoPlan(AgentifyError):
     """No tool fits clearly; `candidates` are the planner's best guesses (name, backend, tool, description),

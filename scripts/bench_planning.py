@@ -211,18 +211,21 @@ def print_retrieval(r: dict[str, Any], figures: list[dict[str, Any]]) -> None:
     print("held-out part (a check set: held out whole, marked *): agentify's search_tools (plain BM25)")
     columns = ("recall@1", "recall@5", "recall@10", "ndcg@5", "allInTop5")
     print(
-        f"{'set':<11} {'queries':>7}  " + "  ".join(f"{c:<11}" for c in columns) + "  planner right / wrong  shortlist"
+        f"{'set':<11} {'queries':>7}  "
+        + "  ".join(f"{c:<11}" for c in columns)
+        + "  planner right / wrong (asking)  shortlist"
     )
     for f in figures:
         a, b, p, s = f["searchTools"], f["bm25"], f["offlinePlanner"], f["shortlist"]
         cells = [f"{a[c]:.2f} ({b[c]:.2f})" if a[c] is not None else "-" for c in columns]
         total = p["total"] or 1
-        planner = f"{p['right'] / total:.1%} / {p['wrong'] / total:.1%}"
+        asking = f"{(p['right'] + p['askedRight']) / total:.1%} / {(p['wrong'] + p['askedWrong']) / total:.1%}"
+        planner = f"{p['right'] / total:.1%} / {p['wrong'] / total:.1%} ({asking})"
         name = f"{f['set']}*" if f.get("checkSet") else f["set"]
         print(
             f"{name:<11} {a['queries']:>7}  "
             + "  ".join(f"{c:<11}" for c in cells)
-            + f"  {planner:<21}  {s['holdsRight']:.1%}"
+            + f"  {planner:<30}  {s['holdsRight']:.1%}"
         )
 
 

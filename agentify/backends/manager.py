@@ -78,7 +78,7 @@ class BackendManager:
             on_log=self._logged,
             pins=pins,
         )
-        """What every backend is handed (`on_log` and `pins` only a backend with one session for everyone uses)."""
+        """What every backend is handed (`on_log` only a backend with one session for everyone uses)."""
         self._supervisors: dict[str, Supervisor] = {s.id: self._supervise(s) for s in specs}
         self._tg: TaskGroup | None = None
         self.closed = anyio.Event()

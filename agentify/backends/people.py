@@ -7,6 +7,7 @@ supervisor is never started (it is lazy, kicked by nobody, settled at once); eac
 call, and the log level a client sets, and a change of roots, reach every person's. At most `maxPeople` people have
 a supervisor at once; the least recently used one with no call or request in flight (one asking them to
 authorize or for their secrets included) makes room: nobody's read is stopped under them to let another in.
+Whoever's session listed them, the tools are judged by the pins as this one backend's (`PinBook.each_person`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Generic, Protocol, TypeVar
 
+import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 from loguru import logger
@@ -29,6 +31,9 @@ from agentify.backends.supervisor import Supervisor, Wiring
 from agentify.config import BackendConfig
 from agentify.errors import BackendUnavailable
 from agentify.team.principal import LOCAL, current_principal
+
+Forgotten = Callable[[set[str]], None]
+"""A listener the vault tells whose records were removed (`Identity.forgotten`)."""
 
 INNER_IDLE_SECONDS = 600.0  # a person's sessions stop after this long unused (unless idleStopSeconds says less)
 
@@ -51,10 +56,24 @@ class PeopleFront(Supervisor, Generic[P]):
     """How many people have a supervisor at once when `maxPeople` does not say."""
 
     def __init__(
-        self, spec: BackendConfig, lazy: BackendConfig, connection: Connection, stderr: StderrLog, wiring: Wiring
+        self,
+        spec: BackendConfig,
+        lazy: BackendConfig,
+        connection: Connection,
+        stderr: StderrLog,
+        wiring: Wiring,
+        forgotten: list[Forgotten] | None,
     ) -> None:
-        """`lazy`: `spec` started lazily, which `connection` (the front's, never opened) was made for."""
-        super().__init__(lazy, connection, stderr, wiring.manifests, wiring.on_state, wiring.roots, wiring.routes)
+        """`lazy`: `spec` started lazily, which `connection` (the front's, never opened) was made for; `forgotten`:
+        the vault's listeners (`Identity.forgotten`), told whose records were removed."""
+        super().__init__(
+            lazy, connection, stderr, wiring.manifests, wiring.on_state, wiring.roots, wiring.routes, pins=wiring.pins
+        )
+        if wiring.pins is not None:
+            wiring.pins.each_person(spec.id)  # judged by one set of pins, whoever's session listed
+        self._forgotten = forgotten
+        if forgotten is not None:
+            forgotten.append(self._forget)
         self.spec = spec
         idle = min(spec.idle_stop_seconds or INNER_IDLE_SECONDS, 3600)
         self._inner_spec = spec.model_copy(update={"start": "lazy", "idle_stop_seconds": idle})
@@ -67,6 +86,40 @@ class PeopleFront(Supervisor, Generic[P]):
         # What the manifest keeps of the resources and prompts is what one person's session listed: the lists are
         # asked of the caller's own session (only the capabilities are the backend's, the same for everyone).
         self.offers.offers = replace(self.offers.offers, complete=False)
+
+    async def run(self) -> None:
+        """Owns every person's supervisor, and what `_beside` does meanwhile, until stopped."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            beside = anyio.CancelScope()
+            tg.start_soon(self._run_beside, beside)
+            await self._starts.stopping.wait()
+            beside.cancel()
+            if self._forgotten is not None and self._forget in self._forgotten:
+                self._forgotten.remove(self._forget)
+            for person in self._people.values():
+                person.supervisor.stop()
+            tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
+        self._tg = None
+
+    async def _run_beside(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self._beside()
+
+    async def _beside(self) -> None:
+        """What the front does beside the people's supervisors while it runs (nothing; cancelled as it stops)."""
+        return None
+
+    def _forget(self, principals: set[str]) -> None:
+        """Their vault records were removed (their token removed, `agentify vault forget`): what they have stops
+        now, not when idle."""
+        for principal in principals:
+            self._drop(principal)
+            self._forgot(principal)
+
+    def _forgot(self, principal: str) -> None:
+        """What else the front drops of a forgotten person (nothing but their supervisor)."""
+        return None
 
     def _changes_of(self, principal: str) -> ChangeListener | None:
         """What a person's session says changed (a list, a subscribed resource) is theirs: it reaches only their
@@ -149,6 +202,7 @@ class PeopleFront(Supervisor, Generic[P]):
             routes=self._wiring.routes,
             on_change=on_change,
             on_log=None,  # a log message no call owns is this person's: it reaches nobody else
+            pins=self._wiring.pins,  # their extra sessions are judged too
             more=more,
         )
         supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry

@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.shared.dispatcher import ProgressFnT
 
@@ -48,7 +47,6 @@ class _Person:
     supervisor: Supervisor
     tokens: VaultTokens | None  # None: the backend's token is exchanged (`exchange.py`), kept by the exchanger
     used: float
-    running: bool = False
 
 
 class PrincipalBackend(PeopleFront[_Person]):
@@ -57,30 +55,17 @@ class PrincipalBackend(PeopleFront[_Person]):
     most_people = 256
 
     def __init__(self, spec: BackendConfig, wiring: Wiring, identity: Identity | None) -> None:
+        if not isinstance(spec.auth, ExchangeSettings) and identity is None:
+            raise ValueError("a perPrincipal OAuth backend needs the vault (Identity)")
         lazy = spec.model_copy(update={"start": "lazy"})
-        super().__init__(spec, lazy, RemoteConnection(lazy), StderrLog(spec.id), wiring)
+        forgotten = identity.forgotten if identity is not None else None
+        super().__init__(spec, lazy, RemoteConnection(lazy), StderrLog(spec.id), wiring, forgotten)
         self._identity = identity
         self._exchanger = Exchanger(spec, wiring.secrets) if isinstance(spec.auth, ExchangeSettings) else None
-        if self._exchanger is None and identity is None:
-            raise ValueError("a perPrincipal OAuth backend needs the vault (Identity)")
         self.asks_by_url = self._exchanger is None  # an exchanged token is not the person's to authorize
         self._secrets = wiring.secrets
-        if identity is not None:
-            identity.forgotten.append(self._forget)
 
     # ----- the owner -----------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        """Owns every person's supervisor and the authorizations this replica drives, until stopped."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            await self._starts.stopping.wait()
-            if self._identity is not None and self._forget in self._identity.forgotten:
-                self._identity.forgotten.remove(self._forget)
-            for person in self._people.values():
-                person.supervisor.stop()  # one never started ends at once when it starts
-            tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
-        self._tg = None
 
     def status(self) -> BackendStatus:
         """What the caller sees: their own session's state (another person's is none of theirs), and the scope the
@@ -152,14 +137,7 @@ class PrincipalBackend(PeopleFront[_Person]):
     async def request(self, request: types.ClientRequest, result_type: type[_R]) -> _R:
         """Resources, prompts and completions go to the caller's own session, once they have authorized."""
         with self._in_flight() as principal:
-            person = self._person(principal)
-            if self._exchanger is not None:
-                await self._exchanger.ensure(principal, inbound_token())
-            elif person.tokens is not None and not (await self._vault_call(person.tokens.load())).get("tokens"):
-                raise NeedsAuth(
-                    f"backend {self.spec.id!r} is reached as each person: call one of its tools first to authorize"
-                )
-            self._run(person)
+            person = await self._with_tokens(principal, None, ask=False)
             return await person.supervisor.request(request, result_type)
 
     async def live_tool(self, tool: str) -> types.Tool | None:
@@ -179,48 +157,51 @@ class PrincipalBackend(PeopleFront[_Person]):
     async def ready_for(self, answerer: Answerer | None) -> _Person:
         """The caller's supervisor, with tokens in the vault: they are asked to authorize first if they have none
         (or lack a scope the backend asked for)."""
-        principal = current_principal() or LOCAL
-        person = self._person(principal)
+        return await self._with_tokens(current_principal() or LOCAL, answerer)
+
+    async def _with_tokens(self, principal: str, answerer: Answerer | None, ask: bool = True) -> _Person:
+        """The principal's running supervisor, made only once they have tokens: someone who never authorized holds
+        no place among `maxPeople` (nor makes anyone else's room). Without tokens they are asked to authorize
+        (`ask`), or refused with `NeedsAuth`."""
+        known = self._people.get(principal)
+        tokens: VaultTokens | None = None
         if self._exchanger is not None:
             await self._exchanger.ensure(principal, inbound_token())
-        elif person.tokens is not None and not (await self._vault_call(person.tokens.load())).get("tokens"):
-            await self._authorize(person.tokens, answerer)
-        self._run(person)
-        return person
+        else:
+            assert self._identity is not None
+            tokens = known.tokens if known is not None else None
+            tokens = tokens or VaultTokens(self._inner_spec, principal, self._identity.vault, self._secrets)
+            if not (await self._vault_call(tokens.load())).get("tokens"):
+                if not ask:
+                    raise NeedsAuth(
+                        f"backend {self.spec.id!r} is reached as each person: call one of its tools first to authorize"
+                    )
+                await self._authorize(tokens, answerer)
+        return self._person(principal, tokens)
 
-    def _person(self, principal: str) -> _Person:
+    def _person(self, principal: str, tokens: VaultTokens | None) -> _Person:
+        """The principal's supervisor; a new one (room made first) with `tokens` is started at once."""
         person = self._people.get(principal)
         if person is None:
             if self._tg is None:
                 raise BackendUnavailable(f"backend {self.spec.id!r} is stopping; try again")
             self._make_room()
-            tokens: VaultTokens | None = None
             if self._exchanger is not None:
                 connection = RemoteConnection(self._inner_spec, auth=ExchangedAuth(self._exchanger, principal))
             else:
-                assert self._identity is not None
-                tokens = VaultTokens(self._inner_spec, principal, self._identity.vault, self._secrets)
                 connection = RemoteConnection(self._inner_spec, self._secrets, tokens=tokens)
             stderr = StderrLog(self.spec.id)
             supervisor = self._supervisor_for(connection, stderr, self._changes_of(principal))
             person = _Person(supervisor, tokens, time.monotonic())
             self._people[principal] = person
+            self._started(supervisor)
         person.used = time.monotonic()
         return person
 
-    def _run(self, person: _Person) -> None:
-        """Starts the person's owner task, once they have tokens (before, it would only be refused)."""
-        if person.running or self._tg is None:
-            return
-        person.running = True
-        self._started(person.supervisor)
-
-    def _forget(self, principals: set[str]) -> None:
-        """Their tokens were removed: their sessions end now, not when idle."""
-        for principal in principals:
-            self._drop(principal)
-            if self._exchanger is not None:
-                self._exchanger.drop(principal)
+    def _forgot(self, principal: str) -> None:
+        """Their exchanged token goes too."""
+        if self._exchanger is not None:
+            self._exchanger.drop(principal)
 
     # ----- authorizing ----------------------------------------------------------------------------------
 

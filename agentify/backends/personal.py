@@ -54,39 +54,23 @@ class PersonalBackend(PeopleFront[_Person]):
     def __init__(self, spec: BackendConfig, wiring: Wiring, identity: Identity) -> None:
         lazy = spec.model_copy(update={"start": "lazy"})
         stderr = StderrLog(spec.id)
-        super().__init__(spec, lazy, StdioConnection(lazy, stderr), stderr, wiring)
+        super().__init__(spec, lazy, StdioConnection(lazy, stderr), stderr, wiring, identity.forgotten)
         self._identity = identity
-        identity.forgotten.append(self._forget)
 
     # ----- the owner -----------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Owns every person's supervisor until stopped; reads their vault records again every `WATCH_SECONDS`."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            watching = anyio.CancelScope()
-            tg.start_soon(self._watch, watching)
-            await self._starts.stopping.wait()
-            watching.cancel()
-            if self._forget in self._identity.forgotten:
-                self._identity.forgotten.remove(self._forget)
-            for person in self._people.values():
-                person.supervisor.stop()
-            tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
-        self._tg = None
-
-    async def _watch(self, scope: anyio.CancelScope) -> None:
-        with scope:
-            while True:
-                await anyio.sleep(WATCH_SECONDS)
-                for principal, person in list(self._people.items()):
-                    try:
-                        current = await self._stored(principal)
-                    except BackendUnavailable:
-                        continue  # the vault is out of reach: nothing is known to have changed
-                    if current != person.secrets and self._people.get(principal) is person:
-                        self._log.info("a person's secrets were dropped or changed: their processes stop")
-                        self._drop(principal)
+    async def _beside(self) -> None:
+        """Reads the people's vault records again every `WATCH_SECONDS`: dropped or changed, their processes stop."""
+        while True:
+            await anyio.sleep(WATCH_SECONDS)
+            for principal, person in list(self._people.items()):
+                try:
+                    current = await self._stored(principal)
+                except BackendUnavailable:
+                    continue  # the vault is out of reach: nothing is known to have changed
+                if current != person.secrets and self._people.get(principal) is person:
+                    self._log.info("a person's secrets were dropped or changed: their processes stop")
+                    self._drop(principal)
 
     def status(self) -> BackendStatus:
         """What the caller sees: their own processes' state (another person's is none of theirs)."""
@@ -191,11 +175,6 @@ class PersonalBackend(PeopleFront[_Person]):
             self._started(supervisor)
         person.used = time.monotonic()
         return person
-
-    def _forget(self, principals: set[str]) -> None:
-        """Their tokens were removed: their processes stop now."""
-        for principal in principals:
-            self._drop(principal)
 
     # ----- asking for the secrets ------------------------------------------------------------------------
 

@@ -347,6 +347,7 @@ class Supervisor:
             on_log=self._on_log,
             pins=self._pins,
         )
+        extra.tools.owner = False  # its listing is judged by the pins, the owner's stays the backend's
         extra._log_level = self._log_level
         return extra
 

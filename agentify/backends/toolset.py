@@ -42,6 +42,8 @@ class ToolSet:
         """Set when the backend said its tools changed (`notifications/tools/list_changed`)."""
         self._handles: tuple[tuple[int, int], tuple[ToolHandle, ...]] = ((0, 0), ())
         self._judged: tuple[tuple[int, int], dict[str, Held]] = ((0, 0), {})
+        self.owner = True
+        """False for an extra session's tools (`pool.py`): judged by the pins, never the backend's listing there."""
 
     def replace(self, tools: list[types.Tool]) -> None:
         """What a session listed: kept in the manifest, filtered, then shown to the pins."""
@@ -50,8 +52,10 @@ class ToolSet:
         self._offered = offered(self._spec, self._raw)
         self.version = next(_VERSIONS)
         self.listed = True
-        if self._pins is not None:
+        if self._pins is not None and self.owner:
             self._pins.observe(self._spec.id, self._raw)
+        elif self._pins is not None:
+            self._pins.observe_extra(self._spec.id, self._raw)
 
     async def list_again(self, session: ClientSession, limit: float) -> bool:
         """Lists them on a live session (the owner's), after the backend said they changed; True when it answered

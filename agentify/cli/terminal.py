@@ -10,6 +10,7 @@ flag that allows it (`--yes`). The form asking for the arguments a task does not
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -23,6 +24,7 @@ from agentify.errors import Denied
 from agentify.gateway.confirm_prompt import confirmation_message
 from agentify.gateway.policy import Answer, Confirmer
 from agentify.planner import Plan
+from agentify.planner.form import choices
 from agentify.security.display import escaped
 
 # What an MCP client is told to call, and the command that shows the same at a terminal.
@@ -65,9 +67,9 @@ class NoTerminal:
 
 class TerminalForm:
     """Answers agentify's own form (`own`) at the terminal: its message, then one line a field (its title,
-    description and choices shown masked by `mask` and escaped). A blank line leaves the field blank (the gateway
-    then says it is missing); end of input (Ctrl-D) dismisses the form. A backend's question is not answered
-    here, as without a terminal."""
+    description, choices and default shown masked by `mask` and escaped). A blank line takes the field's default,
+    or leaves it blank (the gateway then says it is missing); end of input (Ctrl-D) dismisses the form. A
+    backend's question is not answered here, as without a terminal."""
 
     def __init__(self, asking: Callable[[], AbstractContextManager[None]], mask: Callable[[str], str]) -> None:
         self._asking = asking
@@ -92,20 +94,23 @@ class TerminalForm:
             if not line:
                 _say("\n")
                 return types.ElicitResult(action="cancel")
-            content[name] = _typed(field, line.strip())
+            text = line.strip()
+            content[name] = field["default"] if not text and "default" in field else _typed(field, text)
         return types.ElicitResult(action="accept", content=content)
 
     def _prompt(self, name: str, field: Mapping[str, Any]) -> str:
         said = [str(field.get("title") or name)]
         if field.get("description"):
             said.append(f"({field['description']})")
-        choices = field.get("enum") or [o.get("const") for o in field.get("oneOf") or field.get("anyOf") or []]
-        items: Mapping[str, Any] = field["items"] if isinstance(field.get("items"), Mapping) else {}
-        choices = choices or items.get("enum") or [o.get("const") for o in items.get("anyOf") or []]
-        if choices:
-            said.append("[" + "/".join(str(c) for c in choices) + "]" + (", several: a,b" if items else ""))
+        if allowed := choices(field):
+            several = ", several: a,b" if field.get("type") == "array" else ""
+            said.append("[" + "/".join(str(c) for c in allowed) + "]" + several)
         elif field.get("type") == "boolean":
             said.append("[y/n]")
+        if "default" in field:
+            default = field["default"]
+            shown = ",".join(map(str, default)) if isinstance(default, list) else str(default)
+            said.append(f"[default: {'y' if default is True else 'n' if default is False else shown}]")
         return self._shown(" ".join(said)) + ": "
 
     def _shown(self, text: str) -> str:
@@ -117,13 +122,15 @@ def _say(text: str) -> None:
 
 
 def _typed(field: Mapping[str, Any], text: str) -> Any:
-    """A line as the field's type; a line that is not one stays text, for the tool's schema to name."""
+    """A line as the field's type; a line that is not one stays text, for the tool's schema to name (so does a
+    number that is not finite: `nan`, `inf`, which JSON cannot carry)."""
     kind = field.get("type")
     try:
         if kind == "integer":
             return int(text)
         if kind == "number":
-            return float(text)
+            number = float(text)
+            return number if math.isfinite(number) else text
     except ValueError:
         return text
     if kind == "boolean" and text.lower() in ("y", "yes", "true", "n", "no", "false"):

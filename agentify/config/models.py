@@ -260,6 +260,11 @@ class BackendConfig(Model):
         if self.url is None and (self.transport or self.headers or self.auth):
             raise ValueError(f"backend {self.id!r}: transport, headers and auth apply to url backends only")
         self._check_personal()
+        if self.max_people is not None and not self.per_person:
+            raise ValueError(
+                f"backend {self.id!r}: maxPeople applies only to a backend run as each person (${{person:NAME}} in "
+                'its env, or "auth" perPrincipal or exchange); remove it, or use maxSessions for its processes'
+            )
         return self
 
     def _check_personal(self) -> None:
@@ -290,6 +295,12 @@ class BackendConfig(Model):
         """The names of the secrets each person gives for themselves (`${person:NAME}` in `env`), in order."""
         names = (name for value in self.env.values() for name in PERSONAL.findall(value))
         return tuple(dict.fromkeys(names))
+
+    @property
+    def per_person(self) -> bool:
+        """Whether each person has processes or a session of their own (what `maxPeople` bounds)."""
+        by_oauth = isinstance(self.auth, OAuthSettings) and self.auth.per_principal
+        return bool(self.personal_secrets) or by_oauth or isinstance(self.auth, ExchangeSettings)
 
     @property
     def remote(self) -> bool:

@@ -192,8 +192,9 @@ class SetReport:
     agentify: dict[str, float | int | None]
     bm25: dict[str, float | int | None]
     planner: dict[str, int]
-    """Single-tool queries: right, wrong, refused (no_plan), total; `askedRight` and `askedWrong` of the right and
-    wrong ones chose their tool but would ask the user for arguments the query does not say (`NeedsArguments`)."""
+    """Single-tool queries: right and wrong complete plans, refused (no_plan), total; `askedRight` and `askedWrong`
+    are apart from them: plans that chose their tool but would ask the user for arguments the query does not say
+    (`NeedsArguments`), right or wrong by that tool."""
     shortlist: dict[str, float | int]
     """Share of queries whose every needed tool the model planner's shortlist holds, and its mean size."""
 
@@ -255,9 +256,7 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
                 continue
             chosen = catalog.get(f"{plan.backend}__{plan.tool}")
             right = (plan.backend, plan.tool) in query.tools or (chosen is not None and chosen.name in needed)
-            verdicts["right" if right else "wrong"] += 1
-            if asks:
-                verdicts["askedRight" if right else "askedWrong"] += 1
+            verdicts[("askedRight" if right else "askedWrong") if asks else ("right" if right else "wrong")] += 1
     n = len(queries) or 1
     return SetReport(
         name=public.name,
@@ -299,9 +298,13 @@ def report_lines(reports: list[SetReport]) -> list[str]:
         p = r.planner
         total = p["total"] or 1
         out.append(
-            f"  offline planner, {p['total']} single-tool queries: right {p['right'] / total:.1%} "
-            f"({p['askedRight'] / total:.1%} by asking the user for arguments), wrong {p['wrong'] / total:.1%} "
-            f"({p['askedWrong'] / total:.1%} by asking), refused {p['refused'] / total:.1%}"
+            f"  offline planner, {p['total']} single-tool queries: complete plans right {p['right'] / total:.1%}, "
+            f"wrong {p['wrong'] / total:.1%}; refused {p['refused'] / total:.1%}"
+        )
+        out.append(
+            f"  plans that ask the user for arguments: right {p['askedRight'] / total:.1%}, wrong "
+            f"{p['askedWrong'] / total:.1%} (with them: right {(p['right'] + p['askedRight']) / total:.1%}, wrong "
+            f"{(p['wrong'] + p['askedWrong']) / total:.1%})"
         )
         s = r.shortlist
         multi = (

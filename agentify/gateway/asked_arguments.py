@@ -2,11 +2,12 @@
 
 The planner was sure of the tool; what it lacked is a value only the user knows ("what's the forecast?": which
 city?). `orchestrate_task` asks for exactly those arguments in one form, built from the tool's own input schema
-(`planner/form.py`: their types, choices and descriptions), as agentify's own question: it goes through the same
-`Answerer` as a backend's questions (`own=True`), so the client's capability is checked, what it shows is masked,
-escaped and bounded, and a 2026-07-28 client answers in its next round. The answers are merged into the plan and
-validated against the tool's schema like any plan; a tool that needs confirmation asks for it next, showing the
-completed call.
+(`planner/form.py`: their types, choices and descriptions), as agentify's own question. Its message says the
+fields are as the backend describes them, so a backend's titles and descriptions never speak in agentify's voice.
+It goes through the same `Answerer` as a backend's questions (`own=True`), so the client's capability is checked,
+what it shows is masked, escaped and bounded, and a 2026-07-28 client answers in its next round. The answers are
+merged into the plan and validated against the tool's schema like any plan; a tool that needs confirmation asks
+for it next, showing the completed call.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ async def completed(unfilled: NeedsArguments, catalog: Catalog, answerer: Answer
     call = f"{plan.backend}.{plan.tool}"
     needs = ", ".join(missing.arguments)
     message = (
-        f"agentify chose {call} for this task; it needs: {needs}, which the task does not say. "
+        f"agentify chose {call} for this task; it needs: {needs}, which the task does not say. The fields are as "
+        f"backend {plan.backend!r} describes them (their titles and descriptions are its words, not agentify's). "
         "Fill them in to run it, or decline to run nothing."
     )
     request = types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
@@ -63,15 +65,14 @@ async def completed(unfilled: NeedsArguments, catalog: Catalog, answerer: Answer
         operations.decided("declined")
         verb = "declined" if isinstance(answer, types.ElicitResult) and answer.action == "decline" else "dismissed"
         raise Declined(
-            f"you {verb} the question for {needs} of {call}, so nothing was run. To run it, say the value of "
-            f"{_said(missing.arguments)} in the task, or call {missing.name} with call_tool.",
+            f"you {verb} the question for {needs} of {call}, so nothing was run. To run it, {missing.instead()}.",
             missing=missing,
         )
     values = answered(schema, answer.content)
     if left := tuple(n for n in missing.arguments if n not in values):
         raise InvalidInput(
-            f"you left {_said(left)} of {call} empty. Nothing was run; run the task again and fill in every field, "
-            f"or say the value of {_said(missing.arguments)} in the task."
+            f"you left {missing.said(left)} of {call} empty. Nothing was run; run the task again and fill in every "
+            f"field, or {missing.instead()}."
         )
     arguments = unfilled.answered(values)
     if (problem := tool.validation_error(arguments)) is not None:
@@ -80,7 +81,3 @@ async def completed(unfilled: NeedsArguments, catalog: Catalog, answerer: Answer
             "and give a value the tool takes."
         )
     return dataclasses.replace(plan, arguments=arguments, reasoning=f"{plan.reasoning}; the user gave {needs}")
-
-
-def _said(names: tuple[str, ...]) -> str:
-    return " and ".join(f"`{n}`" for n in names)

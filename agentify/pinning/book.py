@@ -77,6 +77,12 @@ class PinBook:
         self._queued: dict[str, _Write] = {}
         self._logged: set[tuple[str, str, str]] = set()
         self._wake = anyio.Event()
+        self._per_person: set[str] = set()
+
+    def each_person(self, backend: str) -> None:
+        """`backend` runs as each person (`people.py`): what one person's session lists another's may not (their
+        scopes differ), so a tool first seen in anyone's listing is a first use there, never an addition."""
+        self._per_person.add(backend)
 
     def open(self) -> None:
         """Reads the store once, before any backend lists (blocking: called at start-up)."""
@@ -112,7 +118,7 @@ class PinBook:
         others = self._other_names(backend, {t.name for t in tools})
         held: dict[str, Held] = {}
         for tool in tools:
-            reason = self._reason(tool, pins, others)
+            reason = self._reason(tool, pins, others, backend in self._per_person)
             if reason:
                 held[tool.name] = Held(backend, tool.name, reason)
         return held
@@ -130,6 +136,14 @@ class PinBook:
                 if other != backend:
                     self._record(other, listed)
         self._changed()
+
+    def observe_extra(self, backend: str, tools: list[types.Tool]) -> None:
+        """What an extra session of `backend` listed (another process of it, `pool.py`): judged by the pins, and what
+        is held queued as pending and logged once. It never stands for the backend's listing (the owner session's
+        does: the console, the shadowing check and a re-read of the store judge that one). Before the backend has
+        pins nothing is queued (its calls are judged all the same): its first use is the owner session's listing."""
+        if self.mode != "off" and backend in self._snapshot and self._record(backend, tools):
+            self._changed()
 
     async def run(self) -> None:
         """Stores what `observe` queued and follows other processes' changes; runs until cancelled."""
@@ -206,7 +220,7 @@ class PinBook:
 
     # ----- judging ---------------------------------------------------------------------------
 
-    def _reason(self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str]) -> str:
+    def _reason(self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str], per_person: bool) -> str:
         defined = definition(tool)
         now = digest(defined)
         approved = pins.approved.get(tool.name) if pins is not None else None
@@ -218,7 +232,7 @@ class PinBook:
         waiting = pins.pending.get(tool.name) if pins is not None else None
         if waiting is not None and waiting.digest == now and waiting.reason:
             return waiting.reason
-        if pins is not None:
+        if pins is not None and not per_person:
             return _joined("added after the backend's first listing", _suspect(defined, others))
         return _suspect(defined, others)
 
@@ -241,10 +255,11 @@ class PinBook:
 
     # ----- recording -------------------------------------------------------------------------
 
-    def _record(self, backend: str, tools: list[types.Tool]) -> None:
+    def _record(self, backend: str, tools: list[types.Tool]) -> bool:
+        """Queues what `tools` change of the pins; True when they change any."""
         held = self.judge(backend, tools)
         if self._failure is not None:
-            return
+            return False
         pins = self._snapshot.get(backend)
         write = _Write()
         at = time.time()
@@ -266,6 +281,8 @@ class PinBook:
             self._snapshot[backend] = _applied(pins, write)
             self._queued.setdefault(backend, _Write()).merge(write)
             self._wake.set()
+            return True
+        return False
 
     def _log_held(self, held: Held) -> None:
         key = (held.backend, held.tool, held.reason)

@@ -5,9 +5,9 @@ A form carries only flat, primitive fields: a string (with `minLength`, `maxLeng
 strings (`enum`, or `oneOf` of `const` and `title`), or several choices of strings (an array of an enum).
 Everything else a tool's schema says (a `pattern`, an object, a list of free texts) is checked when the answer
 is validated against the tool's own schema. An argument is not asked when:
-- its value is a credential (`secret_argument`: its name or description says API key, token, password...): the
-  MCP spec forbids asking for sensitive information in a form; a secret argument is fixed in the config
-  (`tools.overrides`, from the environment);
+- its value is a credential (`secret_argument`: its name, description or title, or a title of its choices, says
+  API key, token, password, PIN, verification code...): the MCP spec forbids asking for sensitive information in
+  a form; a secret argument is fixed in the config (`tools.overrides`, from the environment);
 - its schema is an object, a list of anything but choices, or a choice of non-strings: a form cannot carry it.
 
 `form_schema` builds the form's `requestedSchema`; `answered` turns a form's content back into arguments.
@@ -66,14 +66,24 @@ def answered(schema: Mapping[str, Any], content: Mapping[str, Any] | None) -> di
     return values
 
 
+def choices(field: Mapping[str, Any]) -> list[Any]:
+    """The values a form field (or a schema) chooses among: its `enum`, or the `const` of its `oneOf` or `anyOf`
+    options; for a list, those of its `items`. Empty when it takes any value."""
+    found = field.get("enum") or [o.get("const") for o in field.get("oneOf") or field.get("anyOf") or []]
+    items = field.get("items")
+    if not found and isinstance(items, Mapping):
+        found = choices(items)
+    return list(found) if isinstance(found, list) else []
+
+
 def _field(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     description = str(spec.get("description") or "")
-    if secret_argument(name, description):
+    if secret_argument(name, " \n".join((description, *_titles(spec)))):
         raise NotAskable(
             f"`{name}` is a credential, which agentify never asks for in a form: fix its value in the config "
             f'instead, with tools.overrides of the backend ("arguments": {{"{name}": "${{VAR}}"}})'
         )
-    kind, choices = _kind(spec)
+    kind, options = _kind(spec)
     if kind is None:
         raise NotAskable(f"`{name}` takes {_what(spec)}, which a form cannot ask for")
     field: dict[str, Any] = {"type": kind, "title": str(spec.get("title") or name)}
@@ -85,13 +95,22 @@ def _field(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     if kind == "string" and spec.get("format") in FORMATS:
         field["format"] = spec["format"]
     if kind == "array":
-        field["items"] = choices
-    elif choices is not None:
-        field |= choices
+        field["items"] = options
+    elif options is not None:
+        field |= options
     default = spec.get("default")
     if default is not None and _fits(kind, field, default):
         field["default"] = default
     return field
+
+
+def _titles(spec: Mapping[str, Any]) -> list[str]:
+    """What a form would show of a schema besides its description: its title, its options' and its items'."""
+    options = [o for key in ("oneOf", "anyOf") for o in spec.get(key) or [] if isinstance(o, Mapping)]
+    items = spec.get("items")
+    nested = [*options, *([items] if isinstance(items, Mapping) else [])]
+    own = [str(spec["title"])] if spec.get("title") else []
+    return own + [title for option in nested for title in _titles(option)]
 
 
 def _kind(spec: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
@@ -131,8 +150,8 @@ def _titled(options: list[dict[str, Any]]) -> tuple[str | None, dict[str, Any] |
 
 def _fits(kind: str, field: dict[str, Any], value: Any) -> bool:
     if kind == "string":
-        choices = field.get("enum") or [o["const"] for o in field.get("oneOf") or []]
-        return isinstance(value, str) and (not choices or value in choices)
+        allowed = choices(field)
+        return isinstance(value, str) and (not allowed or value in allowed)
     if kind in ("number", "integer"):
         return isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "boolean":

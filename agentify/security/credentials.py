@@ -55,18 +55,29 @@ def argument_secrets(args: object) -> list[str]:
 # spec: form mode MUST NOT request sensitive information), and a false alarm only means agentify does not ask.
 _SECRET_WORDS = (
     r"api ?key|access ?key|secret ?key|private ?key|client ?secret|consumer ?secret|app ?secret|secret|"
-    r"(access|auth|bearer|api|refresh|id|oauth|session|security|csrf|xsrf|personal access) ?token|token|"
-    r"password|passwd|passphrase|pwd|pin ?code|credentials?|authori[sz]ation|auth|cookie|session ?id|"
-    r"signature|otp|totp|cvv|cvc|ssn|social security number|card number|credit card"
+    r"(license|licence|product|encryption|decryption|signing|ssh|subscription|master|developer|app|application) ?key|"
+    r"(access|auth|bearer|api|refresh|id|oauth|session|security|csrf|xsrf|personal access) ?token|token|jwt|bearer|"
+    r"password|passwd|passphrase|passcode|pwd|pin ?(code|number)|credentials?|authori[sz]ation|auth|cookie|"
+    r"session ?id|signature|otp|totp|hotp|mfa|2 ?fa|two ?factor|one ?time ?(code|password|pin|token)|"
+    r"(verification|security|access|confirmation|recovery|backup|sms|login|auth|authentication) ?code|"
+    r"(seed|mnemonic|recovery|secret) ?(phrase|words)|mnemonic|cvv|cvc|ssn|social security number|card number|"
+    r"credit card"
 )
-_SECRET_NAME = re.compile(rf"(?:^| )(?:{_SECRET_WORDS})(?: |$)")
-_SECRET_DESCRIPTION = re.compile(rf"(?i)\b(?:{_SECRET_WORDS.replace(' ?', '[ _-]?')})\b")
+_SECRET_NAME = re.compile(rf"(?:^| )(?:{_SECRET_WORDS})(?: |$)|(?:^| )pin$")  # `pin`, `userPin`; not `pin_tab`
+# In a description, a bare "key" is a dictionary's, a sort's or a keyboard's, and "pin" a verb or a GPIO pin:
+# only "your (OpenAI) key", a key shown as "sk-...", "your PIN" or an upper-case PIN are credentials.
+_SECRET_DESCRIPTION = re.compile(
+    rf"(?i)\b(?:{_SECRET_WORDS.replace(' ?', '[ _-]?')}|your(?: [\w.-]+){{0,2}} (?:key|pin))\b"
+    r"|(?<![\w-])(?:sk|pk|rk|ghp|gho|github_pat|xox[abp])[-_]"
+    r"|(?-i:\bPIN\b)"
+)
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 def secret_argument(name: str, description: str = "") -> bool:
-    """Whether a tool's argument takes a credential, by its name (`api_key`, `apiKey`, `X-Auth-Token`, `password`)
-    or its description ("your API key", "the access token"): never asked of a person in a form."""
+    """Whether a tool's argument takes a credential, by its name (`api_key`, `apiKey`, `X-Auth-Token`, `password`,
+    `pin`) or what it says it is, its description or title ("your API key", "the access token", "Your OpenAI key
+    (sk-...)", "the verification code we sent"): never asked of a person in a form."""
     spoken = " ".join(word.lower() for word in _NAME_WORDS.findall(name))
     return bool(_SECRET_NAME.search(spoken) or _SECRET_DESCRIPTION.search(description))
 

@@ -69,7 +69,7 @@ def test_a_check_set_has_no_tuning_part(tmp_path: Path) -> None:
     assert check.check and check.select("tune") == [] and len(check.select("heldout")) == 5
 
 
-def test_a_plan_that_would_ask_for_its_arguments_counts_right_or_wrong_by_its_tool(tmp_path: Path) -> None:
+def test_a_plan_that_would_ask_for_its_arguments_counts_apart_right_or_wrong_by_its_tool(tmp_path: Path) -> None:
     def tool(name: str, description: str, *required: str) -> dict[str, Any]:
         properties = {n: {"type": "string", "description": f"The {n}"} for n in required}
         schema = {"type": "object", "properties": properties, "required": list(required)}
@@ -96,10 +96,13 @@ def test_a_plan_that_would_ask_for_its_arguments_counts_right_or_wrong_by_its_to
     done = agentify_eval(str(path), "--mode", "public", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     (report,) = json.loads(done.stdout)
-    counts = {"right": 2, "wrong": 1, "refused": 1, "total": 4, "askedRight": 1, "askedWrong": 1}
-    assert report["offlinePlanner"] == counts
+    counts = {"right": 1, "wrong": 0, "refused": 1, "total": 4, "askedRight": 1, "askedWrong": 1}
+    assert report["offlinePlanner"] == counts  # a plan that only asks is not a right (or wrong) complete plan
     text = agentify_eval(str(path), "--mode", "public", cwd=tmp_path).stdout
-    assert "right 50.0% (25.0% by asking the user for arguments), wrong 25.0% (25.0% by asking)" in text
+    assert "complete plans right 25.0%, wrong 0.0%; refused 25.0%" in text
+    assert (
+        "plans that ask the user for arguments: right 25.0%, wrong 25.0% (with them: right 50.0%, wrong 25.0%)" in text
+    )
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,8 @@ tool link(uri), whose result links to that URI (what a hostile backend's tool ma
 ending in /slow/<seconds> is read that many seconds late (marked "parent <ppid> reads slowly" as it begins and
 "cancelled read" when cancelled).
 --forecast adds tools whose required arguments a task often does not say: forecast(city, units: celsius or
-fahrenheit, days?: integer) and stock_quote(symbol, api_key), whose key is a credential.
+fahrenheit, days?: integer), stock_quote(symbol, api_key), whose key is a credential, and bank_balance(account, code),
+whose code is one by its title alone.
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ def main() -> None:
             city, units, days = arguments["city"], arguments["units"], arguments.get("days", 1)
             text = f"forecast for {city} in {units} for {days} days: sunny"
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
-        if params.name == "stock_quote" and args.forecast:
+        if params.name in ("stock_quote", "bank_balance") and args.forecast:
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"{arguments['symbol']}: 42")])
         if params.name == "link" and args.resources:
             link = types.ResourceLink(type="resource_link", uri=arguments["uri"], name="linked")
@@ -296,9 +297,13 @@ def forecast_tools() -> list[types.Tool]:
     key = {"type": "string", "description": "Your API key for the quotes service"}
     symbol = {"type": "string", "description": "The ticker symbol"}
     quote = {"type": "object", "properties": {"symbol": symbol, "api_key": key}, "required": ["symbol", "api_key"]}
+    account = {"type": "string", "description": "The account number"}
+    code = {"type": "string", "title": "One-time code", "description": "Sent to your phone"}  # says so by its title
+    balance = {"type": "object", "properties": {"account": account, "code": code}, "required": ["account", "code"]}
     return [
         types.Tool(name="forecast", description="Get the weather forecast of a city", input_schema=forecast),
         types.Tool(name="stock_quote", description="Get the latest stock quote of a ticker symbol", input_schema=quote),
+        types.Tool(name="bank_balance", description="Get the balance of a bank account", input_schema=balance),
     ]
 
 

@@ -63,6 +63,7 @@ async def test_a_task_that_does_not_say_what_its_tool_needs_asks_for_exactly_tha
     ((form),) = seen  # the task that says both values asks nothing
     assert isinstance(form, types.ElicitRequestFormParams)
     assert form.message.startswith("agentify chose fake.forecast for this task; it needs: city, units")
+    assert "as backend 'fake' describes them" in form.message  # their words are the backend's, not agentify's
     schema = form.requested_schema
     assert set(schema["properties"]) == {"city", "units"} and sorted(schema["required"]) == ["city", "units"]
     assert schema["properties"]["units"]["enum"] == ["celsius", "fahrenheit"]
@@ -111,9 +112,11 @@ async def test_a_form_nobody_answers_in_time_runs_nothing_and_says_what_to_do(tm
         tmp_path, [fake_backend("fake", "--forecast")], planner={"provider": "offline"}, confirmTimeoutSeconds=1
     )
 
+    never = anyio.Event()
+
     async def late(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        with anyio.CancelScope(shield=True):  # the gateway cancels its question when it gives up
-            await anyio.sleep(2.5)
+        with anyio.fail_after(30):  # nobody answers: the gateway gives up after 1 s and cancels its question
+            await never.wait()
         return types.ElicitResult(action="accept", content=PARIS)
 
     async with ide_client(config, gateway_env(None), tmp_path / "e.log", "legacy", elicitation_callback=late) as c:
@@ -128,13 +131,17 @@ async def test_a_form_nobody_answers_in_time_runs_nothing_and_says_what_to_do(tm
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_credential_is_never_asked_for_in_a_form(tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("query", "secret"),
+    [("get the latest stock quote", "api_key"), ("show the balance of my bank account", "code")],  # code: by its title
+)
+async def test_a_credential_is_never_asked_for_in_a_form(tmp_path: Path, mode: str, query: str, secret: str) -> None:
     seen: list[types.ElicitRequestParams] = []
-    values = {"symbol": "ACME", "api_key": "sk-typed-into-a-form"}
+    values = {"symbol": "ACME", "api_key": "sk-typed-into-a-form", "account": "FR76-1", "code": "492817"}
     async with forecast_client(tmp_path, mode, filling(values, seen)) as client:
-        result = await client.call_tool("orchestrate_task", {"query": "get the latest stock quote"})
+        result = await client.call_tool("orchestrate_task", {"query": query})
     assert error_code(result) == "no_plan", text_of(result)
-    assert "`api_key` is a credential" in text_of(result) and "tools.overrides" in text_of(result)
+    assert f"`{secret}` is a credential" in text_of(result) and "tools.overrides" in text_of(result)
     assert "missing" not in (result.meta or {})["agentify/error"]
     assert seen == []
 

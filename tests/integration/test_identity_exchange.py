@@ -19,11 +19,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp.shared.exceptions import MCPError
 
-from tests.conftest import AGENTIFY, REPO, contents_text, text_of, wait_until, write_config
+from tests.conftest import AGENTIFY, REPO, text_of, write_config
 from tests.fakes.jwks_issuer import JwksIssuer
 from tests.integration.ide_client import MODES
+from tests.integration.people_room import assert_nobody_lost_their_read, bob_needs_alices_room
 from tests.integration.team import http_client, http_gateway
 from tests.servers import free_port, server_process, wait_accepting
 
@@ -125,7 +125,6 @@ async def test_a_persons_read_in_flight_keeps_their_session_when_another_needs_r
     """`maxPeople: 1`: bob needs alice's room while her slow read runs. Her read finishes; bob is told to try
     again, and gets his read once hers is done; then hers works again."""
     given = setup(tmp_path, issuer, maxPeople=1)
-    outcome: dict[str, Any] = {}
     with anyio.fail_after(150), server_process(given.argv, tmp_path / "oauth-backend.log"):
         await wait_accepting(given.backend_port)
         async with (
@@ -135,21 +134,8 @@ async def test_a_persons_read_in_flight_keeps_their_session_when_another_needs_r
         ):
             await whoami(alices)
             await whoami(bobs)  # alice's session made room for bob's
-
-            async def slow_read() -> None:
-                outcome["slow"] = await alices.read_resource("note://slow/3")
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(slow_read)
-                await wait_until(lambda: "reads slowly" in given.events.read_text())
-                with pytest.raises(MCPError) as refused:
-                    await bobs.read_resource("note://board")
-            outcome["bob"] = await bobs.read_resource("note://board")
-            outcome["alice"] = await alices.read_resource("note://board")
-    assert contents_text(outcome["slow"]) == "read after 3 s"
-    assert "1 people with calls or reads in flight" in refused.value.error.message, refused.value.error
-    assert "try again" in refused.value.error.message
-    assert contents_text(outcome["bob"]) == contents_text(outcome["alice"]) == "the board"
+            outcome = await bob_needs_alices_room(alices, bobs, "note://slow/3", "note://board", given.events)
+    assert_nobody_lost_their_read(outcome, "read after 3 s", "the board")
 
 
 async def test_an_exchange_backend_needs_jwt_principals(tmp_path: Path) -> None:

@@ -22,10 +22,10 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
-from tests.conftest import REPO, error_code, gateway_env, text_of, wait_until, write_config
+from tests.conftest import REPO, contents_text, error_code, gateway_env, text_of, wait_until, write_config
 from tests.integration.ide_client import MODES, ide_client
 from tests.integration.team import add_token, http_client, http_gateway, token_command
 from tests.servers import free_port, server_process, wait_accepting
@@ -81,8 +81,10 @@ def people_backend(tmp_path: Path, *flags: str) -> Iterator[tuple[str, Path]]:
         yield f"http://127.0.0.1:{port}/mcp", log
 
 
-def team_config(tmp_path: Path, url: str, **server: Any) -> Path:
-    backend = {"id": "gh", "url": url, "auth": {"type": "oauth", "perPrincipal": True}}
+def team_config(tmp_path: Path, url: str, max_people: int | None = None, **server: Any) -> Path:
+    backend: dict[str, Any] = {"id": "gh", "url": url, "auth": {"type": "oauth", "perPrincipal": True}}
+    if max_people is not None:
+        backend["maxPeople"] = max_people
     return write_config(
         tmp_path,
         [backend],
@@ -92,11 +94,13 @@ def team_config(tmp_path: Path, url: str, **server: Any) -> Path:
 
 
 @asynccontextmanager
-async def team(tmp_path: Path, *flags: str, **server: Any) -> AsyncIterator[tuple[Any, dict[str, str], Path]]:
+async def team(
+    tmp_path: Path, *flags: str, max_people: int | None = None, **server: Any
+) -> AsyncIterator[tuple[Any, dict[str, str], Path]]:
     """The backend (started with `flags`), a gateway with alice's and bob's tokens, and the vault key."""
     with people_backend(tmp_path, *flags) as (url, events):
         await wait_accepting(int(url.split(":")[2].split("/")[0]))
-        config = team_config(tmp_path, url, **server)
+        config = team_config(tmp_path, url, max_people, **server)
         tokens = {name: await add_token(tmp_path / "tokens.json", name) for name in ("alice", "bob")}
         env = {"AGENTIFY_VAULT_KEY": VAULT_KEY}
         async with http_gateway(config, tmp_path / "gateway.log", env) as gateway:
@@ -155,6 +159,25 @@ async def test_a_client_that_cannot_open_urls_gets_needs_auth_with_the_url(tmp_p
         async with http_client(gateway.url, tokens["alice"], mode) as client:
             result = await whoami(client)
     assert text_of(result).startswith("you are alice"), result
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_someone_who_never_authorized_takes_no_room_from_a_person_who_did(tmp_path: Path, mode: str) -> None:
+    """`maxPeople: 1`: bob, who never authorized, reads from the backend. He is told to authorize first, and alice's
+    session stays: her list_backends still shows it ready, and her read works."""
+    async with team(tmp_path, max_people=1) as (gateway, tokens, _):
+        alice = Person(Browser("alice"))
+        async with http_client(gateway.url, tokens["alice"], mode, elicitation_callback=alice.elicit) as alices:
+            await whoami(alices)
+            async with http_client(gateway.url, tokens["bob"], mode) as bobs:
+                with pytest.raises(MCPError) as refused:
+                    await bobs.read_resource(BOARD)
+            listed = await alices.call_tool("list_backends", {})
+            read = await alices.read_resource(BOARD)
+    assert "call one of its tools first to authorize" in refused.value.error.message, refused.value.error
+    assert "- gh: ready" in text_of(listed), text_of(listed)
+    assert contents_text(read) == "the board"
+    assert len(alice.asked) == 1, alice.asked
 
 
 async def test_a_start_link_works_once_and_a_foreign_state_is_refused(tmp_path: Path) -> None:

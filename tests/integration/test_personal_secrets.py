@@ -21,11 +21,9 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from tests.conftest import (
     AGENTIFY,
-    contents_text,
     error_code,
     fake_backend,
     gateway_env,
@@ -35,6 +33,7 @@ from tests.conftest import (
     write_config,
 )
 from tests.integration.ide_client import LOGGING, MODES, ide_client
+from tests.integration.people_room import assert_nobody_lost_their_read, bob_needs_alices_room
 from tests.integration.team import HttpGateway, add_token, http_client, http_gateway, token_command
 from tests.integration.test_backend_logs import Logs
 
@@ -201,7 +200,6 @@ async def test_a_person_whose_read_is_in_flight_keeps_their_process_when_another
     and gets his read once hers is done; then hers works again."""
     marker = tmp_path / "backend.log"
     alice, bob = Person(SECRETS["alice"]), Person(SECRETS["bob"])
-    outcome: dict[str, Any] = {}
     with anyio.fail_after(150):
         async with team(tmp_path, "--marker", str(marker), "--resources", "demo://pat", maxPeople=1) as (
             gateway,
@@ -214,19 +212,6 @@ async def test_a_person_whose_read_is_in_flight_keeps_their_process_when_another
                 http_client(gateway.url, tokens["alice"], mode) as alices,
                 http_client(gateway.url, tokens["bob"], mode) as bobs,
             ):
-
-                async def slow_read() -> None:
-                    outcome["slow"] = await alices.read_resource("demo://pat/slow/3")
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(slow_read)
-                    await wait_until(lambda: "reads slowly" in marker.read_text())
-                    with pytest.raises(MCPError) as refused:
-                        await bobs.read_resource("demo://pat/doc")
-                outcome["bob"] = await bobs.read_resource("demo://pat/doc")
-                outcome["alice"] = await alices.read_resource("demo://pat/doc")
+                outcome = await bob_needs_alices_room(alices, bobs, "demo://pat/slow/3", "demo://pat/doc", marker)
     assert "cancelled read" not in marker.read_text()
-    assert contents_text(outcome["slow"]) == "demo://pat reads demo://pat/slow/3"
-    assert "1 people with calls or reads in flight" in refused.value.error.message, refused.value.error
-    assert "try again" in refused.value.error.message
-    assert contents_text(outcome["bob"]) == contents_text(outcome["alice"]) == "demo://pat reads demo://pat/doc"
+    assert_nobody_lost_their_read(outcome, "demo://pat reads demo://pat/slow/3", "demo://pat reads demo://pat/doc")

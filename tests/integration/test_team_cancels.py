@@ -14,6 +14,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,7 @@ async def test_a_cancel_sent_to_another_replica_ends_the_call_and_only_its_owner
             async with calling(member.url, alice, mode) as (client, sent):
                 seen |= await _bobs_then_alices_cancel(client, sent, marker, member, mode, alice, bob)
                 if mode == "auto":  # and at the replica that runs it, which the SDK alone would have dropped
+                    heard = _cancels(marker)
                     seen["auto cancelled here"], _ = await _cancelled_by(
                         client,
                         sent,
@@ -133,6 +135,7 @@ async def test_a_cancel_sent_to_another_replica_ends_the_call_and_only_its_owner
                         lambda at, rid, sid: cancel(at, alice, "auto", rid, sid),
                         at="running",
                     )
+                    await _heard_since(marker, heard)
             seen[f"{mode} backend"] = _cancels(marker)
     for mode in MODES:
         finished, cancelled = seen[f"{mode} finished"], seen[f"{mode} cancelled"]
@@ -184,9 +187,11 @@ async def _bobs_then_alices_cancel(
     seen[f"{mode} finished"], seen[f"{mode} bob"] = await _cancelled_by(
         client, sent, marker, member, 8, lambda at, rid, sid: cancel(at, bob, mode, rid, sid), at="both", slow=slow
     )
+    heard = _cancels(marker, slow)
     seen[f"{mode} cancelled"], seen[f"{mode} alice"] = await _cancelled_by(
         client, sent, marker, member, 60, lambda at, rid, sid: cancel(at, alice, mode, rid, sid), slow=slow
     )
+    await _heard_since(marker, heard, slow)
     return seen
 
 
@@ -250,15 +255,24 @@ async def _cancels_heard_after_own_cancel(client: Any, marker: Path) -> int:
         tg.start_soon(client.call_tool, "call_tool", {"name": "fake__slow", "arguments": {"seconds": 120}})
         await wait_until(lambda: len(_runs(marker)) > runs_before, 60)
         tg.cancel_scope.cancel()
-    with anyio.move_on_after(10):
-        while _cancels(marker) == cancels_before:  # noqa: ASYNC110 - the backend is another process
-            await anyio.sleep(0.05)
+    await _heard_since(marker, cancels_before)
     return _cancels(marker) - cancels_before
 
 
 def _cancels(marker: Path, slow: Slow = CALL) -> int:
     """How many of the backend's slow requests (tool calls unless `slow` says) were cancelled."""
     return marker.read_text().count(slow.cancelled)
+
+
+async def _heard_since(marker: Path, before: int, slow: Slow = CALL) -> None:
+    """Waits (10 s at most) until the backend heard a cancel more than `before`: it may hear one after the client
+    had its answer, and it is another process."""
+    await wait_until(lambda: _cancels(marker, slow) > before, 10)
+
+
+def _both_heard(marker: Path, before: tuple[int, int]) -> bool:
+    """Whether the backend has heard a cancel of a call and of a read since it had heard `before` of each."""
+    return _cancels(marker, CALL) > before[0] and _cancels(marker, READ) > before[1]
 
 
 async def test_the_typescript_clients_abort_through_haproxy_reaches_the_backend_in_both_eras(tmp_path: Path) -> None:
@@ -283,9 +297,7 @@ async def test_the_typescript_clients_abort_through_haproxy_reaches_the_backend_
             ]
             spec = {"url": member.url, "token": alice, "mode": mode, "elicitation": None, "calls": [], "aborts": aborts}
             answers[mode] = await ts_client(spec, seconds=150)
-            with anyio.move_on_after(10):
-                while _cancels(marker, CALL) == before[0] or _cancels(marker, READ) == before[1]:  # noqa: ASYNC110
-                    await anyio.sleep(0.05)  # the backend is another process
+            await wait_until(partial(_both_heard, marker, before), 10)  # the backend is another process
             heard[mode] = (_cancels(marker, CALL) - before[0], _cancels(marker, READ) - before[1])
     for mode in MODES:
         answer = answers[mode]

@@ -8,9 +8,14 @@ from typing import Any
 
 import pytest
 
+from agentify.errors import InvalidInput
+from agentify.planner import Plan
 from agentify.planner.form import NotAskable, answered, form_schema
+from agentify.planner.offline.asking import Ask, asking, needs
+from agentify.planner.offline.extract import analyse
+from agentify.planner.offline.fill import fill
 from agentify.security.credentials import secret_argument
-from tests.planner.support import asks, catalog_of, plan, refusal, tool
+from tests.planner.support import asks, catalog_of, plan, refusal, task, tool
 
 pytestmark = pytest.mark.anyio
 
@@ -138,6 +143,9 @@ def test_a_credential_or_a_value_a_form_cannot_carry_is_not_askable() -> None:
             "filters": {"type": "object"},
             "paths": {"type": "array", "items": {"type": "string"}},
             "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "code": {"type": "string", "title": "Access token"},  # a credential by its title alone
+            "login": {"oneOf": [{"const": "a", "title": "Password hunter2"}, {"const": "b", "title": "None"}]},
+            "grant": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "Your API key"}]}},
         },
     }
     for name in schema["properties"]:  # type: ignore[attr-defined]
@@ -162,7 +170,34 @@ def test_an_answer_keeps_only_what_was_asked_with_whole_numbers_as_integers_and_
         ("password", "", True),
         ("q", "Your API key for the service", True),
         ("code", "The bearer token to send", True),
+        ("passcode", "", True),
+        ("pin", "", True),
+        ("userPin", "", True),
+        ("pin_code", "", True),
+        ("mfa_code", "", True),
+        ("2faCode", "", True),
+        ("twoFactorCode", "", True),
+        ("code", "The verification code we texted you", True),
+        ("otc", "Your one-time code", True),
+        ("jwt", "", True),
+        ("auth", "The JWT to present", True),
+        ("bearer", "", True),
+        ("seed_phrase", "", True),
+        ("words", "The mnemonic phrase of your wallet", True),
+        ("x", "The 12-word seed phrase", True),
+        ("sk", "Your OpenAI key (sk-...)", True),
+        ("license", "Your license key", True),
+        ("code", "Enter your PIN", True),
         ("key", "Name of the key to press, such as Enter", False),
+        ("key", "The key of the entry in the dictionary", False),
+        ("sort", "The sort key, such as date", False),
+        ("keyword", "The keyword to search for", False),
+        ("pinned", "Only pinned messages", False),
+        ("pin_tab", "Whether to pin the tab", False),
+        ("gpio", "The GPIO pin to read", False),
+        ("seed", "The random seed", False),
+        ("country_code", "The ISO country code", False),
+        ("task", "The id of the task, such as task-sk-1", False),
         ("max_tokens", "How many tokens to generate", False),
         ("author", "Who wrote it", False),
         ("city", "The city", False),
@@ -172,3 +207,24 @@ def test_a_credential_argument_is_known_by_its_name_or_its_description(
     name: str, description: str, secret: bool
 ) -> None:
     assert secret_argument(name, description) is secret
+
+
+@pytest.mark.parametrize("query", ["read the file notes.txt", "list the files"])
+async def test_without_a_working_directory_a_path_is_never_asked_for_and_the_refusal_says_to_send_it(
+    query: str,
+) -> None:
+    message = await refusal(query, cwd=None)  # "notes.txt" was said; asking again would only be read the same way
+    assert "give an absolute path, or send currentWorkingDirectory" in message, message
+
+
+def test_a_relative_path_typed_with_no_working_directory_is_invalid_input_not_sent_unresolved() -> None:
+    tools = catalog_of(tool("read_file", "Read a file", {"path": {"type": "string"}, "n": CITY}, "path", "n"))
+    read_file = tools.get("demo__read_file")
+    assert read_file is not None
+    filling = fill(read_file, analyse(task("read a file", cwd=None)))
+    asked = asking(read_file, filling, "sure", "it cannot fill `path`", base="/srv")
+    assert isinstance(asked, Ask)
+    unread = needs(asked, "asks", Plan(backend="demo", tool="read_file", arguments={}, planner="offline"), [], None)
+    assert unread.answered({"path": "/etc/hosts", "n": "x"}) == {"path": "/etc/hosts", "n": "x"}
+    with pytest.raises(InvalidInput, match="give an absolute path, or send currentWorkingDirectory"):
+        unread.answered({"path": "notes.txt", "n": "x"})

@@ -45,12 +45,12 @@ async def test_the_folder_the_words_name_is_found_from_the_working_directory() -
 async def test_where_the_words_give_no_path_it_asks_for_it_or_refuses() -> None:
     unannotated = catalog_of(tool("list_directory", "List the files of a folder", {"path": {"type": "string"}}, "path"))
     for asked in (
-        await asks("list the files", cwd=None),  # no working directory to fall back on
-        await asks("make a new folder"),  # nor is the working directory created or changed
+        await asks("make a new folder"),  # the working directory is never created or changed
         await asks("list the files", unannotated),  # not declared read-only
     ):
         assert asked.missing.arguments == ("path",) and asked.plan.arguments == {}
     await refusal("read the file")  # a file is never the working directory, and the read tools tie
+    assert "send currentWorkingDirectory" in await refusal("list the files", cwd=None)  # no path is read without it
 
 
 async def test_only_a_read_only_tool_named_for_folders_takes_the_working_directory() -> None:

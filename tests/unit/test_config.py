@@ -341,3 +341,18 @@ def test_a_persons_own_secret_is_named_in_env_only_and_with_a_valid_name(tmp_pat
     path = write(tmp_path, {"backends": [{"id": "many", "command": "x", "maxPeople": 0}]})
     with pytest.raises(ConfigError, match="maxPeople"):
         load_sources(path, {}, {}).resolve()
+
+
+def test_max_people_is_refused_on_a_backend_nobody_runs_as_themselves(tmp_path: Path) -> None:
+    for backend in (
+        {"id": "plain", "command": "x", "env": {"T": "shared"}, "maxPeople": 4},
+        {"id": "shared", "url": "http://127.0.0.1:1/mcp", "auth": {"type": "oauth"}, "maxPeople": 4},
+    ):
+        path = write(tmp_path, {"backends": [backend]})
+        with pytest.raises(ConfigError, match="maxPeople applies only to a backend run as each person"):
+            load_sources(path, {}, {}).resolve()
+    for backend in (
+        {"id": "pat", "command": "x", "env": {"T": "${person:PAT}"}, "maxPeople": 4},
+        {"id": "own", "url": "http://127.0.0.1:1/mcp", "auth": {"type": "oauth", "perPrincipal": True}, "maxPeople": 4},
+    ):
+        assert load_sources(write(tmp_path, {"backends": [backend]}), {}, {}).resolve().backends[0].max_people == 4

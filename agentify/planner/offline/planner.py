@@ -39,12 +39,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentify.errors import BackendUnavailable, Missing, NoPlan, PlannerUnavailable
+from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
 from agentify.planner import NeedsArguments, Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
-from agentify.planner.form import NotAskable, form_schema
-from agentify.planner.offline.extract import ASKED, Mentions, analyse, as_url, goal_request, resolve_path
-from agentify.planner.offline.fill import Filling, choices, fill, role, takes_goal
+from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
+from agentify.planner.offline.extract import ASKED, Mentions, analyse, goal_request
+from agentify.planner.offline.fill import Filling, choices, fill, takes_goal
 from agentify.planner.retrieval import IndexCache, Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, words
 
@@ -105,24 +105,6 @@ class _Goals:
         return bool(rest) and (any(rest <= name for name in self.names) or any(rest <= v <= said for v in self.values))
 
 
-@dataclass(frozen=True)
-class _Ask:
-    """A tool the planner is sure of, with what it filled and the required arguments a person is to give."""
-
-    tool: CatalogTool
-    filling: Filling
-    why: str
-
-
-class _Unfilled(PlannerUnavailable):
-    """The rules' refusal of a tool they chose, for arguments the task does not say (`ask`: when a form can ask
-    for them), so that the hybrid ranking may still answer in full first."""
-
-    def __init__(self, message: str, ask: _Ask | None) -> None:
-        super().__init__(message)
-        self.ask = ask
-
-
 def _without_filler(text: str) -> str:
     return " ".join(token for token in text.split() if set(words(token)) - GOAL_FILLER)
 
@@ -164,7 +146,7 @@ class OfflinePlanner:
         message = refusal.message
         alone = index.search(mentions.query, mentions.terms(), CANDIDATES, related=False)
         alone = [r for r in alone if r.score > 0 and not (mentions.asks and r.tool.name in index.destructive)]
-        ask = refusal.ask if isinstance(refusal, _Unfilled) else None
+        ask = refusal.ask if isinstance(refusal, Unfilled) else None
         if ranked and confident(alone) and alone[0].tool == ranked[0].tool:
             lead = alone[0].score - (alone[1].score if len(alone) > 1 else 0.0)
             chosen = ranked[0].tool
@@ -173,12 +155,12 @@ class OfflinePlanner:
             why = f"its score stands {lead:.2f} clear of the next tool's in the hybrid ranking"
             if problem is None:
                 return _plan(chosen, filling.arguments, why, catalog)
-            unaskable = _unaskable(chosen, filling, problem)
-            if ask is None and unaskable is None:
-                ask = _Ask(chosen, filling, why)
+            asked = asking(chosen, filling, why, problem, mentions.base)
+            if ask is None and isinstance(asked, Ask):
+                ask = asked
             message = (
                 f"the offline planner (no model is configured) understood {_label(chosen)}, but "
-                f"{unaskable or problem}. {CONFIGURE}"
+                f"{asked if isinstance(asked, str) else problem}. {CONFIGURE}"
             )
         candidates = [
             {"name": r.tool.name, "backend": r.tool.backend, "tool": r.tool.tool.name, "description": _short(r.tool)}
@@ -215,11 +197,11 @@ class OfflinePlanner:
         filling = fill(chosen, mentions)
         problem = _problem(filling) or chosen.validation_error(filling.arguments)
         if problem is not None:
-            unaskable = _unaskable(chosen, filling, problem)
-            raise _Unfilled(
+            asked = asking(chosen, filling, why, problem, mentions.base)
+            raise Unfilled(
                 f"the offline planner (no model is configured) understood {_label(chosen)} ({why}), but "
-                f"{unaskable or problem}. {CONFIGURE}",
-                None if unaskable else _Ask(chosen, filling, why),
+                f"{asked if isinstance(asked, str) else problem}. {CONFIGURE}",
+                asked if isinstance(asked, Ask) else None,
             )
         return _plan(chosen, filling.arguments, why, catalog)
 
@@ -266,48 +248,16 @@ def _plan(chosen: CatalogTool, arguments: dict[str, Any], why: str, catalog: Cat
     )
 
 
-def _unaskable(tool: CatalogTool, filling: Filling, problem: str) -> str | None:
-    """None when asking a person for the required arguments the filling lacks completes the plan; else why not,
-    in the words of the refusal (`problem`: what is wrong with the filling): a value of the task no argument
-    takes, an element ref (only a model that read the page knows one), an argument a form must not or cannot
-    ask for, or a filled value the tool's schema refuses."""
-    if filling.unplaced or not filling.unfilled:
-        return problem
-    properties = tool.input_schema.get("properties") or {}
-    specs = {n: properties.get(n) for n in filling.unfilled}
-    refs = [n for n, spec in specs.items() if role(n, spec if isinstance(spec, dict) else {}) == "ref"]
-    if refs:
-        return f"{problem}, and a person cannot give `{refs[0]}`: it comes from a snapshot of the page"
-    try:
-        form_schema(tool.input_schema, filling.unfilled)
-    except NotAskable as exc:
-        return f"{problem} ({exc})"
-    error = tool.validation_error(filling.arguments, absent=filling.unfilled)
-    return None if error is None else f"{problem}, and what it did fill does not fit the tool: {error}"
-
-
 def _needs(
-    ask: _Ask, candidates: list[dict[str, str]], catalog: Catalog, closest: str, mentions: Mentions
+    ask: Ask, candidates: list[dict[str, str]], catalog: Catalog, closest: str, mentions: Mentions
 ) -> NeedsArguments:
-    tool, names = ask.tool, ask.filling.unfilled
-    properties = tool.input_schema.get("properties") or {}
-    roles = {n: role(n, spec) for n in names if isinstance(spec := properties.get(n), dict)}
-
-    def read(name: str, value: Any) -> Any:
-        """A path or URL the user typed, as a task's own: "notes.txt" in the working directory, "localhost:3000"."""
-        if not isinstance(value, str) or roles.get(name) not in ("path", "url"):
-            return value
-        taken = resolve_path(value, mentions.base) if roles[name] == "path" else as_url(value)
-        return value if taken is None else taken
-
-    said = " and ".join(f"`{n}`" for n in names)
+    instead = ask.missing.instead()
     message = (
-        f"the offline planner (no model is configured) chose {_label(tool)} ({ask.why}), but "
-        f"{_problem(ask.filling)}. Say the value of {said} in the task (quote texts), or call {tool.name} with "
-        f"call_tool. {CONFIGURE}{closest}"
+        f"the offline planner (no model is configured) chose {_label(ask.tool)} ({ask.why}), but "
+        f"{_problem(ask.filling)}. {instead[0].upper()}{instead[1:]}. {CONFIGURE}{closest}"
     )
-    plan = _plan(tool, ask.filling.arguments, ask.why, catalog)
-    return NeedsArguments(message, candidates, plan, Missing(tool.name, tool.backend, tool.tool.name, names), read)
+    plan = _plan(ask.tool, ask.filling.arguments, ask.why, catalog)
+    return needs(ask, message, plan, candidates, mentions.base)
 
 
 def _short(tool: CatalogTool) -> str:
