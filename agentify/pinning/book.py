@@ -141,8 +141,9 @@ class PinBook:
         """What an extra session of `backend` listed (another process of it, `pool.py`): judged by the pins, and what
         is held queued as pending and logged once. It never stands for the backend's listing (the owner session's
         does: the console, the shadowing check and a re-read of the store judge that one). Before the backend has
-        pins nothing is queued (its calls are judged all the same): its first use is the owner session's listing."""
-        if self.mode != "off" and backend in self._snapshot and self._record(backend, tools):
+        pins nothing is queued (its calls are judged all the same): its first use is the owner session's listing. It
+        never settles a waiting change: another process listing the approved definition says nothing of the owner's."""
+        if self.mode != "off" and backend in self._snapshot and self._record(backend, tools, settle=False):
             self._changed()
 
     async def run(self) -> None:
@@ -255,8 +256,9 @@ class PinBook:
 
     # ----- recording -------------------------------------------------------------------------
 
-    def _record(self, backend: str, tools: list[types.Tool]) -> bool:
-        """Queues what `tools` change of the pins; True when they change any."""
+    def _record(self, backend: str, tools: list[types.Tool], settle: bool = True) -> bool:
+        """Queues what `tools` change of the pins; True when they change any. `settle`: a waiting record of a tool
+        `tools` no longer holds is dropped (an extra session's listing never does)."""
         held = self.judge(backend, tools)
         if self._failure is not None:
             return False
@@ -275,7 +277,7 @@ class PinBook:
                 continue
             if pins is None or tool.name not in pins.approved:
                 write.first_use[tool.name] = Record(digest=now, definition=defined, at=at)
-            if pins is not None and tool.name in pins.pending:
+            if settle and pins is not None and tool.name in pins.pending:
                 write.settled.add(tool.name)
         if pins is None or write.first_use or write.pending or write.settled:
             self._snapshot[backend] = _applied(pins, write)
