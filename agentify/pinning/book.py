@@ -81,7 +81,9 @@ class PinBook:
 
     def each_person(self, backend: str) -> None:
         """`backend` runs as each person (`people.py`): what one person's session lists another's may not (their
-        scopes differ), so a tool first seen in anyone's listing is a first use there, never an addition."""
+        scopes differ), so a tool first seen in anyone's listing is a first use there, never an addition. What waits
+        of it waits for a person's approval only: one person's listing of the approved definition never settles a
+        change another person's session listed."""
         self._per_person.add(backend)
 
     def open(self) -> None:
@@ -224,13 +226,15 @@ class PinBook:
     def _reason(self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str], per_person: bool) -> str:
         defined = definition(tool)
         now = digest(defined)
+        waiting = pins.pending.get(tool.name) if pins is not None else None
+        if per_person and waiting is not None and waiting.reason:
+            return waiting.reason  # one person's listing of the approved definition says nothing of another's
         approved = pins.approved.get(tool.name) if pins is not None else None
         if approved is not None and approved.digest == now:
             return "" if approved.how == "approved" else _suspect(defined, others)
         if approved is not None:
             parts = ", ".join(changed_parts(dict(approved.definition), defined)) or "its definition"
             return _joined(f"changed since it was pinned ({parts})", _suspect(defined, others))
-        waiting = pins.pending.get(tool.name) if pins is not None else None
         if waiting is not None and waiting.digest == now and waiting.reason:
             return waiting.reason
         if pins is not None and not per_person:
@@ -263,6 +267,7 @@ class PinBook:
         if self._failure is not None:
             return False
         pins = self._snapshot.get(backend)
+        per_person = backend in self._per_person
         write = _Write()
         at = time.time()
         for tool in tools:
@@ -271,7 +276,8 @@ class PinBook:
             if tool.name in held:
                 reason = held[tool.name].reason
                 waiting = pins.pending.get(tool.name) if pins is not None else None
-                if waiting is None or waiting.digest != now or waiting.reason != reason:
+                kept = per_person and waiting is not None and waiting.reason  # what waits is what a person approves
+                if not kept and (waiting is None or waiting.digest != now or waiting.reason != reason):
                     write.pending[tool.name] = Record(digest=now, definition=defined, at=at, reason=reason)
                 self._log_held(held[tool.name])
                 continue
