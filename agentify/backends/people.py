@@ -190,8 +190,10 @@ class PeopleFront(Supervisor, Generic[P]):
         stderr: StderrLog,
         on_change: ChangeListener | None,
         more: Callable[[], Connection] | None = None,
+        person: str | None = None,
     ) -> Supervisor:
-        """A supervisor for one person's sessions: it lists the front's tools, its state is the front's news."""
+        """A supervisor for one person's sessions (`person`, the caller's principal unless said): it lists the
+        front's tools, its state is the front's news."""
         supervisor = Supervisor(
             self._inner_spec,
             connection,
@@ -206,6 +208,7 @@ class PeopleFront(Supervisor, Generic[P]):
             more=more,
         )
         supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
+        supervisor.person = person or current_principal() or LOCAL  # the pins judge its listings as theirs
         supervisor.asks_by_url = self.asks_by_url
         return supervisor
 

@@ -16,8 +16,11 @@ running gateway at once (Redis publishes it) or within the store's `poll_seconds
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +39,9 @@ Mode = Literal["off", "warn", "enforce"]
 POLL_SECONDS = 0.5
 CLOSE_SECONDS = 2.0
 
+_PERSON: ContextVar[str | None] = ContextVar("agentify_pins_person", default=None)
+"""Whose session of a backend run as each person lists now (`PinBook.listing_as`)."""
+
 
 @dataclass(frozen=True)
 class Held:
@@ -51,8 +57,10 @@ class _Write:
     first_use: dict[str, Record] = field(default_factory=dict)
     pending: dict[str, Record] = field(default_factory=dict)
     settled: set[str] = field(default_factory=set)
+    people: set[str] = field(default_factory=set)
 
     def merge(self, other: _Write) -> None:
+        self.people |= other.people
         for name, record in other.first_use.items():
             self.first_use.setdefault(name, record)
         self.pending = {k: v for k, v in self.pending.items() if k not in other.settled} | other.pending
@@ -78,13 +86,26 @@ class PinBook:
         self._logged: set[tuple[str, str, str]] = set()
         self._wake = anyio.Event()
         self._per_person: set[str] = set()
+        self._listers: dict[str, str | None] = {}
+        """Whose session listed last what `_listed` keeps of a backend run as each person."""
 
     def each_person(self, backend: str) -> None:
         """`backend` runs as each person (`people.py`): what one person's session lists another's may not (their
-        scopes differ), so a tool first seen in anyone's listing is a first use there, never an addition. What waits
-        of it waits for a person's approval only: one person's listing of the approved definition never settles a
-        change another person's session listed."""
+        scopes differ), so a tool in a person's first listing of it is a first use (one another person's first
+        listing recorded is known), and one added in their later listings waits for approval; who listed first is
+        kept in the store (`BackendPins.people`, as a digest), so it holds on every replica and across restarts.
+        What waits of it waits for a person's approval only: one person's listing of the approved definition never
+        settles a change another person's session listed."""
         self._per_person.add(backend)
+
+    @contextmanager
+    def listing_as(self, person: str) -> Iterator[None]:
+        """What a backend run as each person lists within the block is `person`'s listing (their supervisor's)."""
+        token = _PERSON.set(person)
+        try:
+            yield
+        finally:
+            _PERSON.reset(token)
 
     def open(self) -> None:
         """Reads the store once, before any backend lists (blocking: called at start-up)."""
@@ -109,8 +130,9 @@ class PinBook:
         logger.info("pinning is now {}", mode)
         self._changed()
 
-    def judge(self, backend: str, tools: list[types.Tool]) -> dict[str, Held]:
-        """The tools of `tools` (as `backend` lists them) that wait for approval, by name."""
+    def judge(self, backend: str, tools: list[types.Tool], first: bool = False) -> dict[str, Held]:
+        """The tools of `tools` (as `backend` lists them) that wait for approval, by name. `first`: the listing is a
+        person's first of a backend run as each person (what it has that is not pinned is a first use)."""
         if self.mode == "off":
             return {}
         if self._failure is not None:
@@ -120,7 +142,7 @@ class PinBook:
         others = self._other_names(backend, {t.name for t in tools})
         held: dict[str, Held] = {}
         for tool in tools:
-            reason = self._reason(tool, pins, others, backend in self._per_person)
+            reason = self._reason(tool, pins, others, backend in self._per_person, first)
             if reason:
                 held[tool.name] = Held(backend, tool.name, reason)
         return held
@@ -130,6 +152,7 @@ class PinBook:
         logged once. Other backends' tools are judged again when this one brings new names."""
         before = self._names(backend)
         self._listed[backend] = list(tools)
+        self._listers[backend] = _PERSON.get()
         if self.mode == "off":
             return
         self._record(backend, tools)
@@ -223,7 +246,9 @@ class PinBook:
 
     # ----- judging ---------------------------------------------------------------------------
 
-    def _reason(self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str], per_person: bool) -> str:
+    def _reason(
+        self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str], per_person: bool, first: bool
+    ) -> str:
         defined = definition(tool)
         now = digest(defined)
         waiting = pins.pending.get(tool.name) if pins is not None else None
@@ -237,8 +262,9 @@ class PinBook:
             return _joined(f"changed since it was pinned ({parts})", _suspect(defined, others))
         if waiting is not None and waiting.digest == now and waiting.reason:
             return waiting.reason
-        if pins is not None and not per_person:
-            return _joined("added after the backend's first listing", _suspect(defined, others))
+        if pins is not None and not (per_person and first):
+            added = f"added after {'this person' if per_person else 'the backend'}'s first listing"
+            return _joined(added, _suspect(defined, others))
         return _suspect(defined, others)
 
     def _other_names(self, backend: str, own: set[str]) -> dict[str, str]:
@@ -262,13 +288,17 @@ class PinBook:
 
     def _record(self, backend: str, tools: list[types.Tool], settle: bool = True) -> bool:
         """Queues what `tools` change of the pins; True when they change any. `settle`: a waiting record of a tool
-        `tools` no longer holds is dropped (an extra session's listing never does)."""
-        held = self.judge(backend, tools)
-        if self._failure is not None:
-            return False
+        `tools` no longer holds is dropped (an extra session's listing never does, nor is it a person's first)."""
         pins = self._snapshot.get(backend)
         per_person = backend in self._per_person
+        person = _person_key(self._listers.get(backend)) if per_person else ""
+        first = per_person and settle and (pins is None or person not in pins.people)
+        held = self.judge(backend, tools, first)
+        if self._failure is not None:
+            return False
         write = _Write()
+        if first:
+            write.people.add(person)
         at = time.time()
         for tool in tools:
             defined = definition(tool)
@@ -285,7 +315,7 @@ class PinBook:
                 write.first_use[tool.name] = Record(digest=now, definition=defined, at=at)
             if settle and pins is not None and tool.name in pins.pending:
                 write.settled.add(tool.name)
-        if pins is None or write.first_use or write.pending or write.settled:
+        if pins is None or write.first_use or write.pending or write.settled or write.people:
             self._snapshot[backend] = _applied(pins, write)
             self._queued.setdefault(backend, _Write()).merge(write)
             self._wake.set()
@@ -324,7 +354,9 @@ class PinBook:
                 return
 
     def _store_write(self, backend: str, write: _Write) -> None:
-        self.store.update(backend, first_use=write.first_use, pending=write.pending, settled=write.settled)
+        self.store.update(
+            backend, first_use=write.first_use, pending=write.pending, settled=write.settled, people=write.people
+        )
 
     async def _poll(self) -> None:
         try:
@@ -378,7 +410,12 @@ def _applied(pins: BackendPins | None, write: _Write) -> BackendPins:
     for name, record in write.first_use.items():
         approved.setdefault(name, record)
     pending = {k: v for k, v in pins.pending.items() if k not in write.settled} | write.pending
-    return BackendPins(approved, pending)
+    return BackendPins(approved, pending, pins.people | write.people)
+
+
+def _person_key(person: str | None) -> str:
+    """What the store keeps of a person (`BackendPins.people`): a digest, not their name."""
+    return hashlib.sha256((person or "").encode()).hexdigest()[:32]
 
 
 def _suspect(defined: Mapping[str, Any], others: Mapping[str, str]) -> str:
