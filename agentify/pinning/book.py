@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -85,7 +86,7 @@ class PinBook:
         self._queued: dict[str, _Write] = {}
         self._logged: set[tuple[str, str, str]] = set()
         self._wake = anyio.Event()
-        self._per_person: set[str] = set()
+        self._per_person: Counter[str] = Counter()
         self._listers: dict[str, str | None] = {}
         """Whose session listed last what `_listed` keeps of a backend run as each person."""
 
@@ -96,7 +97,15 @@ class PinBook:
         kept in the store (`BackendPins.people`, as a digest), so it holds on every replica and across restarts.
         What waits of it waits for a person's approval only: one person's listing of the approved definition never
         settles a change another person's session listed."""
-        self._per_person.add(backend)
+        self._per_person[backend] += 1
+
+    def shared_again(self, backend: str) -> None:
+        """A front of `backend` run as each person stopped (`each_person` counted it): with none left (a reloaded
+        config made it one shared backend) its tools are judged as any backend's again."""
+        self._per_person[backend] -= 1
+        if self._per_person[backend] <= 0:
+            del self._per_person[backend]
+            self._changed()
 
     @contextmanager
     def listing_as(self, person: str) -> Iterator[None]:

@@ -487,3 +487,19 @@ async def test_an_extra_session_listing_the_old_definition_leaves_the_owners_cha
     assert "echo" in FileStore(tmp_path).load()["demo"].pending
     assert await book.approve("demo", "echo") == 1  # `agentify pins approve` finds what waits
     assert book.judge("demo", [rug]) == {}
+
+
+async def test_a_backend_no_longer_run_as_each_person_is_judged_as_a_shared_one_once_its_front_stopped(
+    tmp_path: Path,
+) -> None:
+    import anyio
+
+    book = await _book(FileStore(tmp_path))
+    front = _front(book)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(front.run)
+        await anyio.sleep(0.05)
+        front.stop()  # a reloaded config made "gh" one shared backend
+    book.observe("gh", [ECHO])
+    book.observe("gh", [ECHO, ADD])
+    assert "added after the backend's first listing" in book.judge("gh", [ECHO, ADD])["add"].reason
