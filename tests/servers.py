@@ -120,6 +120,11 @@ class RedisServer:
                 continue
         raise RuntimeError(f"redis-server did not start: {(self._directory / 'redis.log').read_text()[-2000:]}")
 
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "redis-server is not running"
+        return self._process.pid
+
     def stop(self) -> None:
         if self._process is not None:
             stop(self._process)

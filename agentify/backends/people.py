@@ -70,7 +70,7 @@ class PeopleFront(Supervisor, Generic[P]):
             lazy, connection, stderr, wiring.manifests, wiring.on_state, wiring.roots, wiring.routes, pins=wiring.pins
         )
         if wiring.pins is not None:
-            wiring.pins.each_person(spec.id)  # judged by one set of pins, whoever's session listed
+            wiring.pins.each_person(spec.id)  # judged by one set of pins, whoever's session listed (until `run` ends)
         self._forgotten = forgotten
         if forgotten is not None:
             forgotten.append(self._forget)
@@ -89,18 +89,22 @@ class PeopleFront(Supervisor, Generic[P]):
 
     async def run(self) -> None:
         """Owns every person's supervisor, and what `_beside` does meanwhile, until stopped."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            beside = anyio.CancelScope()
-            tg.start_soon(self._run_beside, beside)
-            await self._starts.stopping.wait()
-            beside.cancel()
-            if self._forgotten is not None and self._forget in self._forgotten:
-                self._forgotten.remove(self._forget)
-            for person in self._people.values():
-                person.supervisor.stop()
-            tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
-        self._tg = None
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                beside = anyio.CancelScope()
+                tg.start_soon(self._run_beside, beside)
+                await self._starts.stopping.wait()
+                beside.cancel()
+                if self._forgotten is not None and self._forget in self._forgotten:
+                    self._forgotten.remove(self._forget)
+                for person in self._people.values():
+                    person.supervisor.stop()
+                tg.cancel_scope.deadline = anyio.current_time() + self.start_limit + 5  # bounded, whatever hangs
+        finally:
+            self._tg = None
+            if self._wiring.pins is not None:
+                self._wiring.pins.shared_again(self.spec.id)  # a reloaded config may make it one shared backend
 
     async def _run_beside(self, scope: anyio.CancelScope) -> None:
         with scope:
@@ -190,8 +194,10 @@ class PeopleFront(Supervisor, Generic[P]):
         stderr: StderrLog,
         on_change: ChangeListener | None,
         more: Callable[[], Connection] | None = None,
+        person: str | None = None,
     ) -> Supervisor:
-        """A supervisor for one person's sessions: it lists the front's tools, its state is the front's news."""
+        """A supervisor for one person's sessions (`person`, the caller's principal unless said): it lists the
+        front's tools, its state is the front's news."""
         supervisor = Supervisor(
             self._inner_spec,
             connection,
@@ -206,6 +212,7 @@ class PeopleFront(Supervisor, Generic[P]):
             more=more,
         )
         supervisor.tools = self.tools  # what any person's session lists is the backend's catalog entry
+        supervisor.person = person or current_principal() or LOCAL  # the pins judge its listings as theirs
         supervisor.asks_by_url = self.asks_by_url
         return supervisor
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import AsyncExitStack
+from contextlib import AbstractContextManager, AsyncExitStack, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -127,6 +127,9 @@ class Supervisor:
         self._lanes = Lanes(spec.id, spec.max_sessions, spec.timeout_seconds, self._extra if more else None)
         self._on_change = on_change
         self._on_log = on_log
+        self.person: str | None = None
+        """Whose sessions these are, for a backend run as each person (`people.py`): the pins judge their listings
+        as that person's."""
         self._log_level: types.LoggingLevel | None = None  # what logging/setLevel says; the backend's own until set
         learning = spec.start == "lazy" and not self.tools.from_manifest  # started once, only to learn the tools
         self._idle = IdleClock(spec.idle_stop_seconds, learning=learning)
@@ -348,6 +351,7 @@ class Supervisor:
             pins=self._pins,
         )
         extra.tools.owner = False  # its listing is judged by the pins, the owner's stays the backend's
+        extra.person = self.person
         extra._log_level = self._log_level
         return extra
 
@@ -415,7 +419,8 @@ class Supervisor:
         return verdict.again
 
     def _ready(self, session: ClientSession, tools: list[types.Tool]) -> None:
-        self.tools.replace(tools)
+        with self._listing():
+            self.tools.replace(tools)
         self._log.info("ready: {} tools", len(self.tools.tools))
         self._session = session
         self.last_error = None
@@ -452,11 +457,19 @@ class Supervisor:
                 self._lifecycle.enter(BackendState.IDLE)
                 return
             if self.tools.stale.is_set() and not self._starts.stopping.is_set():
-                if await self.tools.list_again(session, self.start_limit):
+                with self._listing():
+                    again = await self.tools.list_again(session, self.start_limit)
+                if again:
                     self._lifecycle.changed()
             if self.offers.stale.is_set() and not self._starts.stopping.is_set():
                 await self.offers.learn(session, self.start_limit)
                 self.offers.keep()
+
+    def _listing(self) -> AbstractContextManager[None]:
+        """What a session lists within is `person`'s listing, for the pins."""
+        if self._pins is None or self.person is None:
+            return nullcontext()
+        return self._pins.listing_as(self.person)
 
     async def _on_message(self, message: Any) -> None:
         change = change_of(self.spec.id, message)

@@ -18,8 +18,11 @@ from agentify.planner import Plan
 from agentify.planner.catalog import Catalog, CatalogTool
 from agentify.team.access import Access, tool_target
 from agentify.team.policy import Target
+from agentify.team.principal import Who, current_who
 
 MAX_VIEWS = 16
+MAX_PRINCIPALS = 1024
+"""The principals (with their groups and scopes) whose view is remembered; the others' is decided again."""
 
 
 def target_of(tool: CatalogTool) -> Target:
@@ -27,15 +30,34 @@ def target_of(tool: CatalogTool) -> Target:
 
 
 class CatalogViews:
-    """The catalog each principal sees, kept for the last few distinct views."""
+    """The catalog each principal sees, kept for the last few distinct views.
+
+    What a principal is shown is decided tool by tool once per catalog and decision set: a catalog is a new
+    object when a backend's tools change (list_changed, a backend started or stopped, pins approved) and an
+    `Access` a new one when the rules or the policy are reloaded, so both are the version of what is shown."""
 
     def __init__(self) -> None:
         self._views: OrderedDict[tuple[int, int, frozenset[str]], tuple[Catalog, Catalog]] = OrderedDict()
+        self._version: tuple[Catalog, Access] | None = None
+        self._shown: dict[Who, Catalog] = {}
+        """Each principal's view of the catalog and access of `_version`."""
 
     def of(self, catalog: Catalog, access: Access) -> Catalog:
         if not access.active:
             return catalog
-        names = frozenset(name for name, tool in catalog.tools.items() if access.shows(target_of(tool)))
+        if self._version is None or self._version[0] is not catalog or self._version[1] is not access:
+            self._version, self._shown = (catalog, access), {}
+        who = current_who()
+        view = self._shown.get(who)
+        if view is None:
+            if len(self._shown) >= MAX_PRINCIPALS:
+                self._shown.clear()
+            view = self._shown[who] = self._view(catalog, access, who)
+        return view
+
+    def _view(self, catalog: Catalog, access: Access, who: Who) -> Catalog:
+        """The catalog of the tools `who` is shown: one object for everyone shown the same tools."""
+        names = frozenset(name for name, tool in catalog.tools.items() if access.shows(target_of(tool), who))
         if len(names) == len(catalog.tools):
             return catalog
         key = (id(catalog), id(access), names)

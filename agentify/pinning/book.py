@@ -16,8 +16,12 @@ running gateway at once (Redis publishes it) or within the store's `poll_seconds
 
 from __future__ import annotations
 
+import hashlib
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +40,9 @@ Mode = Literal["off", "warn", "enforce"]
 POLL_SECONDS = 0.5
 CLOSE_SECONDS = 2.0
 
+_PERSON: ContextVar[str | None] = ContextVar("agentify_pins_person", default=None)
+"""Whose session of a backend run as each person lists now (`PinBook.listing_as`)."""
+
 
 @dataclass(frozen=True)
 class Held:
@@ -51,8 +58,10 @@ class _Write:
     first_use: dict[str, Record] = field(default_factory=dict)
     pending: dict[str, Record] = field(default_factory=dict)
     settled: set[str] = field(default_factory=set)
+    people: set[str] = field(default_factory=set)
 
     def merge(self, other: _Write) -> None:
+        self.people |= other.people
         for name, record in other.first_use.items():
             self.first_use.setdefault(name, record)
         self.pending = {k: v for k, v in self.pending.items() if k not in other.settled} | other.pending
@@ -77,12 +86,35 @@ class PinBook:
         self._queued: dict[str, _Write] = {}
         self._logged: set[tuple[str, str, str]] = set()
         self._wake = anyio.Event()
-        self._per_person: set[str] = set()
+        self._per_person: Counter[str] = Counter()
+        self._listers: dict[str, str | None] = {}
+        """Whose session listed last what `_listed` keeps of a backend run as each person."""
 
     def each_person(self, backend: str) -> None:
         """`backend` runs as each person (`people.py`): what one person's session lists another's may not (their
-        scopes differ), so a tool first seen in anyone's listing is a first use there, never an addition."""
-        self._per_person.add(backend)
+        scopes differ), so a tool in a person's first listing of it is a first use (one another person's first
+        listing recorded is known), and one added in their later listings waits for approval; who listed first is
+        kept in the store (`BackendPins.people`, as a digest), so it holds on every replica and across restarts.
+        What waits of it waits for a person's approval only: one person's listing of the approved definition never
+        settles a change another person's session listed."""
+        self._per_person[backend] += 1
+
+    def shared_again(self, backend: str) -> None:
+        """A front of `backend` run as each person stopped (`each_person` counted it): with none left (a reloaded
+        config made it one shared backend) its tools are judged as any backend's again."""
+        self._per_person[backend] -= 1
+        if self._per_person[backend] <= 0:
+            del self._per_person[backend]
+            self._changed()
+
+    @contextmanager
+    def listing_as(self, person: str) -> Iterator[None]:
+        """What a backend run as each person lists within the block is `person`'s listing (their supervisor's)."""
+        token = _PERSON.set(person)
+        try:
+            yield
+        finally:
+            _PERSON.reset(token)
 
     def open(self) -> None:
         """Reads the store once, before any backend lists (blocking: called at start-up)."""
@@ -107,8 +139,9 @@ class PinBook:
         logger.info("pinning is now {}", mode)
         self._changed()
 
-    def judge(self, backend: str, tools: list[types.Tool]) -> dict[str, Held]:
-        """The tools of `tools` (as `backend` lists them) that wait for approval, by name."""
+    def judge(self, backend: str, tools: list[types.Tool], first: bool = False) -> dict[str, Held]:
+        """The tools of `tools` (as `backend` lists them) that wait for approval, by name. `first`: the listing is a
+        person's first of a backend run as each person (what it has that is not pinned is a first use)."""
         if self.mode == "off":
             return {}
         if self._failure is not None:
@@ -118,7 +151,7 @@ class PinBook:
         others = self._other_names(backend, {t.name for t in tools})
         held: dict[str, Held] = {}
         for tool in tools:
-            reason = self._reason(tool, pins, others, backend in self._per_person)
+            reason = self._reason(tool, pins, others, backend in self._per_person, first)
             if reason:
                 held[tool.name] = Held(backend, tool.name, reason)
         return held
@@ -128,6 +161,7 @@ class PinBook:
         logged once. Other backends' tools are judged again when this one brings new names."""
         before = self._names(backend)
         self._listed[backend] = list(tools)
+        self._listers[backend] = _PERSON.get()
         if self.mode == "off":
             return
         self._record(backend, tools)
@@ -141,8 +175,9 @@ class PinBook:
         """What an extra session of `backend` listed (another process of it, `pool.py`): judged by the pins, and what
         is held queued as pending and logged once. It never stands for the backend's listing (the owner session's
         does: the console, the shadowing check and a re-read of the store judge that one). Before the backend has
-        pins nothing is queued (its calls are judged all the same): its first use is the owner session's listing."""
-        if self.mode != "off" and backend in self._snapshot and self._record(backend, tools):
+        pins nothing is queued (its calls are judged all the same): its first use is the owner session's listing. It
+        never settles a waiting change: another process listing the approved definition says nothing of the owner's."""
+        if self.mode != "off" and backend in self._snapshot and self._record(backend, tools, settle=False):
             self._changed()
 
     async def run(self) -> None:
@@ -220,20 +255,25 @@ class PinBook:
 
     # ----- judging ---------------------------------------------------------------------------
 
-    def _reason(self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str], per_person: bool) -> str:
+    def _reason(
+        self, tool: types.Tool, pins: BackendPins | None, others: Mapping[str, str], per_person: bool, first: bool
+    ) -> str:
         defined = definition(tool)
         now = digest(defined)
+        waiting = pins.pending.get(tool.name) if pins is not None else None
+        if per_person and waiting is not None and waiting.reason:
+            return waiting.reason  # one person's listing of the approved definition says nothing of another's
         approved = pins.approved.get(tool.name) if pins is not None else None
         if approved is not None and approved.digest == now:
             return "" if approved.how == "approved" else _suspect(defined, others)
         if approved is not None:
             parts = ", ".join(changed_parts(dict(approved.definition), defined)) or "its definition"
             return _joined(f"changed since it was pinned ({parts})", _suspect(defined, others))
-        waiting = pins.pending.get(tool.name) if pins is not None else None
         if waiting is not None and waiting.digest == now and waiting.reason:
             return waiting.reason
-        if pins is not None and not per_person:
-            return _joined("added after the backend's first listing", _suspect(defined, others))
+        if pins is not None and not (per_person and first):
+            added = f"added after {'this person' if per_person else 'the backend'}'s first listing"
+            return _joined(added, _suspect(defined, others))
         return _suspect(defined, others)
 
     def _other_names(self, backend: str, own: set[str]) -> dict[str, str]:
@@ -255,13 +295,19 @@ class PinBook:
 
     # ----- recording -------------------------------------------------------------------------
 
-    def _record(self, backend: str, tools: list[types.Tool]) -> bool:
-        """Queues what `tools` change of the pins; True when they change any."""
-        held = self.judge(backend, tools)
+    def _record(self, backend: str, tools: list[types.Tool], settle: bool = True) -> bool:
+        """Queues what `tools` change of the pins; True when they change any. `settle`: a waiting record of a tool
+        `tools` no longer holds is dropped (an extra session's listing never does, nor is it a person's first)."""
+        pins = self._snapshot.get(backend)
+        per_person = backend in self._per_person
+        person = _person_key(self._listers.get(backend)) if per_person else ""
+        first = per_person and settle and (pins is None or person not in pins.people)
+        held = self.judge(backend, tools, first)
         if self._failure is not None:
             return False
-        pins = self._snapshot.get(backend)
         write = _Write()
+        if first:
+            write.people.add(person)
         at = time.time()
         for tool in tools:
             defined = definition(tool)
@@ -269,15 +315,16 @@ class PinBook:
             if tool.name in held:
                 reason = held[tool.name].reason
                 waiting = pins.pending.get(tool.name) if pins is not None else None
-                if waiting is None or waiting.digest != now or waiting.reason != reason:
+                kept = per_person and waiting is not None and waiting.reason  # what waits is what a person approves
+                if not kept and (waiting is None or waiting.digest != now or waiting.reason != reason):
                     write.pending[tool.name] = Record(digest=now, definition=defined, at=at, reason=reason)
                 self._log_held(held[tool.name])
                 continue
             if pins is None or tool.name not in pins.approved:
                 write.first_use[tool.name] = Record(digest=now, definition=defined, at=at)
-            if pins is not None and tool.name in pins.pending:
+            if settle and pins is not None and tool.name in pins.pending:
                 write.settled.add(tool.name)
-        if pins is None or write.first_use or write.pending or write.settled:
+        if pins is None or write.first_use or write.pending or write.settled or write.people:
             self._snapshot[backend] = _applied(pins, write)
             self._queued.setdefault(backend, _Write()).merge(write)
             self._wake.set()
@@ -316,7 +363,9 @@ class PinBook:
                 return
 
     def _store_write(self, backend: str, write: _Write) -> None:
-        self.store.update(backend, first_use=write.first_use, pending=write.pending, settled=write.settled)
+        self.store.update(
+            backend, first_use=write.first_use, pending=write.pending, settled=write.settled, people=write.people
+        )
 
     async def _poll(self) -> None:
         try:
@@ -370,7 +419,12 @@ def _applied(pins: BackendPins | None, write: _Write) -> BackendPins:
     for name, record in write.first_use.items():
         approved.setdefault(name, record)
     pending = {k: v for k, v in pins.pending.items() if k not in write.settled} | write.pending
-    return BackendPins(approved, pending)
+    return BackendPins(approved, pending, pins.people | write.people)
+
+
+def _person_key(person: str | None) -> str:
+    """What the store keeps of a person (`BackendPins.people`): a digest, not their name."""
+    return hashlib.sha256((person or "").encode()).hexdigest()[:32]
 
 
 def _suspect(defined: Mapping[str, Any], others: Mapping[str, str]) -> str:

@@ -60,6 +60,9 @@ class BackendPins:
 
     approved: Mapping[str, Record] = field(default_factory=dict)
     pending: Mapping[str, Record] = field(default_factory=dict)
+    people: frozenset[str] = frozenset()
+    """For a backend run as each person: a digest of each person whose first listing of it was recorded (from then
+    on a tool it adds in their sessions waits for approval)."""
 
 
 Snapshot = Mapping[str, BackendPins]

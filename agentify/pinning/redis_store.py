@@ -2,7 +2,8 @@
 an approval made anywhere counts everywhere at once.
 
 Keys: `agentify:pins:backends` (the set of backends that listed once), `agentify:pins:approved:<id>`
-and `agentify:pins:pending:<id>` (hashes, tool name to a JSON record), `agentify:pins:generation`
+and `agentify:pins:pending:<id>` (hashes, tool name to a JSON record), `agentify:pins:people:<id>` (a set:
+`BackendPins.people`), `agentify:pins:generation`
 (raised by every write: what a replica compares), and the channel `agentify:pins:changed`, published
 by every write, so a replica hears an approval at once (the generation is the fallback for a message
 missed while the subscription reconnected, read every `POLL_SECONDS`: a replica idles on the channel).
@@ -39,6 +40,10 @@ def _pending(backend: str) -> str:
     return f"{PREFIX}pending:{backend}"
 
 
+def _people(backend: str) -> str:
+    return f"{PREFIX}people:{backend}"
+
+
 class RedisStore:
     def __init__(self, url: str) -> None:
         # imported here: the redis package costs every gateway without Redis 0.3 s of CPU at start
@@ -63,9 +68,14 @@ class RedisStore:
             for name in names:
                 pipe.hgetall(_approved(name))
                 pipe.hgetall(_pending(name))
+                pipe.smembers(_people(name))
             hashes = pipe.execute()
             return {
-                name: BackendPins(self._records(hashes[2 * n], name), self._records(hashes[2 * n + 1], name))
+                name: BackendPins(
+                    self._records(hashes[3 * n], name),
+                    self._records(hashes[3 * n + 1], name),
+                    frozenset(person.decode() for person in hashes[3 * n + 2]),
+                )
                 for n, name in enumerate(names)
             }
 
@@ -73,7 +83,13 @@ class RedisStore:
         return snapshot
 
     def update(
-        self, backend: str, *, first_use: Mapping[str, Record], pending: Mapping[str, Record], settled: Collection[str]
+        self,
+        backend: str,
+        *,
+        first_use: Mapping[str, Record],
+        pending: Mapping[str, Record],
+        settled: Collection[str],
+        people: Collection[str] = (),
     ) -> None:
         def write() -> None:
             pipe = self._client.pipeline(transaction=True)
@@ -84,6 +100,8 @@ class RedisStore:
                 pipe.hdel(_pending(backend), *settled)
             if pending:
                 pipe.hset(_pending(backend), mapping={k: encode(v) for k, v in pending.items()})
+            if people:
+                pipe.sadd(_people(backend), *people)
             pipe.incr(GENERATION)
             pipe.publish(CHANNEL, b"1")
             pipe.execute()

@@ -46,10 +46,17 @@ class PinStore(Protocol):
         ...
 
     def update(
-        self, backend: str, *, first_use: Mapping[str, Record], pending: Mapping[str, Record], settled: Collection[str]
+        self,
+        backend: str,
+        *,
+        first_use: Mapping[str, Record],
+        pending: Mapping[str, Record],
+        settled: Collection[str],
+        people: Collection[str] = (),
     ) -> None:
         """Marks `backend` as listed, records `first_use` where no tool of that name is approved yet, sets
-        `pending` and drops the pending entries of `settled`. Raises PinStoreError."""
+        `pending`, drops the pending entries of `settled` and adds `people` (`BackendPins.people`). Raises
+        PinStoreError."""
         ...
 
     def approve(self, backend: str, tools: Collection[str] | None) -> list[Record]:
@@ -96,7 +103,13 @@ class FileStore:
         return self._parsed(raw)
 
     def update(
-        self, backend: str, *, first_use: Mapping[str, Record], pending: Mapping[str, Record], settled: Collection[str]
+        self,
+        backend: str,
+        *,
+        first_use: Mapping[str, Record],
+        pending: Mapping[str, Record],
+        settled: Collection[str],
+        people: Collection[str] = (),
     ) -> None:
         with self._locked():
             pins = dict(self.load())
@@ -105,7 +118,7 @@ class FileStore:
             for name, record in first_use.items():
                 approved.setdefault(name, record)
             waiting = {k: v for k, v in now.pending.items() if k not in settled} | dict(pending)
-            pins[backend] = BackendPins(approved, waiting)
+            pins[backend] = BackendPins(approved, waiting, now.people | frozenset(people))
             self._write(pins)
 
     def approve(self, backend: str, tools: Collection[str] | None) -> list[Record]:
@@ -117,7 +130,7 @@ class FileStore:
                 return []
             at = time.time()
             approved = dict(now.approved) | {k: v.approved(at) for k, v in chosen.items()}
-            pins[backend] = BackendPins(approved, {k: v for k, v in now.pending.items() if k not in chosen})
+            pins[backend] = BackendPins(approved, {k: v for k, v in now.pending.items() if k not in chosen}, now.people)
             self._write(pins)
             return list(chosen.values())
 
@@ -140,6 +153,7 @@ class FileStore:
                 backend: BackendPins(
                     {k: Record.from_json(v, f"{self.where}: {backend}.{k}") for k, v in entry["approved"].items()},
                     {k: Record.from_json(v, f"{self.where}: {backend}.{k}") for k, v in entry["pending"].items()},
+                    frozenset(str(person) for person in entry.get("people", [])),
                 )
                 for backend, entry in backends.items()
             }
@@ -157,6 +171,7 @@ class FileStore:
                     "approved": {k: v.as_json() for k, v in sorted(entry.approved.items())},
                     "pending": {k: v.as_json() for k, v in sorted(entry.pending.items())},
                 }
+                | ({"people": sorted(entry.people)} if entry.people else {})
                 for backend, entry in sorted(pins.items())
             },
         }

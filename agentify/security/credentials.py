@@ -64,11 +64,19 @@ _SECRET_WORDS = (
     r"credit card"
 )
 _SECRET_NAME = re.compile(rf"(?:^| )(?:{_SECRET_WORDS})(?: |$)|(?:^| )pin$")  # `pin`, `userPin`; not `pin_tab`
+# A secret key shown in a description: `sk-...`, `sk-proj-...`, `sk_live_4eC3...`, `rk_test_...`. Its prefix alone is
+# no key (`sk-learn`, a sort key's `sk_attribute`): an ellipsis or a token's shape must follow, that is letters
+# and digits mixed, or 20 and more of them. `pk_` keys are publishable, and `pk_id` a primary key.
+_KEY_TOKEN = r"(?:[A-Za-z0-9]*(?:\.\.\.|\u2026)|(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{8,}|[A-Za-z0-9]{20,})"
+_SHOWN_KEY = (
+    rf"(?<![\w-])(?:sk|rk)[-_](?:(?:proj|ant|svcacct|admin|live|test)[-_])?{_KEY_TOKEN}"
+    r"|(?<![\w-])(?:ghp|gho|github_pat|xox[abp])[-_]"  # GitHub's and Slack's prefixes are keys by themselves
+)
 # In a description, a bare "key" is a dictionary's, a sort's or a keyboard's, and "pin" a verb or a GPIO pin:
 # only "your (OpenAI) key", a key shown as "sk-...", "your PIN" or an upper-case PIN are credentials.
 _SECRET_DESCRIPTION = re.compile(
     rf"(?i)\b(?:{_SECRET_WORDS.replace(' ?', '[ _-]?')}|your(?: [\w.-]+){{0,2}} (?:key|pin))\b"
-    r"|(?<![\w-])(?:sk|pk|rk|ghp|gho|github_pat|xox[abp])[-_]"
+    rf"|{_SHOWN_KEY}"
     r"|(?-i:\bPIN\b)"
 )
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")

@@ -5,7 +5,8 @@ a call that reaches a backend once more to that backend (`charge_backend`). A ca
 refused before it runs (`RateLimited`, with the seconds until one may pass).
 
 The counts live in memory, or in Redis when `server.redis` (`AGENTIFY_REDIS_URL`) is set, where every
-replica shares them (the library's Lua scripts make each hit atomic). The storage is the seam: any
+replica shares them (the library's Lua scripts make each hit atomic; in Redis a hit goes through
+`rate_counts`, a lighter round trip than the library's client). The storage is the seam: any
 `limits` async storage will do. When Redis cannot be reached, `whenRedisDown` decides: `allow` counts
 nothing until it is back (the team keeps working; logged once per outage), `refuse` refuses every
 limited call as `rate_limited` until it is back.
@@ -23,6 +24,7 @@ from loguru import logger
 from agentify.config.server import LimitsConfig
 from agentify.errors import RateLimited
 from agentify.security.credentials import mask_url
+from agentify.team.rate_counts import RedisCounts
 
 if TYPE_CHECKING:
     from limits import RateLimitItem
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 REDIS_SECONDS = 2.0
 """The longest one count may wait for Redis; past it, Redis counts as down."""
+KEY_PREFIX = "agentify"
+"""The prefix of every count's key in Redis."""
 REFUSED_RETRY_SECONDS = 5.0
 """What a call refused because Redis is down is told to wait (`whenRedisDown: refuse`)."""
 
@@ -45,6 +49,7 @@ class Limiter:
         self._where = mask_url(redis_url) if redis_url else "memory"
         self._storage: Storage | None = None
         self._strategy: Any = None
+        self._counts: RedisCounts | None = None
         self._down = False
         self.configure(config)
 
@@ -63,6 +68,7 @@ class Limiter:
         if self._storage is None:
             self._storage = _storage(self._redis_url)
             self._strategy = MovingWindowRateLimiter(self._storage)
+            self._counts = RedisCounts(self._redis_url, REDIS_SECONDS) if self._redis_url else None
 
     @property
     def where(self) -> str:
@@ -82,9 +88,11 @@ class Limiter:
     async def aclose(self) -> None:
         """Closes the Redis connections (shielded, bounded)."""
         client = getattr(getattr(self._storage, "bridge", None), "storage", None)  # the library's redis-py client
-        if client is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(REDIS_SECONDS):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(REDIS_SECONDS):
+            if client is not None:
                 await client.aclose()
+            if self._counts is not None:
+                await self._counts.aclose()
 
     async def _charge(self, items: list[RateLimitItem], kind: str, name: str, over: str) -> None:
         if not items or self._strategy is None:
@@ -94,7 +102,7 @@ class Limiter:
         try:
             with anyio.fail_after(REDIS_SECONDS):
                 for item in items:
-                    if not await self._strategy.hit(item, kind, name):
+                    if not await self._hit(item, kind, name):
                         reset, _ = await self._strategy.get_window_stats(item, kind, name)
                         wait = max(1, math.ceil(reset - time.time()))
                         raise RateLimited(
@@ -114,6 +122,16 @@ class Limiter:
         if self._down:
             self._down = False
             logger.warning("the rate-limit counts in {} can be reached again: limits hold again", self._where)
+
+    async def _hit(self, item: RateLimitItem, kind: str, name: str) -> bool:
+        """Counts one hit when `item`'s window has room: in Redis, the library's count over the same key as its
+        `MovingWindowRateLimiter.hit` (see `rate_counts`)."""
+        if self._counts is not None:
+            return await self._counts.acquire(
+                f"{KEY_PREFIX}:{item.key_for(kind, name)}", item.amount, item.get_expiry()
+            )
+        hit: bool = await self._strategy.hit(item, kind, name)
+        return hit
 
     def _storage_down(self, exc: BaseException) -> None:
         if self._down:
@@ -137,7 +155,7 @@ def _storage(redis_url: str | None) -> Storage:
     options: dict[str, Any] = {"socket_connect_timeout": REDIS_SECONDS, "socket_timeout": REDIS_SECONDS}
     # The library's spelling of a socket path is async+redis+unix://
     uri = "async+redis+" + redis_url if redis_url.startswith("unix:") else "async+" + redis_url
-    return RedisStorage(uri, wrap_exceptions=True, implementation="redispy", key_prefix="agentify", **options)
+    return RedisStorage(uri, wrap_exceptions=True, implementation="redispy", key_prefix=KEY_PREFIX, **options)
 
 
 def _spoken(item: RateLimitItem) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import error_code, fake_backend, gateway_env, text_of, write_config
 from tests.integration.ide_client import LOGGED_MODES, MODES, ide_client
@@ -106,28 +107,48 @@ async def test_a_client_without_elicitation_gets_no_plan_naming_the_tool_and_wha
         assert error["candidates"][0]["name"] == "fake__forecast"
 
 
-async def test_a_form_nobody_answers_in_time_runs_nothing_and_says_what_to_do(tmp_path: Path) -> None:
-    """2025-11-25 (the call waits for the answer; a 2026-07-28 answer's round expires like a confirmation's)."""
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_form_nobody_answers_in_time_runs_nothing_and_says_what_to_do(tmp_path: Path, mode: str) -> None:
+    """2025-11-25: the call waits for the answer, and after 1 s it is the `no_plan` saying to give more time.
+    2026-07-28: the gateway waits for nobody; the form's sealed round lives 1 s, so an answer after that is
+    refused by the SDK's state check ("Invalid or expired requestState"), an error the client gets at once."""
     config = write_config(
         tmp_path, [fake_backend("fake", "--forecast")], planner={"provider": "offline"}, confirmTimeoutSeconds=1
     )
-
     never = anyio.Event()
+    answers: list[str] = []
 
     async def late(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        with anyio.fail_after(30):  # nobody answers: the gateway gives up after 1 s and cancels its question
-            await never.wait()
+        with anyio.fail_after(30):
+            if mode == "legacy":  # nobody answers: the gateway gives up after 1 s and cancels its question
+                await never.wait()
+            else:  # the person answers after the round expired: the client sends it with the sealed state
+                await anyio.sleep(1.5)
+        answers.append(mode)
         return types.ElicitResult(action="accept", content=PARIS)
 
-    async with ide_client(config, gateway_env(None), tmp_path / "e.log", "legacy", elicitation_callback=late) as c:
-        result = await c.call_tool("orchestrate_task", FORECAST)
-    assert error_code(result) == "no_plan", text_of(result)
-    text = text_of(result)
-    assert text.startswith(
-        "agentify no_plan: agentify could not ask you for city, units of fake.forecast (nobody answered agentify's "
-        "own question about backend 'fake' within 1 s; give more time with confirmTimeoutSeconds), so nothing was run"
-    )
-    assert "Say the value of `city` and `units` in the task" in text
+    with anyio.fail_after(90):
+        async with ide_client(config, gateway_env(None), tmp_path / "e.log", mode, elicitation_callback=late) as c:
+            if mode == "legacy":
+                result = await c.call_tool("orchestrate_task", FORECAST)
+                assert error_code(result) == "no_plan", text_of(result)
+                assert text_of(result).startswith(
+                    "agentify no_plan: agentify could not ask you for city, units of fake.forecast (nobody answered "
+                    "agentify's own question about backend 'fake' within 1 s; give more time with "
+                    "confirmTimeoutSeconds), so nothing was run"
+                )
+                assert "Say the value of `city` and `units` in the task" in text_of(result)
+                assert answers == []
+            else:
+                with pytest.raises(MCPError) as refused:
+                    await c.call_tool("orchestrate_task", FORECAST)
+                assert (refused.value.error.code, refused.value.error.message) == (
+                    types.INVALID_PARAMS,
+                    "Invalid or expired requestState",
+                )
+                assert answers == [mode]  # it was answered, after its round expired
+            after = await c.call_tool("orchestrate_task", {"query": "weather forecast for 'Lyon' in celsius"})
+    assert text_of(after) == "forecast for Lyon in celsius for 1 days: sunny"  # the gateway goes on serving
 
 
 @pytest.mark.parametrize("mode", MODES)

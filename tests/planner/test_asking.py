@@ -201,6 +201,14 @@ def test_an_answer_keeps_only_what_was_asked_with_whole_numbers_as_integers_and_
         ("max_tokens", "How many tokens to generate", False),
         ("author", "Who wrote it", False),
         ("city", "The city", False),
+        ("id", "The pk_id of the row", False),  # a primary key, no publishable key
+        ("mode", "Skip or sk-learn", False),
+        ("sort", "The sk_attribute of the table", False),
+        ("x", "Looks like sk-proj-... or sk-ant-...", True),
+        ("x", "Such as sk_test_4eC39HqLyjWDarjtT1zdp7dc", True),
+        ("x", "Such as rk_live_...", True),
+        ("x", "A ghp_... or github_pat_... string", True),
+        ("x", "Starts with xoxb-", True),
     ],
 )
 def test_a_credential_argument_is_known_by_its_name_or_its_description(

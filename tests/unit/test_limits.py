@@ -3,15 +3,18 @@ happens when that Redis goes away (server.limits.whenRedisDown)."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 
 from agentify.config.server import LimitsConfig
 from agentify.errors import RateLimited
-from agentify.team.limits import Limiter
+from agentify.team.limits import REDIS_SECONDS, Limiter
 
 pytestmark = pytest.mark.anyio
 
@@ -55,6 +58,62 @@ async def test_counts_in_redis_are_shared_by_every_gateway_that_uses_it(redis: A
             await two.charge_principal("alice")
         await two.charge_principal("bob")
     assert one.where == redis.url
+
+
+async def test_a_refusal_in_redis_says_how_long_to_wait_and_counts_go_on_after_redis_restarts(redis: Any) -> None:
+    async with limiter(redis.url, perPrincipal="2/minute") as limits:
+        await limits.charge_principal("alice")
+        await limits.charge_principal("alice")
+        with pytest.raises(RateLimited) as refused:  # the library reads the window the counts were written to
+            await limits.charge_principal("alice")
+        assert 0 < refused.value.retry_after_seconds <= 60
+        redis.stop()
+        redis.start()  # empty: no counts and no script; the old connection is gone
+        counted = 0
+        with pytest.raises(RateLimited):
+            for _ in range(4):  # the first may find the old connection closed (Redis down: counted nothing)
+                await limits.charge_principal("alice")
+                counted += 1
+        assert counted in (2, 3)
+
+
+async def test_a_count_given_up_mid_way_leaves_the_next_counts_their_own_answers(redis: Any) -> None:
+    async with limiter(redis.url, perPrincipal="1/minute") as limits:
+        await limits.charge_principal("alice")
+        given_up = anyio.CancelScope()
+
+        async def alice_again() -> None:
+            with given_up:
+                await limits.charge_principal("alice")  # Redis answers "no room": an answer nobody waits for
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(alice_again)
+            await anyio.lowlevel.checkpoint()  # her count is sent
+            given_up.cancel()
+            await limits.charge_principal("bob")  # bob gets his own answer, room, not hers
+        assert given_up.cancelled_caught
+        with pytest.raises(RateLimited, match="'bob' is over"):
+            await limits.charge_principal("bob")
+        with pytest.raises(RateLimited, match="'alice' is over"):
+            await limits.charge_principal("alice")
+
+
+async def test_a_redis_that_hangs_counts_as_down_within_the_deadline_and_counts_go_on_after(redis: Any) -> None:
+    async with limiter(redis.url, perPrincipal="1/minute") as limits:
+        await limits.charge_principal("carol")  # connected, the script loaded
+        os.kill(redis.pid, signal.SIGSTOP)
+        try:
+            with anyio.fail_after(REDIS_SECONDS + 1):  # whenRedisDown allow: each runs uncounted at its deadline
+                async with anyio.create_task_group() as tg:
+                    for name in ("alice", "alice", "dave"):
+                        tg.start_soon(limits.charge_principal, name)
+        finally:
+            os.kill(redis.pid, signal.SIGCONT)
+        await limits.charge_principal("bob")  # connected again, and bob's own answers
+        with pytest.raises(RateLimited, match="'bob' is over"):
+            await limits.charge_principal("bob")
+        with pytest.raises(RateLimited, match="'carol' is over"):
+            await limits.charge_principal("carol")
 
 
 @pytest.mark.parametrize("policy", ["allow", "refuse"])
