@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
@@ -54,6 +54,29 @@ Result = TypeVar("Result", bound=BaseModel)
 
 
 @dataclass(frozen=True)
+class StateBoundary:
+    """The SDK's `RequestStateBoundary`, whose refusal of a state (expired, or not sealed here for this call)
+    also says what to do: the SDK's own message names neither the time a question stays open nor a way on."""
+
+    sealing: RequestStateBoundary
+    seconds: float
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        try:
+            return await self.sealing(ctx, call_next)
+        except MCPError as exc:
+            if not isinstance(exc.data, dict) or exc.data.get("reason") != "invalid_request_state":
+                raise
+            raise MCPError(
+                exc.code,
+                f"{exc.message}: the answers came after the {self.seconds:g} s a question stays open "
+                "(confirmTimeoutSeconds), or belong to another call or to a gateway with other keys "
+                "(replicas share AGENTIFY_STATE_KEYS). Call the tool again without requestState to be asked anew.",
+                exc.data,
+            ) from None
+
+
+@dataclass(frozen=True)
 class Questions:
     """What every `tools/call` of one server shares about asking the client: how long a question stays
     open (`confirmTimeoutSeconds`), and which answers were used."""
@@ -69,9 +92,9 @@ class Questions:
             return RequestStateSecurity(keys=list(self.keys), ttl=self.seconds)
         return RequestStateSecurity.ephemeral(ttl=self.seconds)
 
-    def boundary(self, name: str) -> RequestStateBoundary:
+    def boundary(self, name: str) -> StateBoundary:
         """The middleware sealing `requestState`, under one audience (the server's name) on every replica."""
-        return RequestStateBoundary(self.security(), default_audience=name)
+        return StateBoundary(RequestStateBoundary(self.security(), default_audience=name), self.seconds)
 
     async def aclose(self) -> None:
         """Closes the ledger's connections, if it has any."""

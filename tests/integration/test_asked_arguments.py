@@ -111,7 +111,7 @@ async def test_a_client_without_elicitation_gets_no_plan_naming_the_tool_and_wha
 async def test_a_form_nobody_answers_in_time_runs_nothing_and_says_what_to_do(tmp_path: Path, mode: str) -> None:
     """2025-11-25: the call waits for the answer, and after 1 s it is the `no_plan` saying to give more time.
     2026-07-28: the gateway waits for nobody; the form's sealed round lives 1 s, so an answer after that is
-    refused by the SDK's state check ("Invalid or expired requestState"), an error the client gets at once."""
+    refused by the SDK's state check, an error the client gets at once that says what to do."""
     config = write_config(
         tmp_path, [fake_backend("fake", "--forecast")], planner={"provider": "offline"}, confirmTimeoutSeconds=1
     )
@@ -142,9 +142,11 @@ async def test_a_form_nobody_answers_in_time_runs_nothing_and_says_what_to_do(tm
             else:
                 with pytest.raises(MCPError) as refused:
                     await c.call_tool("orchestrate_task", FORECAST)
-                assert (refused.value.error.code, refused.value.error.message) == (
-                    types.INVALID_PARAMS,
-                    "Invalid or expired requestState",
+                assert refused.value.error.code == types.INVALID_PARAMS
+                assert refused.value.error.message == (
+                    "Invalid or expired requestState: the answers came after the 1 s a question stays open "
+                    "(confirmTimeoutSeconds), or belong to another call or to a gateway with other keys (replicas "
+                    "share AGENTIFY_STATE_KEYS). Call the tool again without requestState to be asked anew."
                 )
                 assert answers == [mode]  # it was answered, after its round expired
             after = await c.call_tool("orchestrate_task", {"query": "weather forecast for 'Lyon' in celsius"})
