@@ -31,7 +31,7 @@ from loguru import logger
 
 from agentify.errors import ToolChanged
 from agentify.pinning.digest import changed_parts, definition, difference, digest
-from agentify.pinning.patterns import MAX_SCANNED, distinctive, instruction_like, named_tools
+from agentify.pinning.patterns import distinctive, suspect
 from agentify.pinning.records import BackendPins, PinStoreError, Record
 from agentify.pinning.store import PinStore
 from agentify.team.audit import trust_changed
@@ -265,16 +265,16 @@ class PinBook:
             return waiting.reason  # one person's listing of the approved definition says nothing of another's
         approved = pins.approved.get(tool.name) if pins is not None else None
         if approved is not None and approved.digest == now:
-            return "" if approved.how == "approved" else _suspect(defined, others)
+            return "" if approved.how == "approved" else suspect(defined, others)
         if approved is not None:
             parts = ", ".join(changed_parts(dict(approved.definition), defined)) or "its definition"
-            return _joined(f"changed since it was pinned ({parts})", _suspect(defined, others))
+            return _joined(f"changed since it was pinned ({parts})", suspect(defined, others))
         if waiting is not None and waiting.digest == now and waiting.reason:
             return waiting.reason
         if pins is not None and not (per_person and first):
             added = f"added after {'this person' if per_person else 'the backend'}'s first listing"
-            return _joined(added, _suspect(defined, others))
-        return _suspect(defined, others)
+            return _joined(added, suspect(defined, others))
+        return suspect(defined, others)
 
     def _other_names(self, backend: str, own: set[str]) -> dict[str, str]:
         """The names of other backends' tools a description could mention, each with the gateway's name for it."""
@@ -425,28 +425,6 @@ def _applied(pins: BackendPins | None, write: _Write) -> BackendPins:
 def _person_key(person: str | None) -> str:
     """What the store keeps of a person (`BackendPins.people`): a digest, not their name."""
     return hashlib.sha256((person or "").encode()).hexdigest()[:32]
-
-
-def _suspect(defined: Mapping[str, Any], others: Mapping[str, str]) -> str:
-    text = "\n".join(_texts({k: v for k, v in defined.items() if k != "name"}))[:MAX_SCANNED]
-    found = []
-    if (label := instruction_like(text)) is not None:
-        found.append(f"its description speaks to the model as an instruction ({label})")
-    if named := named_tools(text, others):
-        found.append("its description names another backend's tool (" + ", ".join(others[n] for n in named) + ")")
-    return "; ".join(found)
-
-
-def _texts(value: Any) -> Iterator[str]:
-    """Every string of a definition: the description, and those inside its schemas and annotations."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _texts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _texts(item)
 
 
 def _joined(*reasons: str) -> str:

@@ -11,7 +11,8 @@ attacks, and a false alarm costs one `agentify pins approve`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 MAX_SCANNED = 20_000
 
@@ -67,3 +68,27 @@ def named_tools(text: str | None, names: Iterable[str]) -> list[str]:
     found = _IDENTIFIER.findall(text[:MAX_SCANNED])
     words = set(found) | {part for word in found if "." in word for part in word.split(".")}
     return sorted(name for name in names if name in words)
+
+
+def suspect(defined: Mapping[str, Any], others: Mapping[str, str]) -> str:
+    """Why a tool's definition (its description, schemas and annotations) is suspect, or "": it speaks to the
+    model as an instruction, or names another backend's tool (`others`: name to `backend__tool`)."""
+    text = "\n".join(_texts({k: v for k, v in defined.items() if k != "name"}))[:MAX_SCANNED]
+    found = []
+    if (label := instruction_like(text)) is not None:
+        found.append(f"its description speaks to the model as an instruction ({label})")
+    if named := named_tools(text, others):
+        found.append("its description names another backend's tool (" + ", ".join(others[n] for n in named) + ")")
+    return "; ".join(found)
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string of a definition: the description, and those inside its schemas and annotations."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
