@@ -16,12 +16,12 @@ With --requests, it keeps the other weights and fits how much a multi-request qu
 pull the next places of `search_tools` (`search.OPEN_REQUESTS`), with the backend's weight beside it (the
 two both fill the places after the first): the same objective, and the least set's figure.
 
-With --planner, it calibrates the offline planner instead (`offline.planner.CONFIDENT` and
-`CONFIDENT_SCORE`, with the weights as they are in the code): the least lead of the best tool over
-the next, and the least score of the best, whose wrong answers on each set's single-tool tuning
-queries stay at most `MAX_WRONG`, with the most right answers on the set that gets fewest. It
-prints the best few pairs and the shipped one: the project's own sets (tests/planner/test_offline.py)
-may rule the best out.
+With --planner, it calibrates the offline planner instead (`offline.confidence`, with the weights as
+they are in the code): a logistic model of whether the hybrid ranking's best tool is right, fitted on
+the single-tool tuning queries that the rules refuse (each set counting alike), and the least
+probability at which the planner takes it: the one with the most right complete plans on average
+whose wrong ones stay at most `MAX_WRONG` on each set. The project's own sets
+(tests/planner/test_offline.py) may rule it out.
 
     .venv/bin/python scripts/fit_retrieval.py [--sets metatool toolalpaca restbench toolbench] [--adaptive]
         [--requests] [--planner]
@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-from dataclasses import replace
+from dataclasses import astuple, replace
 
 from agentify.eval.public import PublicSet, Ranking, available, load_public, summary
 from agentify.planner import search
@@ -51,65 +51,84 @@ OPEN_WEIGHTS = (0.0, 0.03, 0.05, 0.1, 0.2, 0.3)
 OPEN_BACKEND = (0.3, 0.5, 0.6, 0.7, 0.85, 1.0, 1.3)
 DEPTH = 10
 MAX_WRONG = 0.08  # on each set, below the target of 10 %, to leave room for sets the fit has not seen
-LEADS = tuple(i / 20 for i in range(9))
-SCORES = tuple(i / 10 for i in range(16))
-FEW = 8
+THRESHOLDS = tuple(i / 100 for i in range(40, 96))
+STEPS, RATE, L2 = 4000, 1.0, 0.01
+
+
+async def _verdict(planner_: object, task: object, catalog: object, tools: object) -> str:
+    """ "right" or "wrong" by the plan's tool (also a plan that would ask for arguments, then prefixed "ask"), or
+    "refused"."""
+    from agentify.errors import AgentifyError
+    from agentify.planner import NeedsArguments
+
+    try:
+        plan, asks = await planner_.plan(task, catalog), ""  # type: ignore[attr-defined]
+    except NeedsArguments as asking:
+        plan, asks = asking.plan, "ask"
+    except AgentifyError:
+        return "refused"
+    return asks + ("right" if (plan.backend, plan.tool) in tools else "wrong")  # type: ignore[operator]
 
 
 async def calibrate(sets: list[PublicSet]) -> None:
-    from agentify.errors import AgentifyError
-    from agentify.planner import TaskInput
-    from agentify.planner.offline import OfflinePlanner, planner
+    """Fit `confidence.COEFFICIENTS` (a logistic model, each set counting alike) on the single-tool tuning queries
+    that the rules refuse and the hybrid ranking's best tool would answer, then the threshold: the most right
+    complete plans on average with at most `MAX_WRONG` wrong on each set."""
+    import numpy as np
 
-    shipped = (planner.CONFIDENT, planner.CONFIDENT_SCORE)
-    outcomes: dict[str, list[tuple[str | None, list[float], str]]] = {}
-    # per set: (the rules' verdict or None when they refused, the best scores, the verdict when taken)
+    from agentify.planner import TaskInput
+    from agentify.planner.offline import OfflinePlanner, confidence, planner
+
+    rows: dict[str, list[tuple[str, str, confidence.Evidence | None]]] = {}
+    # per set: (the rules' verdict, the verdict when the best tool is taken, its evidence)
     for public in sets:
         catalog = public.catalog()
         index = ToolIndex(catalog)
-        found = outcomes.setdefault(public.name, [])
+        found = rows.setdefault(public.name, [])
         for query in public.select("tune"):
             if len(query.tools) != 1:
                 continue
             task = TaskInput(query=query.text)
             verdicts = []
-            for lead, score in ((float("inf"), float("inf")), (0.0, 0.0)):
-                planner.CONFIDENT, planner.CONFIDENT_SCORE = lead, score
-                try:
-                    plan = await OfflinePlanner().plan(task, catalog)
-                    verdicts.append("right" if (plan.backend, plan.tool) in query.tools else "wrong")
-                except AgentifyError:
-                    verdicts.append("refused")
+            for threshold in (float("inf"), 0.0):
+                confidence.THRESHOLD = planner.CONFIDENT = planner.CONFIDENT_SCORE = threshold
+                verdicts.append(await _verdict(OfflinePlanner(), task, catalog, query.tools))
             mentions = planner.analyse(task)
-            ranked = index.search(mentions.query, mentions.terms(), planner.CANDIDATES, related=False)
-            scores = [r.score for r in ranked if r.score > 0]
-            found.append((None if verdicts[0] == "refused" else verdicts[0], scores, verdicts[1]))
-    feasible = []
-    for lead, score in sorted({*itertools.product(LEADS, SCORES), shipped}):
+            alone = index.search(mentions.query, mentions.terms(), planner.CANDIDATES, related=False)
+            alone = [r for r in alone if r.score > 0 and not (mentions.asks and r.tool.name in index.destructive)]
+            found.append((verdicts[0], verdicts[1], confidence.weigh(index, mentions.query, mentions.terms(), alone)))
+    pool = [(name, taken, e) for name, rs in rows.items() for rules, taken, e in rs if rules == "refused" and e]
+    pool = [(name, taken, e) for name, taken, e in pool if taken != "refused"]
+    x = np.array([[1.0, *astuple(e)] for _, _, e in pool])
+    y = np.array([taken.endswith("right") for _, taken, _ in pool], dtype=float)
+    weight = np.array([1 / sum(1 for n, _, _ in pool if n == name) for name, _, _ in pool])
+    weight *= len(weight) / weight.sum()
+    beta = np.zeros(x.shape[1])
+    for _ in range(STEPS):
+        p = 1 / (1 + np.exp(-x @ beta))
+        beta -= RATE * (x.T @ (weight * (p - y)) / len(y) + L2 * np.r_[0.0, beta[1:]])
+    intercept, coefficients = float(beta[0]), confidence.Evidence(*(round(float(b), 3) for b in beta[1:]))
+    intercept = round(intercept, 3)
+    print(f"INTERCEPT = {intercept}\nCOEFFICIENTS = {coefficients}")
+    results = []
+    for threshold in THRESHOLDS:
         shares = {}
-        for name, rows in outcomes.items():
+        for name, rs in rows.items():
             got = [
-                rules
-                or (
-                    taken
-                    if scores and scores[0] >= score and scores[0] - (scores[1:] or [0.0])[0] >= lead
-                    else "refused"
-                )
-                for rules, scores, taken in rows
+                taken
+                if rules == "refused" and e and confidence.probability(e, intercept, coefficients) >= threshold
+                else rules
+                for rules, taken, e in rs
             ]
             shares[name] = (got.count("right") / (len(got) or 1), got.count("wrong") / (len(got) or 1))
         fits = all(wrong <= MAX_WRONG for _, wrong in shares.values())
-        if fits or (lead, score) == shipped:
-            feasible.append((min(right for right, _ in shares.values()), lead, score, shares, fits))
-    feasible.sort(key=lambda f: -f[0])
-    # The best few, and those of the shipped lead: the project's own sets (tests/planner/test_offline.py) may rule
-    # the best out.
-    same_lead = [f for f in feasible if f[1] == shipped[0] and f[:3] not in [g[:3] for g in feasible[:FEW]]]
-    for worst, lead, score, shares, fits in [*feasible[:FEW], *same_lead]:
+        results.append((fits, sum(right for right, _ in shares.values()) / len(shares), threshold, shares))
+    for fits, mean, threshold, shares in results:
         mark = "" if fits else " (wrong above MAX_WRONG)"
-        print(f"CONFIDENT = {lead:.2f}, CONFIDENT_SCORE = {score:.2f}: least right {worst:.3f}{mark}")
-        for name, (right, wrong) in shares.items():
-            print(f"  {name}: right {right:.3f} wrong {wrong:.3f}")
+        each = ", ".join(f"{name} {right:.3f} / {wrong:.3f}" for name, (right, wrong) in shares.items())
+        print(f"THRESHOLD = {threshold:.2f}: mean right {mean:.3f}{mark}; right / wrong: {each}")
+    best = max((r for r in results if r[0]), key=lambda r: r[1], default=None)
+    print(f"best: THRESHOLD = {best[2]:.2f}" if best else "no threshold keeps every set's wrong answers low enough")
 
 
 def score(public: PublicSet, weights: Weights) -> float:

@@ -315,6 +315,21 @@ class ToolIndex:
         best = np.max(np.einsum("ij,kj->ki", self._vectors, queries[1:]), axis=0)
         return (whole + best) / 2
 
+    def meaning(self, text: str, tools: list[CatalogTool]) -> tuple[list[float], float] | None:
+        """The cosines of `text` with `tools`, and how far the catalog's best cosine stands above its second best;
+        None without the model."""
+        similarity = self.similarity(text)
+        if similarity is None:
+            return None
+        position = {tool.name: i for i, tool in enumerate(self._tools)}
+        best = sorted(similarity.tolist(), reverse=True)[:2]
+        return [float(similarity[position[t.name]]) for t in tools], best[0] - (best[1:] or [best[0]])[0]
+
+    def lexical_best(self, terms: Mapping[str, float]) -> CatalogTool | None:
+        """The tool with the best lexical score in the hybrid ranking's fields (names at `Weights.name`)."""
+        scores = self._lexical(terms, self._hybrid)
+        return self._tools[min(scores, key=lambda i: (-scores[i], i))] if scores else None
+
     def matched(self, tool: CatalogTool, text: str) -> tuple[list[str], list[str]]:
         """(the words of `text` that `tool`'s document holds, themselves or by a synonym; all its words)."""
         doc = self._docs[tool.name]

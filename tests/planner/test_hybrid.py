@@ -97,7 +97,23 @@ async def test_the_offline_planner_answers_when_one_tool_stands_out() -> None:
         task("do I need an umbrella in Oslo tomorrow, what does the forecast say", cwd=None), TRAVEL
     )
     assert (plan.backend, plan.tool) == ("travel", "get_forecast")
-    assert "hybrid ranking" in plan.reasoning
+    assert "hybrid ranking puts it first" in plan.reasoning and "likely right" in plan.reasoning
+
+
+def test_the_planners_confidence_grows_with_the_evidence_and_a_tie_is_never_taken() -> None:
+    from agentify.planner.offline import confidence
+    from agentify.planner.words import query_terms
+
+    index = ToolIndex(TRAVEL)
+    query = "do I need an umbrella in Oslo tomorrow, what does the forecast say"
+    terms = query_terms(query)
+    evidence = confidence.weigh(index, query, terms, index.search(query, terms, 3, related=False))
+    assert evidence is not None and evidence.cosine > 0 and evidence.lead > 0 and evidence.lexical_first == 1
+    clear = confidence.probability(evidence)
+    tie = confidence.probability(replace(evidence, lead=0.0, lead_third=0.0, cosine_lead=0.0, meaning_gap=0.0))
+    assert tie < confidence.THRESHOLD <= clear
+    assert confidence.probability(replace(evidence, lexical_first=0.0)) < clear
+    assert confidence.weigh(index, query, terms, []) is None
 
 
 @pytest.mark.anyio

@@ -56,7 +56,7 @@ async def test_an_argument_it_cannot_fill_is_a_refusal_naming_it_and_how_to_conf
 
 
 async def test_tools_that_match_about_equally_are_a_refusal_naming_the_candidates() -> None:
-    message = await refusal("run the end-to-end test of the checkout")
+    message = await refusal("run the end-to-end tests")
     assert "run-arbigent-test-purchase" in message and "1.25x" in message
 
 
@@ -93,14 +93,14 @@ async def test_an_empty_catalog_is_no_plan() -> None:
 
 
 FIGURES = [  # the README's "Figures on the example set", on the recorded tools: (set, with the 606 generated, right)
-    ("routing", False, 40),
-    ("routing", True, 39),
-    ("routing-fresh", False, 52),
-    ("routing-fresh", True, 51),
+    ("routing", False, 41),
+    ("routing", True, 40),
+    ("routing-fresh", False, 53),
+    ("routing-fresh", True, 50),
     ("routing-heldout", False, 18),
     ("routing-heldout", True, 18),
     ("routing-implied", False, 40),
-    ("routing-implied", True, 37),
+    ("routing-implied", True, 39),
 ]
 
 

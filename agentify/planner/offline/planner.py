@@ -42,6 +42,7 @@ from typing import Any
 from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
 from agentify.planner import NeedsArguments, Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
+from agentify.planner.offline import confidence
 from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
 from agentify.planner.offline.extract import ASKED, Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, choices, fill, takes_goal
@@ -147,12 +148,11 @@ class OfflinePlanner:
         alone = index.search(mentions.query, mentions.terms(), CANDIDATES, related=False)
         alone = [r for r in alone if r.score > 0 and not (mentions.asks and r.tool.name in index.destructive)]
         ask = refusal.ask if isinstance(refusal, Unfilled) else None
-        if ranked and confident(alone) and alone[0].tool == ranked[0].tool:
-            lead = alone[0].score - (alone[1].score if len(alone) > 1 else 0.0)
+        why = _sure(index, mentions, alone)
+        if ranked and why and alone[0].tool == ranked[0].tool:
             chosen = ranked[0].tool
             filling = fill(chosen, mentions)
             problem = _problem(filling) or chosen.validation_error(filling.arguments)
-            why = f"its score stands {lead:.2f} clear of the next tool's in the hybrid ranking"
             if problem is None:
                 return _plan(chosen, filling.arguments, why, catalog)
             asked = asking(chosen, filling, why, problem, mentions.base)
@@ -234,6 +234,25 @@ def confident(ranked: list[Ranked], lead: float | None = None, score: float | No
     runner_up = ranked[1].score if len(ranked) > 1 else 0.0
     least = CONFIDENT_SCORE if score is None else score
     return ranked[0].score >= least and ranked[0].score - runner_up >= (CONFIDENT if lead is None else lead)
+
+
+def _sure(index: ToolIndex, mentions: Mentions, alone: list[Ranked]) -> str | None:
+    """Why the hybrid ranking's best tool may be taken (`confidence`), or None when it may not. Without the model, by
+    the lead and score rule (`confident`)."""
+    if not alone:
+        return None
+    matched, said = index.matched(alone[0].tool, mentions.user_text)
+    named = index.name_words[alone[0].tool.name] <= set(query_terms(mentions.user_text))
+    if len(said) <= confidence.FEW_WORDS and len(matched) * 2 <= len(said) and not named:
+        return None  # "login to the website" is not the login tests; "echo hi" names `echo` outright
+    evidence = confidence.weigh(index, mentions.query, mentions.terms(), alone)
+    if evidence is not None:
+        sure = confidence.probability(evidence)
+        return f"the hybrid ranking puts it first, {sure:.0%} likely right" if sure >= confidence.THRESHOLD else None
+    if not confident(alone):
+        return None
+    lead = alone[0].score - (alone[1].score if len(alone) > 1 else 0.0)
+    return f"its score stands {lead:.2f} clear of the next tool's in the hybrid ranking"
 
 
 def _plan(chosen: CatalogTool, arguments: dict[str, Any], why: str, catalog: Catalog) -> Plan:
