@@ -19,7 +19,8 @@ Sets (all three licences allow redistribution with attribution; see the README b
   backend, and each query is labelled with its "relevant APIs" (mostly several).
 - bfcl-live (a check set: held out whole, nothing is fitted on it): ShishirPatil/gorilla
   (Apache-2.0), the Berkeley Function-Calling Leaderboard's "live" simple and multiple categories:
-  functions that users contributed, each query labelled with the one function its answer calls.
+  functions that users contributed, each query labelled with the one function its answer calls
+  and the values its possible answer accepts for each argument.
   Every function offered to any of those queries is a tool (once per name), on a backend per group
   of functions offered together where it first appears.
 
@@ -346,10 +347,15 @@ def bfcl(repo: Path) -> dict[str, Any]:
                     home[function["name"]] = group
                     backend = backends.setdefault(group, {"id": group, "description": "", "tools": []})
                     backend["tools"].append(_bfcl_tool(function))
-            called = [name for call in truth.get(item["id"], []) for name in call]
+            calls = truth.get(item["id"], [])
+            called = [name for call in calls for name in call]
             text = " ".join(m["content"] for m in item["question"][0] if m.get("role") == "user").strip()
             if text and len(called) == 1 and called[0] in home:
-                queries.append({"query": text, "tools": [f"{home[called[0]]}/{tool_name(called[0])}"]})
+                # BFCL's possible answer: each argument's accepted values ("" where it may be left out)
+                arguments = {tool_name(name): values for name, values in calls[0][called[0]].items()}
+                queries.append(
+                    {"query": text, "tools": [f"{home[called[0]]}/{tool_name(called[0])}"], "arguments": arguments}
+                )
     unique = list({q["query"]: q for q in queries}.values())
     return {
         "name": "bfcl-live",
@@ -363,6 +369,8 @@ def bfcl(repo: Path) -> dict[str, Any]:
             "files": files,
             "sampling": "none: every live simple and multiple query whose answer calls one function; a function "
             "offered under one name in several groups is kept once, as first offered",
+            "arguments": 'each query\'s possible answer: for every argument, the values BFCL accepts ("" where it '
+            "may be left out)",
         },
         "backends": list(backends.values()),
         "queries": unique,

@@ -15,13 +15,15 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 from pydantic import ValidationError
 
+from agentify.eval.arguments import matches
 from agentify.eval.routing import Backends, EvalFileError
 from agentify.planner.catalog import Catalog, CatalogTool
 
@@ -35,6 +37,9 @@ class Query:
     text: str
     tools: tuple[tuple[str, str], ...]
     """(backend, tool) of every tool the query needs."""
+    arguments: Mapping[str, Sequence[Any]] | None = field(default=None, compare=False)
+    """Where the set labels them (bfcl-live), the values each argument of the query's one tool accepts (`""`: it
+    may be left out); see `arguments.matches`."""
 
     @property
     def part(self) -> str:
@@ -84,7 +89,11 @@ def load_public(name_or_path: str) -> PublicSet:
             for b in data["backends"]
         ]
         queries = [
-            Query(str(q["query"]), tuple(tuple(t.split("/", 1)) for t in q["tools"]))  # type: ignore[misc]
+            Query(
+                str(q["query"]),
+                tuple(tuple(t.split("/", 1)) for t in q["tools"]),  # type: ignore[misc]
+                dict(q["arguments"]) if q.get("arguments") is not None else None,
+            )
             for q in data["queries"]
         ]
     except OSError as exc:
@@ -194,7 +203,8 @@ class SetReport:
     planner: dict[str, int]
     """Single-tool queries: right and wrong complete plans, refused (no_plan), total; `askedRight` and `askedWrong`
     are apart from them: plans that chose their tool but would ask the user for arguments the query does not say
-    (`NeedsArguments`), right or wrong by that tool."""
+    (`NeedsArguments`), right or wrong by that tool. Where the set labels arguments, `labelled` counts the single-tool
+    queries it labels and `rightArguments` the complete plans right whose arguments are among the accepted ones."""
     shortlist: dict[str, float | int]
     """Share of queries whose every needed tool the model planner's shortlist holds, and its mean size."""
 
@@ -231,6 +241,8 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
     key = {(t.backend, t.tool.name): t.name for t in catalog.tools.values()}
     ours, theirs = [], []
     verdicts = {"right": 0, "wrong": 0, "refused": 0, "total": 0, "askedRight": 0, "askedWrong": 0}
+    if any(q.arguments is not None for q in public.queries):
+        verdicts |= {"labelled": 0, "rightArguments": 0}
     held = {"single": [0, 0], "multi": [0, 0]}
     sizes = 0
     queries = public.select(which, sample)
@@ -246,6 +258,8 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
         sizes += len(offered)
         if len(needed) == 1:
             verdicts["total"] += 1
+            if query.arguments is not None:
+                verdicts["labelled"] += 1
             asks = False
             try:
                 plan = await planner.plan(task, catalog)
@@ -257,6 +271,8 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
             chosen = catalog.get(f"{plan.backend}__{plan.tool}")
             right = (plan.backend, plan.tool) in query.tools or (chosen is not None and chosen.name in needed)
             verdicts[("askedRight" if right else "askedWrong") if asks else ("right" if right else "wrong")] += 1
+            if query.arguments is not None:
+                verdicts["rightArguments"] += right and not asks and matches(plan.arguments, query.arguments)
     n = len(queries) or 1
     return SetReport(
         name=public.name,
@@ -301,6 +317,11 @@ def report_lines(reports: list[SetReport]) -> list[str]:
             f"  offline planner, {p['total']} single-tool queries: complete plans right {p['right'] / total:.1%}, "
             f"wrong {p['wrong'] / total:.1%}; refused {p['refused'] / total:.1%}"
         )
+        if "labelled" in p:
+            out.append(
+                f"  complete plans right with every argument as the set's answer: {p['rightArguments'] / total:.1%} "
+                f"({p['rightArguments']} of the {p['right']} right; the set labels the arguments of {p['labelled']})"
+            )
         out.append(
             f"  plans that ask the user for arguments: right {p['askedRight'] / total:.1%}, wrong "
             f"{p['askedWrong'] / total:.1%} (with them: right {(p['right'] + p['askedRight']) / total:.1%}, wrong "

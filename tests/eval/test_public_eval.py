@@ -49,6 +49,28 @@ def test_eval_public_on_a_slice_reports_search_tools_beside_bm25(tmp_path: Path)
     assert "restbench (tune part, 4 queries" in text.stdout and "offline planner" in text.stdout
     check = agentify_eval("bfcl-live", "--mode", "public", "--sample", "2", cwd=tmp_path)
     assert check.returncode == 0 and "bfcl-live (check set, held out whole, 2 queries" in check.stdout, check.stderr
+    assert "every argument as the set's answer" in check.stdout and "labels the arguments of 2)" in check.stdout
+    bfcl = next(r for r in reports if r["set"] == "bfcl-live")["offlinePlanner"]
+    assert bfcl["labelled"] == 6 and 0 <= bfcl["rightArguments"] <= bfcl["right"]
+    assert all("labelled" not in r["offlinePlanner"] for r in reports if r["set"] != "bfcl-live")
+
+
+def test_a_plan_matches_the_sets_arguments_as_bfcls_checker_reads_them() -> None:
+    from agentify.eval.arguments import matches
+
+    accepted = {"loc": ["2020 Addison Street, Berkeley, CA, USA"], "time": [600], "unit": ["", "celsius"]}
+    assert matches({"loc": "2020 addison street berkeley ca usa", "time": 600.0}, accepted)
+    assert matches({"loc": "2020 Addison Street, Berkeley, CA, USA", "time": "600", "unit": "Celsius"}, accepted)
+    assert not matches({"loc": "2020 Addison Street", "time": 600}, accepted)  # another value
+    assert not matches({"loc": "2020 Addison Street, Berkeley, CA, USA"}, accepted)  # `time` may not be left out
+    assert not matches({"loc": "2020 Addison Street, Berkeley, CA, USA", "time": 600, "speed": 1}, accepted)
+    nested = {"prefs": [{"sweetness": ["none"], "temperature": ["", "hot"]}], "tags": [["a", "b"]]}
+    assert matches({"prefs": {"sweetness": "None"}, "tags": ["a", "b"]}, nested)
+    assert not matches({"prefs": {"sweetness": "sweet"}, "tags": ["a", "b"]}, nested)
+    assert not matches({"prefs": {"sweetness": "none"}, "tags": ["b", "a"]}, nested)
+    assert matches({"on": True}, {"on": [True]}) and not matches({"on": 1}, {"on": [True]})
+    labelled = [q for q in load_public("bfcl-live").queries if q.arguments is not None]
+    assert len(labelled) == len(load_public("bfcl-live").queries)
 
 
 def test_a_check_set_has_no_tuning_part(tmp_path: Path) -> None:

@@ -75,6 +75,22 @@ def test_scenario_ids_come_from_the_schema_enum_in_the_order_named() -> None:
     assert fill(scenarios, analyse(task("run the dark mode scenario"))).missing
 
 
+def test_a_quoted_choice_fills_its_enum_and_no_other_argument() -> None:
+    ride = tool(
+        "book_ride",
+        "Book a ride",
+        {"type": {"type": "string", "enum": ["plus", "comfort"]}, "pickup": {"type": "string"}},
+        "type",
+        "pickup",
+    )
+    book = catalog_of(ride, backend="rides").find("rides", "book_ride")
+    assert book is not None
+    filled = fill(book, analyse(task("I need a 'Plus' ride")))
+    assert filled.arguments == {"type": "plus"} and not filled.complete  # 'Plus' is not also the pickup
+    filled = fill(book, analyse(task("I need a 'Plus' ride from '221B Baker Street'")))
+    assert filled.arguments == {"type": "plus", "pickup": "221B Baker Street"}
+
+
 def test_a_schema_default_fills_a_required_argument_and_a_named_value_beats_it() -> None:
     console = example_catalog().find("browser", "browser_console_messages")
     assert console is not None

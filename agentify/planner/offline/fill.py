@@ -250,8 +250,9 @@ def _named_values(spec: dict[str, Any], kind: Role, mentions: Mentions, pool: li
                 found.append((i, value))
                 break
     values = list(dict.fromkeys(v for _, v in sorted(found, key=lambda f: f[0])))
-    for quoted in [m for m in pool if m.kind == "quoted" and words(m.text) and m.text in values]:
-        pool.remove(quoted)
+    named = {tuple(words(str(v))) for v in values}
+    for quoted in [m for m in pool if m.kind == "quoted" and words(m.text) and tuple(words(m.text)) in named]:
+        pool.remove(quoted)  # the choice took it ('Plus' for `plus`): it fills no other argument
     return values
 
 
