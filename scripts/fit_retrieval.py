@@ -53,11 +53,12 @@ DEPTH = 10
 MAX_WRONG = 0.08  # on each set, below the target of 10 %, to leave room for sets the fit has not seen
 THRESHOLDS = tuple(i / 100 for i in range(40, 96))
 STEPS, RATE, L2 = 4000, 1.0, 0.01
+FINAL = ("right", "wrong")  # the rules' complete plans: the ranking is not asked after them
 
 
 async def _verdict(planner_: object, task: object, catalog: object, tools: object) -> str:
-    """ "right" or "wrong" by the plan's tool (also a plan that would ask for arguments, then prefixed "ask"), or
-    "refused"."""
+    """The plan's verdict by its tool: right or wrong (prefixed "ask" for a plan that would ask for arguments), or
+    refused."""
     from agentify.errors import AgentifyError
     from agentify.planner import NeedsArguments
 
@@ -72,8 +73,8 @@ async def _verdict(planner_: object, task: object, catalog: object, tools: objec
 
 async def calibrate(sets: list[PublicSet]) -> None:
     """Fit `confidence.COEFFICIENTS` (a logistic model, each set counting alike) on the single-tool tuning queries
-    that the rules refuse and the hybrid ranking's best tool would answer, then the threshold: the most right
-    complete plans on average with at most `MAX_WRONG` wrong on each set."""
+    the rules give no complete plan for and the hybrid ranking's best tool would answer, then the threshold: the
+    most right complete plans on average with at most `MAX_WRONG` wrong on each set."""
     import numpy as np
 
     from agentify.planner import TaskInput
@@ -97,7 +98,8 @@ async def calibrate(sets: list[PublicSet]) -> None:
             alone = index.search(mentions.query, mentions.terms(), planner.CANDIDATES, related=False)
             alone = [r for r in alone if r.score > 0 and not (mentions.asks and r.tool.name in index.destructive)]
             found.append((verdicts[0], verdicts[1], confidence.weigh(index, mentions.query, mentions.terms(), alone)))
-    pool = [(name, taken, e) for name, rs in rows.items() for rules, taken, e in rs if rules == "refused" and e]
+    # The ranking is asked whenever the rules give no complete plan (a plan that would ask is not one yet).
+    pool = [(name, taken, e) for name, rs in rows.items() for rules, taken, e in rs if rules not in FINAL and e]
     pool = [(name, taken, e) for name, taken, e in pool if taken != "refused"]
     x = np.array([[1.0, *astuple(e)] for _, _, e in pool])
     y = np.array([taken.endswith("right") for _, taken, _ in pool], dtype=float)
@@ -107,8 +109,7 @@ async def calibrate(sets: list[PublicSet]) -> None:
     for _ in range(STEPS):
         p = 1 / (1 + np.exp(-x @ beta))
         beta -= RATE * (x.T @ (weight * (p - y)) / len(y) + L2 * np.r_[0.0, beta[1:]])
-    intercept, coefficients = float(beta[0]), confidence.Evidence(*(round(float(b), 3) for b in beta[1:]))
-    intercept = round(intercept, 3)
+    intercept, coefficients = round(float(beta[0]), 3), confidence.Evidence(*(round(float(b), 3) for b in beta[1:]))
     print(f"INTERCEPT = {intercept}\nCOEFFICIENTS = {coefficients}")
     results = []
     for threshold in THRESHOLDS:
@@ -116,7 +117,7 @@ async def calibrate(sets: list[PublicSet]) -> None:
         for name, rs in rows.items():
             got = [
                 taken
-                if rules == "refused" and e and confidence.probability(e, intercept, coefficients) >= threshold
+                if rules not in FINAL and e and confidence.probability(e, intercept, coefficients) >= threshold
                 else rules
                 for rules, taken, e in rs
             ]

@@ -141,6 +141,7 @@ class ToolIndex:
         self._vectors: Vectors | None = None
         docs = [_document(tool, RULES_NAME_WEIGHT) for tool in self._tools]
         self._docs = {tool.name: doc for tool, doc in zip(self._tools, docs, strict=True)}
+        self._position = {tool.name: i for i, tool in enumerate(self._tools)}
         self._postings = _postings(docs)
         self._hybrid = (
             self._postings
@@ -321,9 +322,10 @@ class ToolIndex:
         similarity = self.similarity(text)
         if similarity is None:
             return None
-        position = {tool.name: i for i, tool in enumerate(self._tools)}
-        best = sorted(similarity.tolist(), reverse=True)[:2]
-        return [float(similarity[position[t.name]]) for t in tools], best[0] - (best[1:] or [best[0]])[0]
+        import numpy as np
+
+        gap = 0.0 if len(similarity) < 2 else float(-np.diff(np.partition(similarity, -2)[-2:][::-1])[0])
+        return [float(similarity[self._position[t.name]]) for t in tools], gap
 
     def lexical_best(self, terms: Mapping[str, float]) -> CatalogTool | None:
         """The tool with the best lexical score in the hybrid ranking's fields (names at `Weights.name`)."""
