@@ -92,7 +92,7 @@ async def calibrate(sets: list[PublicSet]) -> None:
             task = TaskInput(query=query.text)
             verdicts = []
             for threshold in (float("inf"), 0.0):
-                confidence.THRESHOLD = planner.CONFIDENT = planner.CONFIDENT_SCORE = threshold
+                confidence.THRESHOLD = threshold
                 verdicts.append(await _verdict(OfflinePlanner(), task, catalog, query.tools))
             mentions = planner.analyse(task)
             alone = index.search(mentions.query, mentions.terms(), planner.CANDIDATES, related=False)

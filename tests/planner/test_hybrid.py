@@ -100,6 +100,40 @@ async def test_the_offline_planner_answers_when_one_tool_stands_out() -> None:
     assert "hybrid ranking puts it first" in plan.reasoning and "likely right" in plan.reasoning
 
 
+PLANNING = """
+import asyncio, json, sys
+from agentify.errors import NoPlan
+from agentify.planner.offline import OfflinePlanner
+from tests.planner.support import task
+from tests.planner.test_hybrid import TRAVEL
+try:
+    plan = asyncio.run(OfflinePlanner().plan(task(sys.argv[1], cwd=None), TRAVEL))
+    print(json.dumps({"tool": plan.tool, "reasoning": plan.reasoning}))
+except NoPlan as refusal:
+    print(json.dumps({"refused": refusal.message, "candidates": [c["tool"] for c in refusal.candidates]}))
+"""
+
+
+def test_without_the_model_the_planner_answers_by_its_rules_alone() -> None:
+    query = "will there be rain and wind in Oslo tomorrow"  # "forecast" is not said: the rules refuse
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIFY_")}
+    answers = []
+    for switch in ("on", "off"):
+        done = subprocess.run(
+            [sys.executable, "-c", PLANNING, query],
+            env={**env, "AGENTIFY_EMBEDDINGS": switch, "PYTHONPATH": str(REPO)},
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        answers.append(json.loads(done.stdout))
+    with_model, without = answers
+    assert with_model["tool"] == "get_forecast" and "likely right" in with_model["reasoning"]
+    assert "get_forecast" in without["refused"] and without["candidates"][0] == "get_forecast"
+
+
 def test_the_planners_confidence_grows_with_the_evidence_and_a_tie_is_never_taken() -> None:
     from agentify.planner.offline import confidence
     from agentify.planner.words import query_terms

@@ -83,21 +83,6 @@ def test_the_tool_that_finds_an_id_follows_the_tool_that_needs_it() -> None:
     assert plain.index("search_movie") > plain.index("movie_reviews_by_critic")
 
 
-def test_the_offline_planner_is_confident_on_an_absolute_lead_above_a_least_score() -> None:
-    from agentify.planner.offline.planner import CONFIDENT, CONFIDENT_SCORE, confident
-    from agentify.planner.retrieval import Ranked
-
-    one, two = (SERVICES.tools[name] for name in list(SERVICES.tools)[:2])
-
-    def ranked(*scores: float) -> list[Ranked]:
-        return [Ranked(t, s) for t, s in zip((one, two), scores, strict=False)]
-
-    assert confident(ranked(CONFIDENT_SCORE + CONFIDENT, CONFIDENT_SCORE - 0.01))
-    assert not confident(ranked(CONFIDENT_SCORE + CONFIDENT, CONFIDENT_SCORE + 0.01))  # too close
-    assert not confident(ranked(CONFIDENT_SCORE - 0.01))  # alone, but too low
-    assert confident(ranked(2.0, 1.7)) and not confident(ranked(0.3, 0.0)) and not confident([])
-
-
 TIPS = Catalog.build(
     [
         (

@@ -7,8 +7,8 @@ alone rank it first too. Its output is the probability that the tool is the righ
 sets' tuning parts (scripts/fit_retrieval.py --planner), each set counting alike; the threshold is the one with
 the most right answers on average whose wrong answers stay at most `fit_retrieval.MAX_WRONG` on every set.
 The task's length, tried as a feature, made the short tasks typed in an IDE look unsure (the public sets'
-queries are sentences), and was left out. Without the model there are no cosines, and the planner keeps its
-lead and score rule (`planner.confident`).
+queries are sentences), and was left out. Without the model there are no cosines, and the planner answers by
+its rules alone.
 """
 
 from __future__ import annotations

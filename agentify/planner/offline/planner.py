@@ -52,17 +52,6 @@ from agentify.planner.words import SYNONYMS, query_terms, words
 MARGIN = 1.25
 CANDIDATES = 3
 SHORT = 160
-CONFIDENT = 0.2
-"""When the rules refuse, the hybrid ranking's best tool is taken if its score (each tool's own: `related=False`)
-stands at least this far above the next one's, and is at least `CONFIDENT_SCORE`. The hybrid score's parts share
-one scale (a cosine, a lexical score divided by the query's best, a share of the name), so an absolute lead means
-the same on a catalog of 100 tools and of 2,500, where a lead relative to the best score did not (its right
-threshold was 0.15 on one public set and 0.35 on another). Calibrated by scripts/fit_retrieval.py --planner on the
-public sets' tuning parts: the pair with the most right answers on the set that gets fewest, wrong answers at most
-`fit_retrieval.MAX_WRONG` on each set, gave a lead of 0.15 and a score of 0.7 (MetaTool right 33 % wrong 7 %,
-ToolAlpaca 32 % / 1 %, RestBench 36 % / 0 %); at 0.15 it ran the login tests for "login to the website", which the
-project's own cases refuse, so the lead is the grid's next step, 0.2 (there: 31 % / 6 %, 26 % / 1 %, 36 % / 0 %)."""
-CONFIDENT_SCORE = 0.7
 NAME_FLOOR = 0.25
 DEPRECATED_FACTOR = 0.5
 CONFIGURE = (
@@ -139,7 +128,7 @@ class OfflinePlanner:
     def _when_confident(
         self, index: ToolIndex, catalog: Catalog, mentions: Mentions, refusal: PlannerUnavailable
     ) -> Plan:
-        """The hybrid ranking's best tool when it stands out enough (`CONFIDENT`, `CONFIDENT_SCORE`), and any
+        """The hybrid ranking's best tool when it is likely enough to be right (`confidence`), and any
         arguments it needs can be filled; else `no_plan` with the best
         three as candidates."""
         ranked = index.search(mentions.query, mentions.terms(), CANDIDATES)
@@ -226,19 +215,9 @@ def rank(index: ToolIndex, mentions: Mentions) -> list[Ranked]:
     return sorted(adjusted, key=lambda r: -r.score) + ranked[len(adjusted) :]
 
 
-def confident(ranked: list[Ranked], lead: float | None = None, score: float | None = None) -> bool:
-    """Whether the best tool's hybrid score is at least `score` (`CONFIDENT_SCORE`) and stands at least `lead`
-    (`CONFIDENT`) above the next one's."""
-    if not ranked or ranked[0].score <= 0:
-        return False
-    runner_up = ranked[1].score if len(ranked) > 1 else 0.0
-    least = CONFIDENT_SCORE if score is None else score
-    return ranked[0].score >= least and ranked[0].score - runner_up >= (CONFIDENT if lead is None else lead)
-
-
 def _sure(index: ToolIndex, mentions: Mentions, alone: list[Ranked]) -> str | None:
-    """Why the hybrid ranking's best tool may be taken (`confidence`), or None when it may not. Without the model, by
-    the lead and score rule (`confident`)."""
+    """Why the hybrid ranking's best tool may be taken (`confidence`), or None when it may not. Without the model,
+    never: the words alone are what the rules already weighed."""
     if not alone:
         return None
     matched, said = index.matched(alone[0].tool, mentions.user_text)
@@ -246,13 +225,8 @@ def _sure(index: ToolIndex, mentions: Mentions, alone: list[Ranked]) -> str | No
     if len(said) <= confidence.FEW_WORDS and len(matched) * 2 <= len(said) and not named:
         return None  # "login to the website" is not the login tests; "echo hi" names `echo` outright
     evidence = confidence.weigh(index, mentions.query, mentions.terms(), alone)
-    if evidence is not None:
-        sure = confidence.probability(evidence)
-        return f"the hybrid ranking puts it first, {sure:.0%} likely right" if sure >= confidence.THRESHOLD else None
-    if not confident(alone):
-        return None
-    lead = alone[0].score - (alone[1].score if len(alone) > 1 else 0.0)
-    return f"its score stands {lead:.2f} clear of the next tool's in the hybrid ranking"
+    sure = 0.0 if evidence is None else confidence.probability(evidence)
+    return f"the hybrid ranking puts it first, {sure:.0%} likely right" if sure >= confidence.THRESHOLD else None
 
 
 def _plan(chosen: CatalogTool, arguments: dict[str, Any], why: str, catalog: Catalog) -> Plan:
