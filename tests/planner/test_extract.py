@@ -75,6 +75,25 @@ def test_scenario_ids_come_from_the_schema_enum_in_the_order_named() -> None:
     assert fill(scenarios, analyse(task("run the dark mode scenario"))).missing
 
 
+def test_an_email_address_is_a_text_that_the_argument_named_next_to_it_takes() -> None:
+    assert mentioned("send alerts to my email at jane.doe+ops@company.com, daily") == [
+        ("email", "jane.doe+ops@company.com")
+    ]
+    assert mentioned("open https://user@example.com/x") == [("url", "https://user@example.com/x")]
+    alerts = tool(
+        "create_alert",
+        "Create a data alert",
+        {"frequency": {"type": "string", "enum": ["daily", "weekly"]}, "email": {"type": "string"}},
+        "frequency",
+    )
+    create = catalog_of(alerts, backend="reports").find("reports", "create_alert")
+    assert create is not None
+    filled = fill(create, analyse(task("send weekly alerts to my email at jane@company.com")))
+    assert filled.complete and filled.arguments == {"frequency": "weekly", "email": "jane@company.com"}
+    unplaced = fill(create, analyse(task("send weekly alerts to jane@company.com")))  # no word names `email`
+    assert not unplaced.complete and [m.text for m in unplaced.unplaced] == ["jane@company.com"]
+
+
 def test_a_quoted_choice_fills_its_enum_and_no_other_argument() -> None:
     ride = tool(
         "book_ride",

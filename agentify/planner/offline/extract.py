@@ -6,7 +6,8 @@ active document's folder; "this file" and "here" mean the active document and th
 directory, "the project" (or repo) the working directory too, "the parent folder" the one above
 it; a bare word is a path when it follows "named"/"called", or when it exists and follows
 "in", "of", "from"... or a file verb ("ls docs"), or precedes "folder"), glob patterns, numbers
-(`1280x720` is two), element refs (`e5`) and key names where a key is named (`vocabulary.py`).
+(`1280x720` is two), email addresses (a text), element refs (`e5`) and key names where a key is
+named (`vocabulary.py`).
 It also gives the terms to rank tools with: the user's own words, without the mentions (so
 `arbigent/arbigent-project.yaml` does not read as a request for the arbigent tools), plus, at
 `HINT_WEIGHT`, the kind of argument each mention fills ("url"; "path", "directory"; "path",
@@ -34,7 +35,7 @@ from agentify.planner.offline.vocabulary import is_ref, key_name
 from agentify.planner.prompt import document_path
 from agentify.planner.words import STOP_WORDS, query_terms, words
 
-Kind = Literal["url", "path", "quoted", "glob", "number", "ref", "key", "goal"]
+Kind = Literal["url", "path", "quoted", "email", "glob", "number", "ref", "key", "goal"]
 
 # Top-level domains that make a bare `name.tld/...` a web address rather than a file name.
 WEB_TLDS = frozenset("com org net io dev app edu gov co uk de fr eu us ca info biz ai cloud site page".split())
@@ -59,6 +60,7 @@ FILE_VERBS = frozenset({"ls", "cat", "tree", "open", "read", "list", "show", "vi
 
 # A quote without its closing one ends at the next opening one: a run of `“` costs one pass, not one each.
 _QUOTED = re.compile(r'"([^"\n]+)"|“([^“”\n]+)”|`([^`\n]+)`|(?<!\w)\'([^\'\n]+)\'(?!\w)')
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b(?![:/@\w])")
 _SCHEME_URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
 _BARE_URL = re.compile(
     r"(?<![\w@/.:-])((?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?:[a-z0-9-]+\.)+[a-z]{2,})(:\d{1,5})?(/[^\s\"'<>`]*)?)",
@@ -133,13 +135,20 @@ def analyse(task: TaskInput) -> Mentions:
     for match in _QUOTED.finditer(query):
         text = next(g for g in match.groups() if g is not None)
         take(*_quoted(text, match.start(), match.end(), base))
-    for pattern in (_SCHEME_URL, _BARE_URL):
+
+    def urls(pattern: re.Pattern[str]) -> None:
         for match in pattern.finditer(query):
             text = match.group(0).rstrip(".,;:!?)]}")
             end = match.start() + len(text)
             url = as_url(text)
             if url is not None and not any(taken[match.start() : end]):
                 take(Mention("url", text, url, match.start(), end), "url")
+
+    urls(_SCHEME_URL)  # before the email addresses: `https://user@host/`
+    for match in _EMAIL.finditer(query):
+        if not any(taken[match.start() : match.end()]):
+            take(Mention("email", match.group(0), match.group(0), match.start(), match.end()), "email")
+    urls(_BARE_URL)  # after them: `jane@company.com` is not the site company.com
     parent = os.path.normpath(os.path.join(base, os.pardir)) if base else None
     places = (
         (_DOCUMENT, document, "file"),

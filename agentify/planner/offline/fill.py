@@ -51,7 +51,7 @@ FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "url": ("url",),
     "path": ("path", "quoted"),
     "pattern": ("glob", "quoted"),
-    "text": ("quoted",),
+    "text": ("quoted", "email"),
     "number": ("number",),
     "ref": ("ref",),
     "key": ("key", "quoted"),
