@@ -171,6 +171,8 @@ class ToolIndex:
         """Each tool's backend by number (catalog order), for the backend weight."""
         self._providers = providers(self._tools, self.name_words)
         self._runs: tuple[Any, Any] | None = None
+        self._last: tuple[str, Any] | None = None
+        """The last text's cosines (`similarity`)."""
 
     def rank(self, terms: Mapping[str, float]) -> list[Ranked]:
         """Every tool for the weighted `terms` (see `query_terms`), best first; ties keep the catalog's order."""
@@ -306,15 +308,18 @@ class ToolIndex:
             self._vectors = embedding.vectors(model, [embedding_text(t) for t in self._tools])
         import numpy as np
 
+        if self._last is not None and self._last[0] == text:
+            return self._last[1]  # the planner ranks one task twice, then weighs its best tool
         pieces = sentences(text)
         queries = model.embed([text, *pieces] if len(pieces) > 1 else [text])
         # einsum, not `@`: a matrix-vector product through BLAS spreads over threads, which costs tens of
         # milliseconds on a busy machine for what one core does in one.
-        whole = np.einsum("ij,j->i", self._vectors, queries[0])
-        if len(queries) == 1:
-            return whole
-        best = np.max(np.einsum("ij,kj->ki", self._vectors, queries[1:]), axis=0)
-        return (whole + best) / 2
+        cosines = np.einsum("ij,j->i", self._vectors, queries[0])
+        if len(queries) > 1:
+            cosines = (cosines + np.max(np.einsum("ij,kj->ki", self._vectors, queries[1:]), axis=0)) / 2
+        cosines.setflags(write=False)
+        self._last = (text, cosines)
+        return cosines
 
     def meaning(self, text: str, tools: list[CatalogTool]) -> tuple[list[float], float] | None:
         """The cosines of `text` with `tools`, and how far the catalog's best cosine stands above its second best;
@@ -324,7 +329,8 @@ class ToolIndex:
             return None
         import numpy as np
 
-        gap = 0.0 if len(similarity) < 2 else float(-np.diff(np.partition(similarity, -2)[-2:][::-1])[0])
+        best = np.partition(similarity, -2)[-2:] if len(similarity) > 1 else np.append(similarity, 0.0)
+        gap = float(max(best) - min(best))  # a lone tool stands above nothing, as `lead` counts it
         return [float(similarity[self._position[t.name]]) for t in tools], gap
 
     def lexical_best(self, terms: Mapping[str, float]) -> CatalogTool | None:

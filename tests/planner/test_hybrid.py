@@ -16,6 +16,7 @@ import pytest
 from agentify.errors import NoPlan
 from agentify.mcp_server.results import error_result
 from agentify.planner import embedding
+from agentify.planner.catalog import Catalog
 from agentify.planner.offline import OfflinePlanner
 from agentify.planner.retrieval import FITTED, ToolIndex
 from agentify.planner.search import parts, search_tools
@@ -132,6 +133,28 @@ def test_without_the_model_the_planner_answers_by_its_rules_alone() -> None:
     with_model, without = answers
     assert with_model["tool"] == "get_forecast" and "likely right" in with_model["reasoning"]
     assert "get_forecast" in without["refused"] and without["candidates"][0] == "get_forecast"
+
+
+@pytest.mark.anyio
+async def test_the_same_tool_on_two_backends_is_a_refusal_naming_both() -> None:
+    forecast = tool("get_forecast", "Weather forecast for a city: temperature, rain and wind for the next days")
+    twice = Catalog(
+        [*catalog_of(forecast, backend="north").tools.values(), *catalog_of(forecast, backend="south").tools.values()]
+    )
+    with pytest.raises(NoPlan) as caught:
+        await OfflinePlanner().plan(task("will there be rain and wind in Oslo tomorrow", cwd=None), twice)
+    assert {c["backend"] for c in caught.value.candidates[:2]} == {"north", "south"}
+    assert (
+        await OfflinePlanner().plan(task("will there be rain and wind in Oslo tomorrow", cwd=None), TRAVEL)
+    ).tool == ("get_forecast")
+
+
+@pytest.mark.anyio
+async def test_a_short_task_must_name_the_tool_even_when_its_name_is_its_backends() -> None:
+    weather = catalog_of(tool("weather", "Weather forecast for a city"), backend="weather")
+    catalog = Catalog([*weather.tools.values(), *TRAVEL.tools.values()])
+    with pytest.raises(NoPlan):  # one word of two matches, and the tool has no name words of its own to say
+        await OfflinePlanner().plan(task("sunny city", cwd=None), catalog)
 
 
 def test_the_planners_confidence_grows_with_the_evidence_and_a_tie_is_never_taken() -> None:

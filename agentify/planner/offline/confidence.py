@@ -4,8 +4,9 @@ A logistic model over what the ranking shows of its best tool (`Evidence`): its 
 above the next two, its cosine with the task and how far that stands above the runner-up's, how far the
 catalog's best cosine stands above its second (meaning that singles one tool out), and whether the words
 alone rank it first too. Its output is the probability that the tool is the right one, learnt from the public
-sets' tuning parts (scripts/fit_retrieval.py --planner), each set counting alike; the threshold is the one with
-the most right answers on average whose wrong answers stay at most `fit_retrieval.MAX_WRONG` on every set.
+sets' tuning parts (scripts/fit_retrieval.py --planner), each set weighing the square root of its queries; the
+threshold is the one with the most right answers on average whose wrong answers stay at most
+`fit_retrieval.MAX_WRONG` on every set.
 The task's length, tried as a feature, made the short tasks typed in an IDE look unsure (the public sets'
 queries are sentences), and was left out. Without the model there are no cosines, and the planner answers by
 its rules alone.
@@ -37,17 +38,17 @@ class Evidence:
     """1 when the words alone rank it first too, else 0."""
 
 
-INTERCEPT = -3.448
+INTERCEPT = -2.404
 COEFFICIENTS = Evidence(
-    score=1.183,
-    lead=0.789,
-    lead_third=1.137,
-    cosine=1.203,
-    cosine_lead=0.558,
-    meaning_gap=0.678,
-    lexical_first=2.077,
+    score=0.954,
+    lead=1.012,
+    lead_third=1.162,
+    cosine=1.104,
+    cosine_lead=0.709,
+    meaning_gap=0.674,
+    lexical_first=1.116,
 )
-THRESHOLD = 0.63
+THRESHOLD = 0.61
 """The least probability at which the planner takes the best tool."""
 FEW_WORDS = 2
 """A task of this many words or fewer is answered only by a tool that matches more than half of them, as the rules
@@ -83,4 +84,6 @@ def probability(evidence: Evidence, intercept: float | None = None, coefficients
     z = (INTERCEPT if intercept is None else intercept) + sum(
         w * x for w, x in zip(weights, astuple(evidence), strict=True)
     )
+    if not math.isfinite(z):
+        return 0.0  # evidence that is not a number is no evidence
     return 1 / (1 + math.exp(-max(-60.0, min(60.0, z))))

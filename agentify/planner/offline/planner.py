@@ -131,11 +131,9 @@ class OfflinePlanner:
         """The hybrid ranking's best tool when it is likely enough to be right (`confidence`), and any
         arguments it needs can be filled; else `no_plan` with the best
         three as candidates."""
-        ranked = index.search(mentions.query, mentions.terms(), CANDIDATES)
-        ranked = [r for r in ranked if r.score > 0 and not (mentions.asks and r.tool.name in index.destructive)]
+        ranked = hybrid(index, mentions)
         message = refusal.message
-        alone = index.search(mentions.query, mentions.terms(), CANDIDATES, related=False)
-        alone = [r for r in alone if r.score > 0 and not (mentions.asks and r.tool.name in index.destructive)]
+        alone = hybrid(index, mentions, related=False)
         ask = refusal.ask if isinstance(refusal, Unfilled) else None
         why = _sure(index, mentions, alone)
         if ranked and why and alone[0].tool == ranked[0].tool:
@@ -215,13 +213,21 @@ def rank(index: ToolIndex, mentions: Mentions) -> list[Ranked]:
     return sorted(adjusted, key=lambda r: -r.score) + ranked[len(adjusted) :]
 
 
+def hybrid(index: ToolIndex, mentions: Mentions, *, related: bool = True) -> list[Ranked]:
+    """The hybrid ranking's best `CANDIDATES` tools for the task that score, a question's destructive tools left out;
+    `related=False`: each tool's own score (`ToolIndex.search`)."""
+    ranked = index.search(mentions.query, mentions.terms(), CANDIDATES, related=related)
+    return [r for r in ranked if r.score > 0 and not (mentions.asks and r.tool.name in index.destructive)]
+
+
 def _sure(index: ToolIndex, mentions: Mentions, alone: list[Ranked]) -> str | None:
     """Why the hybrid ranking's best tool may be taken (`confidence`), or None when it may not. Without the model,
     never: the words alone are what the rules already weighed."""
-    if not alone:
-        return None
+    if not alone or (len(alone) > 1 and alone[0].score <= alone[1].score):
+        return None  # a tie (the same tool on two backends) is never broken by the catalog's order
     matched, said = index.matched(alone[0].tool, mentions.user_text)
-    named = index.name_words[alone[0].tool.name] <= set(query_terms(mentions.user_text))
+    name = index.name_words[alone[0].tool.name]
+    named = bool(name) and name <= set(words(mentions.user_text))
     if len(said) <= confidence.FEW_WORDS and len(matched) * 2 <= len(said) and not named:
         return None  # "login to the website" is not the login tests; "echo hi" names `echo` outright
     evidence = confidence.weigh(index, mentions.query, mentions.terms(), alone)
