@@ -20,7 +20,8 @@ Sets (all three licences allow redistribution with attribution; see the README b
 - bfcl-live (a check set: held out whole, nothing is fitted on it): ShishirPatil/gorilla
   (Apache-2.0), the Berkeley Function-Calling Leaderboard's "live" simple and multiple categories:
   functions that users contributed, each query labelled with the one function its answer calls
-  and the values its possible answer accepts for each argument.
+  and, where the tool kept under that name takes the same arguments, the values its possible
+  answer accepts for each of them.
   Every function offered to any of those queries is a tool (once per name), on a backend per group
   of functions offered together where it first appears.
 
@@ -332,6 +333,7 @@ def _bfcl_tool(function: dict[str, Any]) -> dict[str, Any]:
 def bfcl(repo: Path) -> dict[str, Any]:
     backends: dict[str, dict[str, Any]] = {}
     home: dict[str, str] = {}  # a function's name: the backend it was first offered on
+    kept: dict[str, dict[str, Any]] = {}  # a function's name: the tool it became, as first offered
     queries = []
     files = []
     for category in BFCL_CATEGORIES:
@@ -346,16 +348,19 @@ def bfcl(repo: Path) -> dict[str, Any]:
                 if function["name"] not in home:
                     home[function["name"]] = group
                     backend = backends.setdefault(group, {"id": group, "description": "", "tools": []})
-                    backend["tools"].append(_bfcl_tool(function))
+                    kept[function["name"]] = _bfcl_tool(function)
+                    backend["tools"].append(kept[function["name"]])
             calls = truth.get(item["id"], [])
             called = [name for call in calls for name in call]
             text = " ".join(m["content"] for m in item["question"][0] if m.get("role") == "user").strip()
             if text and len(called) == 1 and called[0] in home:
-                # BFCL's possible answer: each argument's accepted values ("" where it may be left out)
+                query: dict[str, Any] = {"query": text, "tools": [f"{home[called[0]]}/{tool_name(called[0])}"]}
+                # BFCL's possible answer: each argument's accepted values ("" where it may be left out), where the
+                # tool kept under that name takes exactly those arguments (another group may offer other ones)
                 arguments = {tool_name(name): values for name, values in calls[0][called[0]].items()}
-                queries.append(
-                    {"query": text, "tools": [f"{home[called[0]]}/{tool_name(called[0])}"], "arguments": arguments}
-                )
+                if set(arguments) == set(kept[called[0]]["inputSchema"]["properties"]):
+                    query["arguments"] = arguments
+                queries.append(query)
     unique = list({q["query"]: q for q in queries}.values())
     return {
         "name": "bfcl-live",
@@ -370,7 +375,7 @@ def bfcl(repo: Path) -> dict[str, Any]:
             "sampling": "none: every live simple and multiple query whose answer calls one function; a function "
             "offered under one name in several groups is kept once, as first offered",
             "arguments": 'each query\'s possible answer: for every argument, the values BFCL accepts ("" where it '
-            "may be left out)",
+            "may be left out), where the tool kept under that name takes exactly the answer's arguments",
         },
         "backends": list(backends.values()),
         "queries": unique,

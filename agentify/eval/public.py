@@ -92,14 +92,14 @@ def load_public(name_or_path: str) -> PublicSet:
             Query(
                 str(q["query"]),
                 tuple(tuple(t.split("/", 1)) for t in q["tools"]),  # type: ignore[misc]
-                dict(q["arguments"]) if q.get("arguments") is not None else None,
+                _accepted(q["arguments"]) if q.get("arguments") is not None else None,
             )
             for q in data["queries"]
         ]
     except OSError as exc:
         shipped = ", ".join(available())
         raise EvalFileError(f"{path} cannot be read ({exc.strerror}); the shipped public sets are: {shipped}") from None
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValidationError) as exc:
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, ValidationError) as exc:
         raise EvalFileError(
             f"{path} is not a public set ({type(exc).__name__}: {str(exc)[:200]}); expected "
             '{"backends": [...], "queries": [{"query": ..., "tools": ["<backend>/<tool>", ...]}]}'
@@ -109,6 +109,17 @@ def load_public(name_or_path: str) -> PublicSet:
     return PublicSet(
         str(data.get("name") or path.stem), dict(data.get("source") or {}), backends, queries, data.get("check") is True
     )
+
+
+def _accepted(arguments: Any) -> dict[str, list[Any]]:
+    """A query's labelled arguments: each name with the list of values it accepts (one value is a list of one).
+
+    Raises:
+        TypeError: `arguments` is not an object.
+    """
+    if not isinstance(arguments, dict):
+        raise TypeError(f'"arguments" must be an object of accepted values, not {type(arguments).__name__}')
+    return {str(k): v if isinstance(v, list) else [v] for k, v in arguments.items()}
 
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -204,7 +215,8 @@ class SetReport:
     """Single-tool queries: right and wrong complete plans, refused (no_plan), total; `askedRight` and `askedWrong`
     are apart from them: plans that chose their tool but would ask the user for arguments the query does not say
     (`NeedsArguments`), right or wrong by that tool. Where the set labels arguments, `labelled` counts the single-tool
-    queries it labels and `rightArguments` the complete plans right whose arguments are among the accepted ones."""
+    queries it labels, `rightLabelled` the complete plans right among them, and `rightArguments` those whose arguments
+    are among the accepted ones."""
     shortlist: dict[str, float | int]
     """Share of queries whose every needed tool the model planner's shortlist holds, and its mean size."""
 
@@ -242,7 +254,7 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
     ours, theirs = [], []
     verdicts = {"right": 0, "wrong": 0, "refused": 0, "total": 0, "askedRight": 0, "askedWrong": 0}
     if any(q.arguments is not None for q in public.queries):
-        verdicts |= {"labelled": 0, "rightArguments": 0}
+        verdicts |= {"labelled": 0, "rightLabelled": 0, "rightArguments": 0}
     held = {"single": [0, 0], "multi": [0, 0]}
     sizes = 0
     queries = public.select(which, sample)
@@ -271,8 +283,9 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
             chosen = catalog.get(f"{plan.backend}__{plan.tool}")
             right = (plan.backend, plan.tool) in query.tools or (chosen is not None and chosen.name in needed)
             verdicts[("askedRight" if right else "askedWrong") if asks else ("right" if right else "wrong")] += 1
-            if query.arguments is not None:
-                verdicts["rightArguments"] += right and not asks and matches(plan.arguments, query.arguments)
+            if query.arguments is not None and right and not asks:
+                verdicts["rightLabelled"] += 1
+                verdicts["rightArguments"] += matches(plan.arguments, query.arguments)
     n = len(queries) or 1
     return SetReport(
         name=public.name,
@@ -319,8 +332,8 @@ def report_lines(reports: list[SetReport]) -> list[str]:
         )
         if "labelled" in p:
             out.append(
-                f"  complete plans right with every argument as the set's answer: {p['rightArguments'] / total:.1%} "
-                f"({p['rightArguments']} of the {p['right']} right; the set labels the arguments of {p['labelled']})"
+                f"  on the {p['labelled']} whose arguments the set labels: {p['rightLabelled']} complete plans right, "
+                f"{p['rightArguments']} of them with every argument as the set's answer"
             )
         out.append(
             f"  plans that ask the user for arguments: right {p['askedRight'] / total:.1%}, wrong "
