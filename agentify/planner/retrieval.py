@@ -308,8 +308,9 @@ class ToolIndex:
             self._vectors = embedding.vectors(model, [embedding_text(t) for t in self._tools])
         import numpy as np
 
-        if self._last is not None and self._last[0] == text:
-            return self._last[1]  # the planner ranks one task twice, then weighs its best tool
+        last = self._last
+        if last is not None and last[0] == text:
+            return last[1]  # the planner ranks one task twice, then weighs its best tool
         pieces = sentences(text)
         queries = model.embed([text, *pieces] if len(pieces) > 1 else [text])
         # einsum, not `@`: a matrix-vector product through BLAS spreads over threads, which costs tens of
@@ -329,8 +330,11 @@ class ToolIndex:
             return None
         import numpy as np
 
-        best = np.partition(similarity, -2)[-2:] if len(similarity) > 1 else np.append(similarity, 0.0)
-        gap = float(max(best) - min(best))  # a lone tool stands above nothing, as `lead` counts it
+        if len(similarity) > 1:
+            top = np.partition(similarity, -2)[-2:]
+            gap = float(top.max() - top.min())
+        else:
+            gap = float(similarity[0])  # a lone tool stands above nothing, as `cosine_lead` counts it
         return [float(similarity[self._position[t.name]]) for t in tools], gap
 
     def lexical_best(self, terms: Mapping[str, float]) -> CatalogTool | None:

@@ -92,6 +92,12 @@ def test_an_email_address_is_a_text_that_the_argument_named_next_to_it_takes() -
     assert filled.complete and filled.arguments == {"frequency": "weekly", "email": "jane@company.com"}
     unplaced = fill(create, analyse(task("send weekly alerts to jane@company.com")))  # no word names `email`
     assert not unplaced.complete and [m.text for m in unplaced.unplaced] == ["jane@company.com"]
+    notify = catalog_of(tool("notify", "Notify the team", {"message": {"type": "string"}}, "message"), backend="chat")
+    message = notify.find("chat", "notify")
+    assert message is not None  # a required text that is not for an address does not take one
+    assert "message" not in fill(message, analyse(task("notify the team that jane@company.com joined"))).arguments
+    for path in ("cat /tmp/x/logo@2x.png", "open a file called report@2024.pdf", "cat ~/notes@home.md"):
+        assert "email" not in [kind for kind, _ in mentioned(path)], path
 
 
 def test_a_quoted_choice_fills_its_enum_and_no_other_argument() -> None:

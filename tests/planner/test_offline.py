@@ -77,6 +77,8 @@ async def test_it_refuses_rather_than_calls_a_tool_that_ignores_part_of_the_task
     await refusal(query, catalog)
     # An unquoted word is never taken as a text: the user is asked for it.
     assert (await asks("echo hi", catalog)).missing.arguments == ("text",)
+    alone = Catalog([*example_catalog().tools.values(), *catalog_of(echo, backend="echo").tools.values()])
+    assert (await asks("echo hi", alone)).missing.arguments == ("text",)  # its name is its backend's: still named
 
 
 async def test_filled_arguments_must_pass_the_tools_schema() -> None:

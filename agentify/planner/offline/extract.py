@@ -60,7 +60,7 @@ FILE_VERBS = frozenset({"ls", "cat", "tree", "open", "read", "list", "show", "vi
 
 # A quote without its closing one ends at the next opening one: a run of `“` costs one pass, not one each.
 _QUOTED = re.compile(r'"([^"\n]+)"|“([^“”\n]+)”|`([^`\n]+)`|(?<!\w)\'([^\'\n]+)\'(?!\w)')
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b(?![:/@\w])")
+_EMAIL = re.compile(r"(?<![\w.+/~\\-])\w[\w.+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.([A-Za-z]{2,})\b(?![:/@\\\w])")
 _SCHEME_URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
 _BARE_URL = re.compile(
     r"(?<![\w@/.:-])((?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?:[a-z0-9-]+\.)+[a-z]{2,})(:\d{1,5})?(/[^\s\"'<>`]*)?)",
@@ -145,8 +145,10 @@ def analyse(task: TaskInput) -> Mentions:
                 take(Mention("url", text, url, match.start(), end), "url")
 
     urls(_SCHEME_URL)  # before the email addresses: `https://user@host/`
-    for match in _EMAIL.finditer(query):
-        if not any(taken[match.start() : match.end()]):
+    for match in _EMAIL.finditer(query):  # not a file name: `logo@2x.png`, `report@2024.pdf`
+        if match.group(1).lower() not in TEXT_EXTENSIONS | MEDIA_EXTENSIONS and not any(
+            taken[match.start() : match.end()]
+        ):
             take(Mention("email", match.group(0), match.group(0), match.start(), match.end()), "email")
     urls(_BARE_URL)  # after them: `jane@company.com` is not the site company.com
     parent = os.path.normpath(os.path.join(base, os.pardir)) if base else None

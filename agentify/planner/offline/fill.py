@@ -165,8 +165,9 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
         names = [n for n in required if roles[n] == wanted and n not in arguments]
         for kind in FOR_ROLE[wanted] if names else ():
             matching = [m for m in pool if m.kind == kind]
-            if len(matching) == len(names):
-                for name, mention in zip(names, matching, strict=True):
+            taking = [n for n in names if kind != "email" or _for_email(n, specs[n])]
+            if taking and len(matching) == len(taking):
+                for name, mention in zip(taking, matching, strict=True):
                     pool.remove(mention)
                     quoted_path = wanted == "path" and mention.kind == "quoted"
                     arguments[name] = resolve_path(mention.text, mentions.base) if quoted_path else mention.value
@@ -194,6 +195,11 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
             arguments.pop(name)
     absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
     return Filling(arguments=arguments, missing=tuple(missing), unplaced=tuple(pool), placed=placed, unfilled=absent)
+
+
+def _for_email(name: str, spec: dict[str, Any]) -> bool:
+    """Whether an argument is for an email address: its name or description says so (`message` is not)."""
+    return bool({"email", "mail"} & set(words(f"{name} {spec.get('description') or ''}")))
 
 
 def _fill_optional(

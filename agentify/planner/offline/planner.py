@@ -226,7 +226,7 @@ def _sure(index: ToolIndex, mentions: Mentions, alone: list[Ranked]) -> str | No
     if not alone or (len(alone) > 1 and alone[0].score <= alone[1].score):
         return None  # a tie (the same tool on two backends) is never broken by the catalog's order
     matched, said = index.matched(alone[0].tool, mentions.user_text)
-    name = index.name_words[alone[0].tool.name]
+    name = index.name_words[alone[0].tool.name] or frozenset(words(alone[0].tool.tool.name))  # `echo` of `echo`
     named = bool(name) and name <= set(words(mentions.user_text))
     if len(said) <= confidence.FEW_WORDS and len(matched) * 2 <= len(said) and not named:
         return None  # "login to the website" is not the login tests; "echo hi" names `echo` outright
