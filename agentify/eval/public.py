@@ -240,8 +240,8 @@ async def evaluate_public(public: PublicSet, which: str, k: int, sample: int | N
     offline planner (single-tool queries) and shortlisted for a model planner of base size `k`."""
     from agentify.errors import AgentifyError
     from agentify.planner import NeedsArguments, TaskInput
+    from agentify.planner.indexes import IndexCache
     from agentify.planner.offline import OfflinePlanner
-    from agentify.planner.retrieval import IndexCache
     from agentify.planner.search import search_tools
     from agentify.planner.shortlist import shortlist
 

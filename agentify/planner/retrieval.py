@@ -18,16 +18,14 @@ words against a description's, were fitted on the tuning parts of the public set
 Tool vectors are embedded once per text and kept (`embedding.remember`), also from a backend's
 manifest, so a lazy backend's tools rank by meaning before it starts.
 
-An index is cached by the catalog's content (`IndexCache`), so it is rebuilt exactly when tools
-change.
+An index is cached by the catalog's content (`indexes.IndexCache`), so it is rebuilt exactly when
+tools change.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -117,7 +115,6 @@ PARAMETER_NAME_WEIGHT = 1.0
 PARAMETER_DESCRIPTION_WEIGHT = 0.3
 BACKEND_WEIGHT = 1.0
 K1, B = 1.2, 0.75
-CACHE_SIZE = 4
 
 
 @dataclass(frozen=True)
@@ -433,44 +430,6 @@ def _document(tool: CatalogTool, name_weight: float) -> dict[str, float]:
     add(tool.backend, BACKEND_WEIGHT)
     add(tool.backend_description, BACKEND_WEIGHT)
     return dict(terms)
-
-
-def fingerprint(catalog: Catalog) -> str:
-    """A digest of everything the index reads; equal digests mean an equal index."""
-    digest = hashlib.sha256()
-    for tool in catalog.tools.values():
-        part = [tool.name, tool.backend, tool.backend_description, tool.tool.title, tool.tool.description]
-        hints = tool.tool.annotations.model_dump() if tool.tool.annotations else None  # destructive tools
-        digest.update(json.dumps([part, hints, tool.input_schema], sort_keys=True, default=str).encode())
-    return digest.hexdigest()
-
-
-class IndexCache:
-    """The last few indexes by catalog content: a backend's tools changing gives a new index."""
-
-    def __init__(self, size: int = CACHE_SIZE) -> None:
-        self._size = size
-        self._indexes: OrderedDict[str, ToolIndex] = OrderedDict()
-        self._last: tuple[Catalog, ToolIndex] | None = None
-
-    def get(self, catalog: Catalog) -> ToolIndex:
-        # The task runner hands out the same Catalog object until tools change: skip the fingerprint.
-        if self._last is not None and self._last[0] is catalog:
-            return self._last[1]
-        index = self._lookup(catalog)
-        self._last = (catalog, index)
-        return index
-
-    def _lookup(self, catalog: Catalog) -> ToolIndex:
-        key = fingerprint(catalog)
-        index = self._indexes.get(key)
-        if index is None:
-            index = self._indexes[key] = ToolIndex(catalog)
-            while len(self._indexes) > self._size:
-                self._indexes.popitem(last=False)
-        else:
-            self._indexes.move_to_end(key)
-        return index
 
 
 def _keep(backend_description: str, tools: list[types.Tool]) -> dict[str, str]:

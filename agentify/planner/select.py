@@ -23,8 +23,9 @@ from agentify.config import PlannerConfig
 from agentify.errors import PlannerUnavailable
 from agentify.planner import Planner
 from agentify.planner.catalog import Catalog
+from agentify.planner.indexes import IndexCache
 from agentify.planner.offline import OfflinePlanner
-from agentify.planner.retrieval import IndexCache, ToolIndex
+from agentify.planner.retrieval import ToolIndex
 from agentify.planner.sampling import Sampler, SamplingPlanner
 from agentify.planner.shortlist import Shortlisted
 

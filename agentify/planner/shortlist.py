@@ -19,8 +19,9 @@ from typing import Protocol
 
 from agentify.planner import Plan, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool
+from agentify.planner.indexes import IndexCache
 from agentify.planner.offline.extract import analyse
-from agentify.planner.retrieval import IndexCache, ToolIndex
+from agentify.planner.retrieval import ToolIndex
 
 CLOSE = 0.3
 """Tools beyond the base size join while their score is at least this share of the best one's (chosen on the

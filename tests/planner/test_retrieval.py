@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from agentify.planner.retrieval import IndexCache, ToolIndex
+from agentify.planner.indexes import IndexCache
+from agentify.planner.retrieval import ToolIndex
 from agentify.planner.words import query_terms, stem, words
 from tests.planner.support import catalog_of, example_catalog, tool
 

@@ -42,11 +42,12 @@ from typing import Any
 from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
 from agentify.planner import NeedsArguments, Plan, PlanUsage, TaskInput
 from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
+from agentify.planner.indexes import IndexCache
 from agentify.planner.offline import confidence
 from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
 from agentify.planner.offline.extract import ASKED, Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, choices, fill, takes_goal
-from agentify.planner.retrieval import IndexCache, Ranked, ToolIndex
+from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, words
 
 MARGIN = 1.25
