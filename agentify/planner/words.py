@@ -42,6 +42,8 @@ _SYNONYMS = {
     "display": "read",
     "print": "read",
     "cat": "read",
+    "say": "read",  # "what does notes.txt say?"
+    "summarize": "read",  # a file is read to be summarized
     "picture": "screenshot",
     "capture": "screenshot",
     "suite": "test",

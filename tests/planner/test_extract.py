@@ -48,6 +48,13 @@ def test_quoted_texts_globs_and_sizes_are_mentions() -> None:
     assert mentioned("resize to 1280x720") == [("number", 1280), ("number", 720)]
 
 
+def test_a_type_of_files_is_a_glob_and_stays_a_word_of_the_task() -> None:
+    assert mentioned("find all yaml files") == [("glob", "**/*.yaml")]
+    assert mentioned("find all .jsonl files") == [("glob", "**/*.jsonl")]
+    assert mentioned("open the yaml file") == [] and mentioned("find the yaml tools") == []
+    assert "MP4" in analyse(task("fetch the MP4 files of the video")).user_text  # what the task is about
+
+
 def test_mentions_do_not_count_as_words_of_the_task() -> None:
     mentions = analyse(task("read arbigent/arbigent-project.yaml"))
     assert "arbigent" not in mentions.user_text

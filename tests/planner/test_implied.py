@@ -6,6 +6,7 @@ from __future__ import annotations
 import mcp_types as types
 import pytest
 
+from agentify.errors import NoPlan
 from agentify.planner.catalog import Catalog
 from tests.planner.support import EXAMPLES, REPO, asks, catalog_of, plan, refusal, tool
 
@@ -94,3 +95,48 @@ async def test_check_that_x_still_works_runs_what_the_test_runner_has_for_x() ->
     assert (longer.tool, longer.arguments) == ("run-arbigent-task", {"goal": "check that the checkout shows 3 items"})
     adhoc = await plan("verify that search still works", catalog)
     assert (adhoc.tool, adhoc.arguments) == ("run-arbigent-task", {"goal": "verify that search still works"})
+
+
+async def test_a_folder_named_beside_a_path_in_it_or_as_the_backend_is_a_word_not_a_second_value() -> None:
+    config = await plan("print the last 20 lines of the arbigent config file arbigent/arbigent-config.yaml")
+    path = str(EXAMPLES / "arbigent" / "arbigent-config.yaml")
+    assert (config.tool, config.arguments) == ("read_text_file", {"path": path, "tail": 20})
+    assert (await plan("which scenarios are in the arbigent project?")).tool == "list-arbigent-scenarios"
+    # A folder that is neither is still a value the tool cannot take: refused, not ignored.
+    assert "which argument should take 'eval'" in await refusal("list the arbigent scenarios in eval")
+
+
+async def test_moving_a_file_into_a_folder_keeps_its_name() -> None:
+    into = await plan("move draft.md into the arbigent folder")
+    assert into.arguments == {"source": str(EXAMPLES / "draft.md"), "destination": str(EXAMPLES / "arbigent/draft.md")}
+    renamed = await plan("rename notes.txt to notes-old.txt")
+    assert renamed.arguments == {"source": str(EXAMPLES / "notes.txt"), "destination": str(EXAMPLES / "notes-old.txt")}
+
+
+async def test_a_path_goes_to_a_tool_that_takes_it_even_when_a_tool_for_urls_ranks_first() -> None:
+    for path in ("notes.txt", "arbigent/arbigent-project.yaml"):
+        opened = await plan(f"open {path}")
+        assert (opened.tool, opened.arguments) == ("read_text_file", {"path": str(EXAMPLES / path)})
+    assert (await plan("open localhost:3000")).arguments == {"url": "http://localhost:3000"}
+    # Never a lower-ranked tool that changes something, and never for a value of another kind (a number).
+    wipe = annotated("wipe_folder", "Delete every entry of a folder", read_only=False, destructive=True)
+    web = tool("open_page", "Open a web page", {"url": {"type": "string"}}, "url")
+    with pytest.raises(NoPlan, match="cannot fill `url`"):
+        await plan("open notes.txt", catalog_of(web, wipe))
+
+
+async def test_a_type_of_files_is_searched_for_where_the_task_says_else_in_the_working_directory() -> None:
+    under = await plan("find all yaml files under arbigent")
+    assert (under.tool, under.arguments) == (
+        "search_files",
+        {"path": str(EXAMPLES / "arbigent"), "pattern": "**/*.yaml"},
+    )
+    here = await plan("find all .jsonl files")
+    assert (here.tool, here.arguments) == ("search_files", {"path": str(EXAMPLES), "pattern": "**/*.jsonl"})
+
+
+async def test_what_a_file_says_and_summarizing_it_are_reading_it() -> None:
+    said = await plan("what does notes.txt say?")
+    assert (said.tool, said.arguments) == ("read_text_file", {"path": str(EXAMPLES / "notes.txt")})
+    summary = await plan("summarize this file", document=EXAMPLES / "notes.txt")
+    assert (summary.tool, summary.arguments) == ("read_text_file", {"path": str(EXAMPLES / "notes.txt")})

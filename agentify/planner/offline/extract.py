@@ -5,11 +5,13 @@ becomes `http://localhost:3000/login`), paths (resolved against the working dire
 active document's folder; "this file" and "here" mean the active document and the working
 directory, "the project" (or repo) the working directory too, "the parent folder" the one above
 it; a bare word is a path when it follows "named"/"called", or when it exists and follows
-"in", "of", "from"... or a file verb ("ls docs"), or precedes "folder"), glob patterns, numbers
-(`1280x720` is two), email addresses (a text), element refs (`e5`) and key names where a key is
-named (`vocabulary.py`).
+"in", "of", "from"... or a file verb ("ls docs"), or precedes "folder"; a bare word said again in a path
+of the task is that path), glob patterns, a type of files ("yaml files", ".jsonl files": `**/*.yaml`),
+numbers (`1280x720` is two), email addresses (a text), element refs (`e5`) and key names where a key
+is named (`vocabulary.py`).
 It also gives the terms to rank tools with: the user's own words, without the mentions (so
-`arbigent/arbigent-project.yaml` does not read as a request for the arbigent tools), plus, at
+`arbigent/arbigent-project.yaml` does not read as a request for the arbigent tools; a type of files
+stays a word), plus, at
 `HINT_WEIGHT`, the kind of argument each mention fills ("url"; "path", "directory"; "path",
 "file", "text"; "single" or "multiple" for the number of paths). A task that opens with "what"
 or "which" is a question (`Mentions.asks`).
@@ -95,6 +97,9 @@ class Mention:
     """URL with scheme, absolute path (None when it cannot be resolved), number, or the text itself."""
     start: int
     end: int
+    bare: bool = False
+    """A plain word taken as a path only because a file or folder of that name exists ("in the arbigent
+    project"): it may be the word of a tool's name ("list the arbigent scenarios") rather than a value."""
 
 
 @dataclass(frozen=True)
@@ -185,8 +190,11 @@ def analyse(task: TaskInput) -> Mentions:
             take(*kept)
     found.sort(key=lambda item: item[0].start)
     found = _join_located_paths(query, found)
+    found = _without_echoes(found)
     user, cursor = [], 0
     for mention, _ in found:
+        if mention.kind == "glob" and mention.value != mention.text:
+            continue  # a type of file ("mp4 files") stays a word of the user's too: what they are about
         user.extend([query[cursor : mention.start], " "])
         cursor = mention.end
     user.append(query[cursor:])
@@ -220,6 +228,13 @@ def _join_located_paths(query: str, found: list[tuple[Mention, str]]) -> list[tu
     return joined
 
 
+def _without_echoes(found: list[tuple[Mention, str]]) -> list[tuple[Mention, str]]:
+    """A bare word that is a part of a path the task also gives is that place said twice ("the arbigent config
+    file arbigent/arbigent-config.yaml"): one value, not two, and the word stays one of the user's."""
+    parts = {p for m, _ in found if m.kind == "path" and not m.bare for p in re.split(r"[/\\]", m.text)}
+    return [(m, hint) for m, hint in found if not (m.bare and m.text in parts)]
+
+
 def _quoted(text: str, start: int, end: int, base: str | None) -> tuple[Mention, str]:
     """A quoted URL, glob or path keeps its kind; any other quoted text is a text."""
     url = as_url(text)
@@ -236,6 +251,8 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
     end = start + len(token)
     if "*" in token or ("?" in token and len(token) > 1):
         return Mention("glob", token, token, start, end), "pattern"
+    if after == "files" and (extension := token.lower().removeprefix(".")) in TEXT_EXTENSIONS | MEDIA_EXTENSIONS:
+        return Mention("glob", token, f"**/*.{extension}", start, end), "pattern"  # "all yaml files", ".jsonl files"
     if _NUMBER.fullmatch(token):
         return Mention("number", token, float(token) if "." in token else int(token), start, end), ""
     if "@" in token or token.lower() in NOT_PATHS:
@@ -257,7 +274,7 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
         placed = placed or (before[-1:] != [] and before[-1] in FILE_VERBS)
         if not placed or resolved is None or not os.path.exists(resolved) or token.lower() in PATH_PREPOSITIONS:
             return None
-    return Mention("path", token, resolved, start, end), "path " + _path_hint(resolved or token)
+    return Mention("path", token, resolved, start, end, bare=not explicit), "path " + _path_hint(resolved or token)
 
 
 def as_url(text: str) -> str | None:

@@ -3,7 +3,7 @@
 - a required argument takes a mention of its role (url, path, paths, ref, key, pattern, text, number) when
   the query has exactly as many such mentions as the tool has such arguments, in order; an enum
   takes the one value the query names; an argument with a schema `default` takes the default; the
-  path of a read-only tool named for folders (`reads_directories`) is the working directory when the
+  path of a read-only tool named for folders or for searching (`reads_directories`) is the working directory when the
   task mentions no path;
 - an optional argument takes a mention only when the words next to it name the argument, or
   two words of its description ("the first 5 lines" -> `head`: "first N lines"); an optional
@@ -17,6 +17,7 @@ What it could not fill, and the mentions it could not place, are reported, not d
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,8 +46,10 @@ WINDOW = 3  # words on each side of a value that may name its optional argument
 URL_NAMES = frozenset({"url", "uri", "href", "link", "address"})
 PATH_NAMES = frozenset({"path", "file", "filename", "filepath", "file_path", "source", "destination", "src", "dest"})
 PATH_NAMES |= frozenset({"dir", "directory", "folder", "root", "cwd"})
+SOURCE_NAMES = frozenset({"source", "src"})
+DESTINATION_NAMES = frozenset({"destination", "dest"})
 PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
-DIRECTORY_WORDS = frozenset(words("directory folder dir tree"))
+DIRECTORY_WORDS = frozenset(words("directory folder dir tree search"))
 FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "url": ("url",),
     "path": ("path", "quoted"),
@@ -115,8 +118,9 @@ def choices(tool: CatalogTool) -> list[Any]:
 
 
 def reads_directories(tool: CatalogTool) -> bool:
-    """A read-only tool whose name says it works on a folder (`list_directory`, `directory_tree`): a task that
-    names no path means the working directory ("list the files")."""
+    """A read-only tool whose name says it works on a folder (`list_directory`, `directory_tree`) or searches one
+    (`search_files`): a task that names no path means the working directory ("list the files", "find all yaml
+    files")."""
     annotations = tool.tool.annotations
     read_only = annotations is not None and annotations.read_only_hint is True
     return read_only and not DIRECTORY_WORDS.isdisjoint(words(tool.tool.name))
@@ -184,6 +188,7 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     if len(texts) == 1 and (quoted := [m for m in pool if m.kind == "quoted"]):
         arguments[texts[0]] = [m.value for m in quoted]
         pool = [m for m in pool if m.kind != "quoted"]
+    _into_folder(arguments)
     placed = len(mentions.items) - len(pool)
     _fill_optional(properties, set(required), arguments, pool, mentions)
     for name in required:
@@ -194,7 +199,20 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
             missing.append(f"`{name}` (a path the context cannot resolve: send the working directory or the open file)")
             arguments.pop(name)
     absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
-    return Filling(arguments=arguments, missing=tuple(missing), unplaced=tuple(pool), placed=placed, unfilled=absent)
+    own = set(words(f"{tool.backend} {tool.tool.name}"))
+    unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own))  # "the arbigent scenarios"
+    return Filling(arguments=arguments, missing=tuple(missing), unplaced=unplaced, placed=placed, unfilled=absent)
+
+
+def _into_folder(arguments: dict[str, Any]) -> None:
+    """Moving a file to a folder that exists puts it in that folder, keeping its name ("move draft.md into the
+    arbigent folder": `arbigent/draft.md`), as `mv` does; the filesystem server would refuse the folder itself."""
+    sources = [v for n, v in arguments.items() if n.lower() in SOURCE_NAMES and isinstance(v, str)]
+    for name in [n for n in arguments if n.lower() in DESTINATION_NAMES]:
+        folder = arguments[name]
+        if len(sources) == 1 and isinstance(folder, str) and os.path.isdir(folder):
+            if os.path.dirname(sources[0].rstrip("/\\")) != os.path.normpath(folder):
+                arguments[name] = os.path.join(folder, os.path.basename(sources[0].rstrip("/\\")))
 
 
 def _for_email(name: str, spec: dict[str, Any]) -> bool:

@@ -51,6 +51,8 @@ from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, words
 
 MARGIN = 1.25
+PLACES = ("path", "url")
+WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
 CANDIDATES = 3
 SHORT = 160
 NAME_FLOOR = 0.25
@@ -169,7 +171,7 @@ class OfflinePlanner:
                 f"the words of the task. {CONFIGURE}"
             )
         try:
-            chosen, why = _choose(ranked, mentions)
+            chosen, why = _choose(ranked, mentions, index.destructive)
         except PlannerUnavailable:
             _raise_missing(missing)
             raise
@@ -265,12 +267,14 @@ def _short(tool: CatalogTool) -> str:
     return text if len(text) <= SHORT else text[: SHORT - 3] + "..."
 
 
-def _choose(ranked: list[Ranked], mentions: Mentions) -> tuple[CatalogTool, str]:
+def _choose(ranked: list[Ranked], mentions: Mentions, destructive: frozenset[str]) -> tuple[CatalogTool, str]:
     best = ranked[0]
     runner_up = ranked[1].score if len(ranked) > 1 else 0.0
     if best.score >= MARGIN * runner_up:
         if not runner_up:
             return best.tool, "the only tool that matches"
+        if (other := _takes_instead(ranked, mentions, destructive)) is not None:
+            return other, f"the best match, {_label(best.tool)}, cannot take the value the task gives, and it can"
         return best.tool, f"best match, {best.score / runner_up:.2f}x the score of the next tool"
     contenders = [r.tool for r in ranked if r.score * MARGIN > best.score]
     fillings = {t.name: fill(t, mentions) for t in contenders}
@@ -288,6 +292,25 @@ def _choose(ranked: list[Ranked], mentions: Mentions) -> tuple[CatalogTool, str]
         f"the offline planner (no model is configured) cannot tell which tool fits best: {names} match the task "
         f"about equally well (it picks a tool only when its score is at least {MARGIN}x the next one's). " + CONFIGURE
     )
+
+
+def _takes_instead(ranked: list[Ranked], mentions: Mentions, destructive: frozenset[str]) -> CatalogTool | None:
+    """When the best tool can neither be called nor take the path or URL the task gives ("open notes.txt": not
+    `browser_navigate`, which needs a URL), the best of the tools within `WIDE` of it that can be called with every
+    value the task gives, as they are (not as a list of one), when it is the only one or leads the next by `MARGIN`.
+    Never a destructive tool: one that ranks lower is not taken to change anything."""
+    best = fill(ranked[0].tool, mentions)
+    if not (best.missing and any(m.kind in PLACES for m in best.unplaced)):
+        return None  # a number or a quoted text could be meant for the best tool in a way it does not take
+    close = [r for r in ranked[1:] if r.score * WIDE > ranked[0].score and r.tool.name not in destructive]
+    fillings = {r.tool.name: fill(r.tool, mentions) for r in close}
+    taking = [
+        r for r in close if fillings[r.tool.name].complete and fillings[r.tool.name].placed == len(mentions.items)
+    ]
+    taking = [r for r in taking if not _list_of_one(fillings[r.tool.name])] or taking
+    if len(taking) == 1 or (taking and taking[0].score >= MARGIN * taking[1].score):
+        return taking[0].tool
+    return None
 
 
 def _missing_fit(missing: tuple[MissingBackend, ...], text: str) -> tuple[MissingBackend, int] | None:
