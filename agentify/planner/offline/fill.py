@@ -9,6 +9,8 @@
   two words of its description ("the first 5 lines" -> `head`: "first N lines"); an optional
   enum only when the query names both the argument and one of its values ("dark color scheme"
   -> `colorScheme: dark`).
+- a destination that is an existing folder takes the source's name in it ("move draft.md into the
+  arbigent folder": `arbigent/draft.md`).
 - a boolean argument is true when the task says its name; a required list of strings takes the
   quoted texts; a quoted text no word names an argument for goes to the one optional argument
   with a plain text name (see `vocabulary.py`).

@@ -8,7 +8,9 @@
    ("what files are in docs?") counts as saying "list" and "read", and is never answered by a
    tool that declares itself destructive.
 2. The margin rule: the best tool is taken when its score is at least `MARGIN` times the
-   runner-up's. Otherwise the tools within that margin are contenders, and the decision is left
+   runner-up's, unless it can neither be called nor take the path or URL the task gives; then the
+   best tool within `WIDE` that can take every value is ("open notes.txt": the read tool, not the
+   one for URLs). Otherwise the tools within that margin are contenders, and the decision is left
    to the arguments: the best tool is taken when it is the only contender that can be called
    with what the task says, and another contender only when it is the only one that takes
    every value the task mentions (two paths: the one read tool that accepts several), or the
