@@ -140,3 +140,17 @@ async def test_what_a_file_says_and_summarizing_it_are_reading_it() -> None:
     assert (said.tool, said.arguments) == ("read_text_file", {"path": str(EXAMPLES / "notes.txt")})
     summary = await plan("summarize this file", document=EXAMPLES / "notes.txt")
     assert (summary.tool, summary.arguments) == ("read_text_file", {"path": str(EXAMPLES / "notes.txt")})
+
+
+async def test_the_tests_of_no_feature_in_particular_are_all_of_them() -> None:
+    for query in ("run the tests", "run the full test suite"):
+        assert (await plan(query)).tool == "run-arbigent-test-all", query
+    # Words that another close tool is about are not "no feature in particular".
+    checkout = await plan("run the end-to-end test of the checkout")
+    assert checkout.tool in ("run-arbigent-test-purchase", "run-arbigent-scenarios")
+
+
+async def test_between_close_tools_the_one_that_takes_the_choice_the_task_names_wins() -> None:
+    # The purchase tests run the checkout scenario too, but only the scenario runner takes "checkout" as said.
+    checkout = await plan("check that the checkout still works")
+    assert (checkout.tool, checkout.arguments) == ("run-arbigent-scenarios", {"scenarioIds": ["checkout"]})

@@ -98,11 +98,11 @@ FIGURES = [  # the README's "Figures on the example set", on the recorded tools:
     ("routing", False, 46),
     ("routing", True, 44),
     ("routing-fresh", False, 54),
-    ("routing-fresh", True, 52),
+    ("routing-fresh", True, 53),
     ("routing-heldout", False, 18),
     ("routing-heldout", True, 18),
-    ("routing-implied", False, 44),
-    ("routing-implied", True, 43),
+    ("routing-implied", False, 46),
+    ("routing-implied", True, 46),
 ]
 
 

@@ -139,6 +139,8 @@ class Filling:
     """How many mentions went into required arguments."""
     unfilled: tuple[str, ...] = ()
     """The names of the required arguments without a value (what `missing` describes)."""
+    chosen: int = 0
+    """How many required arguments took a value the task names among their choices (an enum's)."""
 
     @property
     def complete(self) -> bool:
@@ -154,11 +156,13 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     arguments: dict[str, Any] = {}
     missing: list[str] = []
     pool = list(mentions.items)
+    chosen = 0
     for name in required:
         if roles[name] in ("enum", "enum_list"):
             values = _named_values(specs[name], roles[name], mentions, pool)
             if len(values) == 1 or (values and roles[name] == "enum_list"):
                 arguments[name] = values if roles[name] == "enum_list" else values[0]
+                chosen += 1
             elif values:
                 missing.append(f"`{name}` (the task names several of its values: {', '.join(map(str, values))})")
         if name not in arguments and "default" in specs[name]:
@@ -203,7 +207,7 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
     own = set(words(f"{tool.backend} {tool.tool.name}"))
     unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own))  # "the arbigent scenarios"
-    return Filling(arguments=arguments, missing=tuple(missing), unplaced=unplaced, placed=placed, unfilled=absent)
+    return Filling(arguments, tuple(missing), unplaced, placed, absent, chosen)
 
 
 def _into_folder(arguments: dict[str, Any]) -> None:

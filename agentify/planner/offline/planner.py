@@ -14,8 +14,10 @@
    to the arguments: the best tool is taken when it is the only contender that can be called
    with what the task says, and another contender only when it is the only one that takes
    every value the task mentions (two paths: the one read tool that accepts several), or the
-   only one that takes them as they are (one path: not the tool for several paths). A tool
-   never wins a tie merely because it needs no arguments; anything else is a refusal.
+   only one that takes them as they are (one path: not the tool for several paths), or, with no
+   value, the only one that takes a choice the task names; a task naming a family and none of its
+   members goes to the one named for all ("run the tests"). A tool never wins a tie merely because
+   it needs no arguments; anything else is a refusal.
 3. Required arguments are filled from the query and the context (see `extract`), never
    guessed: an argument it cannot fill, or a mentioned value it cannot place, is a refusal. The
    one value taken from the context alone is the working directory, as the path of a read-only
@@ -50,10 +52,11 @@ from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
 from agentify.planner.offline.extract import ASKED, Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, choices, fill, takes_goal
 from agentify.planner.retrieval import Ranked, ToolIndex
-from agentify.planner.words import SYNONYMS, query_terms, words
+from agentify.planner.words import SYNONYMS, query_terms, word_pairs, words
 
 MARGIN = 1.25
 PLACES = ("path", "url")
+ALL = frozenset({"all"})
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
 CANDIDATES = 3
 SHORT = 160
@@ -173,7 +176,7 @@ class OfflinePlanner:
                 f"the words of the task. {CONFIGURE}"
             )
         try:
-            chosen, why = _choose(ranked, mentions, index.destructive)
+            chosen, why = _choose(ranked, mentions, index)
         except PlannerUnavailable:
             _raise_missing(missing)
             raise
@@ -198,9 +201,14 @@ class OfflinePlanner:
         return _plan(chosen, filling.arguments, why, catalog)
 
 
+def _said(mentions: Mentions) -> set[str]:
+    """The words (and synonyms) of the task that can name a tool; a question also says "list" and "read"."""
+    return set(query_terms(mentions.user_text)) | (set(ASKED) if mentions.asks else set())
+
+
 def rank(index: ToolIndex, mentions: Mentions) -> list[Ranked]:
     """The index's ranking of the task weighted by the name words the user said and by deprecation, best first."""
-    said = set(query_terms(mentions.user_text)) | (set(ASKED) if mentions.asks else set())
+    said = _said(mentions)
     ranked = index.rank(mentions.terms())
     adjusted = []
     for r in ranked:
@@ -269,13 +277,13 @@ def _short(tool: CatalogTool) -> str:
     return text if len(text) <= SHORT else text[: SHORT - 3] + "..."
 
 
-def _choose(ranked: list[Ranked], mentions: Mentions, destructive: frozenset[str]) -> tuple[CatalogTool, str]:
+def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> tuple[CatalogTool, str]:
     best = ranked[0]
     runner_up = ranked[1].score if len(ranked) > 1 else 0.0
     if best.score >= MARGIN * runner_up:
         if not runner_up:
             return best.tool, "the only tool that matches"
-        if (other := _takes_instead(ranked, mentions, destructive)) is not None:
+        if (other := _takes_instead(ranked, mentions, index.destructive)) is not None:
             return other, f"the best match, {_label(best.tool)}, cannot take the value the task gives, and it can"
         return best.tool, f"best match, {best.score / runner_up:.2f}x the score of the next tool"
     contenders = [r.tool for r in ranked if r.score * MARGIN > best.score]
@@ -289,6 +297,11 @@ def _choose(ranked: list[Ranked], mentions: Mentions, destructive: frozenset[str
     as_is = [t for t in taking if not _list_of_one(fillings[t.name])]
     if len(as_is) == 1 and len(taking) > 1 and fillings[as_is[0].name].placed == len(mentions.items):
         return as_is[0], "the only close match that takes the value as it is, not as a list of one"
+    choosing = [t for t in callable_ if fillings[t.name].chosen]
+    if len(choosing) == 1 and not mentions.items:
+        return choosing[0], "the only close match that takes the choice the task names"
+    if (family := _the_one_for_all(contenders, callable_, mentions, index)) is not None:
+        return family, "the task names the kind of tool and none of them in particular, so the one for all"
     names = ", ".join(_label(t) for t in contenders[:4])
     raise PlannerUnavailable(
         f"the offline planner (no model is configured) cannot tell which tool fits best: {names} match the task "
@@ -313,6 +326,26 @@ def _takes_instead(ranked: list[Ranked], mentions: Mentions, destructive: frozen
     if len(taking) == 1 or (taking and taking[0].score >= MARGIN * taking[1].score):
         return taking[0].tool
     return None
+
+
+def _the_one_for_all(
+    contenders: list[CatalogTool], callable_: list[CatalogTool], mentions: Mentions, index: ToolIndex
+) -> CatalogTool | None:
+    """ "run the tests" names the family `run-arbigent-test-*` and no member of it: the one whose name the task
+    says but for "all", when no contender's whole name is said and the task's other words are nobody's ("run the
+    end-to-end test of the checkout" says what the purchase tests are about)."""
+    said = _said(mentions)
+    if any(index.name_words[t.name] <= said for t in contenders):
+        return None
+    family = [t for t in callable_ if index.name_words[t.name] - said == ALL]
+    if len(family) != 1:
+        return None
+    name = index.name_words[family[0].name]
+    rest = " ".join(
+        w for w, s in word_pairs(mentions.user_text) if s not in name and name.isdisjoint(SYNONYMS.get(s, ()))
+    )
+    others = (t for t in contenders if t is not family[0])
+    return None if any(index.matched(t, rest)[0] for t in others) else family[0]
 
 
 def _missing_fit(missing: tuple[MissingBackend, ...], text: str) -> tuple[MissingBackend, int] | None:
