@@ -43,6 +43,13 @@ def test_a_bare_word_is_a_path_only_when_it_exists_or_is_named(tmp_path: Path) -
     assert mentioned("make a folder called reports", cwd=tmp_path) == [("path", str(tmp_path / "reports"))]
 
 
+def test_the_name_of_a_folder_to_create_is_a_path(tmp_path: Path) -> None:
+    for query in ("create a tmp directory", "mkdir tmp folder", "make the tmp folder"):
+        assert mentioned(query, cwd=tmp_path) == [("path", str(tmp_path / "tmp"))], query
+    for query in ("create a folder", "make a new folder", "open the tmp folder", "create a tmp file"):
+        assert mentioned(query, cwd=tmp_path) == [], query
+
+
 def test_quoted_texts_globs_and_sizes_are_mentions() -> None:
     assert mentioned('type "hello world" and search *.md') == [("quoted", "hello world"), ("glob", "*.md")]
     assert mentioned("resize to 1280x720") == [("number", 1280), ("number", 720)]

@@ -154,3 +154,8 @@ async def test_between_close_tools_the_one_that_takes_the_choice_the_task_names_
     # The purchase tests run the checkout scenario too, but only the scenario runner takes "checkout" as said.
     checkout = await plan("check that the checkout still works")
     assert (checkout.tool, checkout.arguments) == ("run-arbigent-scenarios", {"scenarioIds": ["checkout"]})
+
+
+async def test_a_folder_to_create_is_named_in_the_working_directory() -> None:
+    created = await plan("create a tmp directory")
+    assert (created.tool, created.arguments) == ("create_directory", {"path": str(EXAMPLES / "tmp")})

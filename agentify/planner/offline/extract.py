@@ -5,8 +5,9 @@ becomes `http://localhost:3000/login`), paths (resolved against the working dire
 active document's folder; "this file" and "here" mean the active document and the working
 directory, "the project" (or repo) the working directory too, "the parent folder" the one above
 it; a bare word is a path when it follows "named"/"called", or when it exists and follows
-"in", "of", "from"... or a file verb ("ls docs"), or precedes "folder"; a bare word said again in a path
-of the task is that path), glob patterns, a type of files ("yaml files", ".jsonl files": `**/*.yaml`),
+"in", "of", "from"... or a file verb ("ls docs"), or precedes "folder"; a name is a path when the task
+asks to create a folder of that name ("create a tmp directory"); a bare word said again in a path of the
+task is that path), glob patterns, a type of files ("yaml files", ".jsonl files": `**/*.yaml`),
 numbers (`1280x720` is two), email addresses (a text), element refs (`e5`) and key names where a key
 is named (`vocabulary.py`).
 It also gives the terms to rank tools with: the user's own words, without the mentions (so
@@ -50,6 +51,10 @@ NOT_PATHS = frozenset({"e.g", "i.e", "etc", "vs"})
 PATH_PREPOSITIONS = frozenset({"in", "inside", "under", "from", "into", "within", "of", "at", "to"})
 NAMING_WORDS = frozenset({"named", "called"})
 FOLDER_WORDS = frozenset({"folder", "directory", "dir"})
+CREATE_WORDS = frozenset({"create", "make", "mkdir", "add"})
+ARTICLES = frozenset({"a", "an", "the"})
+# Words before "folder" that say what kind of folder, not its name ("make a new folder").
+NOT_NAMES = frozenset("new empty blank another separate single nested temporary fresh second extra same".split())
 ASKING = frozenset({"what", "which"})
 ASKED = ("list", "read")
 HINT_WEIGHT = 0.5  # a kind of argument is evidence, but less than a word the user chose
@@ -258,6 +263,8 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
     if "@" in token or token.lower() in NOT_PATHS:
         return None
     resolved = resolve_path(token, base)
+    if after in FOLDER_WORDS and _creates(before) and token.isalnum() and token.lower() not in NOT_NAMES | STOP_WORDS:
+        return Mention("path", token, resolved, start, end), "path directory"  # "create a tmp directory"
     explicit = (
         token.startswith(("/", "./", "../", "~/"))
         or token in (".", "..", "~")
@@ -275,6 +282,12 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
         if not placed or resolved is None or not os.path.exists(resolved) or token.lower() in PATH_PREPOSITIONS:
             return None
     return Mention("path", token, resolved, start, end, bare=not explicit), "path " + _path_hint(resolved or token)
+
+
+def _creates(before: list[str]) -> bool:
+    """Whether the words before a name ask to create it: "mkdir", "create a", "make the"."""
+    verb = before[-2:-1] if before[-1:] and before[-1] in ARTICLES else before[-1:]
+    return bool(verb) and verb[0] in CREATE_WORDS
 
 
 def as_url(text: str) -> str | None:
