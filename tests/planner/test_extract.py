@@ -147,6 +147,15 @@ def test_an_optional_argument_takes_a_value_only_when_the_words_next_to_it_name_
     assert "filename" not in unrelated.arguments and unrelated.unplaced
 
 
+def test_an_optional_choice_of_several_words_is_taken_when_the_task_says_it() -> None:
+    request = example_catalog().find("browser", "browser_network_request")
+    assert request is not None
+    body = fill(request, analyse(task("show me the response body of request 4")))
+    assert body.arguments == {"index": 4, "part": "response-body"}
+    # One word of a choice is not the choice: "the response of request 4" leaves `part` out.
+    assert fill(request, analyse(task("show me the response of request 4"))).arguments == {"index": 4}
+
+
 def test_what_cannot_be_filled_is_reported_with_the_argument_and_its_description() -> None:
     click = example_catalog().find("browser", "browser_click")
     assert click is not None

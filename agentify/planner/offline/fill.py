@@ -8,7 +8,8 @@
 - an optional argument takes a mention only when the words next to it name the argument, or
   two words of its description ("the first 5 lines" -> `head`: "first N lines"); an optional
   enum only when the query names both the argument and one of its values ("dark color scheme"
-  -> `colorScheme: dark`).
+  -> `colorScheme: dark`), or a value of several words ("the response body" -> `part:
+  response-body`).
 - a destination that is an existing folder takes the source's name in it ("move draft.md into the
   arbigent folder": `arbigent/draft.md`).
 - a boolean argument is true when the task says its name; a required list of strings takes the
@@ -236,9 +237,10 @@ def _fill_optional(
     optional = {n: s for n, s in properties.items() if n not in required and n not in arguments}
     query_words = set(words(mentions.user_text))
     for name, spec in optional.items():
-        if role(name, spec) == "enum" and set(words(name)) <= query_words:
+        if role(name, spec) == "enum":
             values = _named_values(spec, "enum", mentions, pool)
-            if len(values) == 1:
+            phrases = [v for v in values if len(words(str(v))) > 1]  # "the response body": `response-body`
+            if len(values) == 1 and (set(words(name)) <= query_words or phrases):
                 arguments[name] = values[0]
         elif role(name, spec) == "boolean" and words(name) and set(words(name)) <= query_words:
             arguments[name] = True
