@@ -156,6 +156,14 @@ def test_an_optional_choice_of_several_words_is_taken_when_the_task_says_it() ->
     assert fill(request, analyse(task("show me the response of request 4"))).arguments == {"index": 4}
 
 
+def test_a_choice_said_after_by_fills_the_argument_named_for_it() -> None:
+    sizes = example_catalog().find("filesystem", "list_directory_with_sizes")
+    assert sizes is not None
+    biggest = fill(sizes, analyse(task("list arbigent/arbigent-result by file size, biggest first")))
+    assert biggest.arguments == {"path": str(EXAMPLES / "arbigent" / "arbigent-result"), "sortBy": "size"}
+    assert "sortBy" not in fill(sizes, analyse(task("list arbigent with sizes, done by noon"))).arguments
+
+
 def test_what_cannot_be_filled_is_reported_with_the_argument_and_its_description() -> None:
     click = example_catalog().find("browser", "browser_click")
     assert click is not None

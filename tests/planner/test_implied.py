@@ -159,3 +159,18 @@ async def test_between_close_tools_the_one_that_takes_the_choice_the_task_names_
 async def test_a_folder_to_create_is_named_in_the_working_directory() -> None:
     created = await plan("create a tmp directory")
     assert (created.tool, created.arguments) == ("create_directory", {"path": str(EXAMPLES / "tmp")})
+
+
+async def test_a_number_in_a_goal_also_fills_the_optional_argument_named_next_to_it() -> None:
+    steps = await plan("make sure the About screen shows a version number, give the agent at most 15 steps")
+    assert (steps.tool, steps.arguments["maxStep"]) == ("run-arbigent-task", 15)
+    # A number no argument is named for stays in the goal's words and leaves nothing out.
+    items = await plan("check that the cart shows 3 items")
+    assert items.arguments == {"goal": "check that the cart shows 3 items"}
+
+
+async def test_ids_the_task_writes_go_to_the_tool_that_takes_them_not_to_the_one_named_by_their_words() -> None:
+    alone = await plan("run settings-language by itself, not the whole settings tag")
+    assert (alone.tool, alone.arguments) == ("run-arbigent-scenarios", {"scenarioIds": ["settings-language"]})
+    both = await plan("rerun settings-language and login-wrong-password")
+    assert both.arguments == {"scenarioIds": ["settings-language", "login-wrong-password"]}

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -105,6 +105,9 @@ class Mention:
     bare: bool = False
     """A plain word taken as a path only because a file or folder of that name exists ("in the arbigent
     project"): it may be the word of a tool's name ("list the arbigent scenarios") rather than a value."""
+    spare: bool = False
+    """A value said inside another one (a number in a goal's words: "give it at most 15 steps"): it may also
+    fill an optional argument named next to it, and none taking it leaves nothing out."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,11 @@ class Mentions:
     asks: bool = False
     """A question ("what files are in docs?", "which tabs are open?"): it asks to see something, so a tool
     named for listing or reading is what it names, and a destructive tool is never the answer."""
+
+    @property
+    def values(self) -> tuple[Mention, ...]:
+        """The mentions that are values of their own, not said inside another (`Mention.spare`)."""
+        return tuple(m for m in self.items if not m.spare)
 
     def terms(self) -> dict[str, float]:
         """What tools are ranked by: the user's words (and synonyms), and the hints at `HINT_WEIGHT`."""
@@ -332,4 +340,5 @@ def goal_request(mentions: Mentions) -> Mentions | None:
         return None
     start = match.end() - 1
     goal = Mention("goal", mentions.query[start:], mentions.query.strip(), start, len(mentions.query))
-    return Mentions(mentions.query, (goal,), mentions.query[:start], ("goal",), mentions.base)
+    numbers = tuple(replace(m, spare=True) for m in mentions.items if m.kind == "number")
+    return Mentions(mentions.query, (goal, *numbers), mentions.query[:start], ("goal",), mentions.base)

@@ -9,7 +9,8 @@
   two words of its description ("the first 5 lines" -> `head`: "first N lines"); an optional
   enum only when the query names both the argument and one of its values ("dark color scheme"
   -> `colorScheme: dark`), or a value of several words ("the response body" -> `part:
-  response-body`).
+  response-body`), or a value said after "by" for an argument named so ("by file size" ->
+  `sortBy: size`).
 - a destination that is an existing folder takes the source's name in it ("move draft.md into the
   arbigent folder": `arbigent/draft.md`).
 - a boolean argument is true when the task says its name; a required list of strings takes the
@@ -21,6 +22,7 @@ What it could not fill, and the mentions it could not place, are reported, not d
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -140,8 +142,8 @@ class Filling:
     """How many mentions went into required arguments."""
     unfilled: tuple[str, ...] = ()
     """The names of the required arguments without a value (what `missing` describes)."""
-    chosen: int = 0
-    """How many required arguments took a value the task names among their choices (an enum's)."""
+    chosen: tuple[Any, ...] = ()
+    """The values the task names that required arguments took among their choices (an enum's)."""
 
     @property
     def complete(self) -> bool:
@@ -156,14 +158,14 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     roles = {n: role(n, s) for n, s in specs.items()}
     arguments: dict[str, Any] = {}
     missing: list[str] = []
-    pool = list(mentions.items)
-    chosen = 0
+    pool = list(mentions.values)
+    chosen: list[Any] = []
     for name in required:
         if roles[name] in ("enum", "enum_list"):
             values = _named_values(specs[name], roles[name], mentions, pool)
             if len(values) == 1 or (values and roles[name] == "enum_list"):
                 arguments[name] = values if roles[name] == "enum_list" else values[0]
-                chosen += 1
+                chosen += values
             elif values:
                 missing.append(f"`{name}` (the task names several of its values: {', '.join(map(str, values))})")
         if name not in arguments and "default" in specs[name]:
@@ -196,8 +198,11 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
         arguments[texts[0]] = [m.value for m in quoted]
         pool = [m for m in pool if m.kind != "quoted"]
     _into_folder(arguments)
-    placed = len(mentions.items) - len(pool)
-    _fill_optional(properties, set(required), arguments, pool, mentions)
+    spares = [m for m in mentions.items if m.spare]
+    placed = len(mentions.values) - len(pool)
+    left = pool + spares
+    _fill_optional(properties, set(required), arguments, left, mentions)
+    pool = [m for m in left if not m.spare]  # a spare value no argument took is still said inside the other
     for name in required:
         value = arguments.get(name)
         if name not in arguments:
@@ -208,7 +213,7 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
     own = set(words(f"{tool.backend} {tool.tool.name}"))
     unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own))  # "the arbigent scenarios"
-    return Filling(arguments, tuple(missing), unplaced, placed, absent, chosen)
+    return Filling(arguments, tuple(missing), unplaced, placed, absent, tuple(chosen))
 
 
 def _into_folder(arguments: dict[str, Any]) -> None:
@@ -240,7 +245,8 @@ def _fill_optional(
         if role(name, spec) == "enum":
             values = _named_values(spec, "enum", mentions, pool)
             phrases = [v for v in values if len(words(str(v))) > 1]  # "the response body": `response-body`
-            if len(values) == 1 and (set(words(name)) <= query_words or phrases):
+            said = set(words(name)) <= query_words or phrases or _by_value(name, values, mentions.query)
+            if len(values) == 1 and said:
                 arguments[name] = values[0]
         elif role(name, spec) == "boolean" and words(name) and set(words(name)) <= query_words:
             arguments[name] = True
@@ -268,6 +274,14 @@ def _fill_optional(
             pool.remove(mention)
 
 
+def _by_value(name: str, values: list[Any], query: str) -> bool:
+    """ "by size", "by file size" for an argument named `sortBy` (`orderBy`, `groupBy`): the value said after "by"."""
+    if len(values) != 1 or not name.lower().endswith("by"):
+        return False
+    value = r"\W+".join(re.escape(w) for w in str(values[0]).split())
+    return re.search(rf"\bby\s+(?:\w+\s+)?{value}\b", query, re.IGNORECASE) is not None
+
+
 def _named_values(spec: dict[str, Any], kind: Role, mentions: Mentions, pool: list[Mention]) -> list[Any]:
     """Enum values the query names (quoted or not), in the order it names them; longer values match first."""
     options = enum_values(spec) if kind == "enum" else enum_values(spec.get("items") or {})
@@ -291,7 +305,7 @@ def _named_values(spec: dict[str, Any], kind: Role, mentions: Mentions, pool: li
 def _words_and_quotes(mentions: Mentions) -> list[str]:
     """The words of the query without its URLs, paths, patterns and numbers, but with quoted texts."""
     pieces, cursor = [], 0
-    for mention in mentions.items:
+    for mention in mentions.values:
         pieces.append(mentions.query[cursor : mention.start])
         pieces.append(f" {mention.text} " if mention.kind == "quoted" else " ")
         cursor = mention.end

@@ -7,7 +7,9 @@
    from `NAME_FLOOR` (none of it) to 1 (all of it); a deprecated tool counts half. A question
    ("what files are in docs?") counts as saying "list" and "read", and is never answered by a
    tool that declares itself destructive.
-2. The margin rule: the best tool is taken when its score is at least `MARGIN` times the
+2. Ids the task writes ("settings-language") that one close tool takes among its choices go to it when the
+   best tool ranks first for an id's words ("run settings-language by itself": not the settings tests).
+   Then the margin rule: the best tool is taken when its score is at least `MARGIN` times the
    runner-up's, unless it can neither be called nor take the path or URL the task gives; then the
    best tool within `WIDE` that can take every value is ("open notes.txt": the read tool, not the
    one for URLs). Otherwise the tools within that margin are contenders, and the decision is left
@@ -40,6 +42,7 @@ answer is `BackendUnavailable` naming it, rather than a tool that happens to mat
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -57,6 +60,7 @@ from agentify.planner.words import SYNONYMS, query_terms, word_pairs, words
 MARGIN = 1.25
 PLACES = ("path", "url")
 ALL = frozenset({"all"})
+_IDENTIFIER = re.compile(r"(?<![\w./-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w/-])")
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
 CANDIDATES = 3
 SHORT = 160
@@ -176,14 +180,16 @@ class OfflinePlanner:
                 f"the words of the task. {CONFIGURE}"
             )
         try:
-            chosen, why = _choose(ranked, mentions, index)
+            typed = _takes_ids(ranked, mentions, index)
+            chosen, why = typed or _choose(ranked, mentions, index)
         except PlannerUnavailable:
             _raise_missing(missing)
             raise
         matched, said = index.matched(chosen, mentions.user_text)
         if missing is not None and missing[1] > len(matched):
             _raise_missing(missing)
-        if len(matched) * 2 <= len(said) and (said or not mentions.items):  # "what's in docs?" has no words
+        # "what's in docs?" has no words; a tool taken for the ids the task writes matches them, not its words
+        if len(matched) * 2 <= len(said) and (said or not mentions.items) and typed is None:
             raise PlannerUnavailable(
                 f"the offline planner (no model is configured) found no tool that clearly matches the task: the "
                 f"closest, {_label(chosen)}, matches {_quote(matched) or 'none'} of the words {_quote(said)} (it acts "
@@ -292,10 +298,10 @@ def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> tuple
     if callable_ == [best.tool]:
         return best.tool, "the only close match that can be called with what the task says"
     taking = [t for t in callable_ if fillings[t.name].placed]
-    if len(taking) == 1 and fillings[taking[0].name].placed == len(mentions.items):
+    if len(taking) == 1 and fillings[taking[0].name].placed == len(mentions.values):
         return taking[0], "the only close match that takes every value the task mentions"
     as_is = [t for t in taking if not _list_of_one(fillings[t.name])]
-    if len(as_is) == 1 and len(taking) > 1 and fillings[as_is[0].name].placed == len(mentions.items):
+    if len(as_is) == 1 and len(taking) > 1 and fillings[as_is[0].name].placed == len(mentions.values):
         return as_is[0], "the only close match that takes the value as it is, not as a list of one"
     choosing = [t for t in callable_ if fillings[t.name].chosen]
     if len(choosing) == 1 and not mentions.items:
@@ -320,12 +326,28 @@ def _takes_instead(ranked: list[Ranked], mentions: Mentions, destructive: frozen
     close = [r for r in ranked[1:] if r.score * WIDE > ranked[0].score and r.tool.name not in destructive]
     fillings = {r.tool.name: fill(r.tool, mentions) for r in close}
     taking = [
-        r for r in close if fillings[r.tool.name].complete and fillings[r.tool.name].placed == len(mentions.items)
+        r for r in close if fillings[r.tool.name].complete and fillings[r.tool.name].placed == len(mentions.values)
     ]
     taking = [r for r in taking if not _list_of_one(fillings[r.tool.name])] or taking
     if len(taking) == 1 or (taking and taking[0].score >= MARGIN * taking[1].score):
         return taking[0].tool
     return None
+
+
+def _takes_ids(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> tuple[CatalogTool, str] | None:
+    """When the best tool's name holds a word of an id the task writes, the one tool within `WIDE` of it that takes
+    every such id among its choices (a scenario id), when it can be called: "run settings-language by itself" is
+    not the settings tests. Never a destructive one."""
+    ids = {m.group(0).lower() for m in _IDENTIFIER.finditer(mentions.user_text)}
+    if index.name_words[ranked[0].tool.name].isdisjoint(words(" ".join(ids))):
+        return None  # the best tool is not ranked first for the words of the ids ("settings" of settings-language)
+    close = [r.tool for r in ranked if r.score * WIDE > ranked[0].score and r.tool.name not in index.destructive]
+    fillings = {t.name: fill(t, mentions) for t in close}
+    chosen = {t.name: {str(v).lower() for v in fillings[t.name].chosen} for t in close}
+    taking = [t for t in close if ids <= chosen[t.name]]
+    if len(taking) != 1 or not fillings[taking[0].name].complete:
+        return None  # ids that several close tools choose among do not single one out
+    return taking[0], f"the only close match that takes {', '.join(sorted(ids))} as the task writes them"
 
 
 def _the_one_for_all(
