@@ -46,6 +46,7 @@ _SYNONYMS = {
     "summarize": "read",  # a file is read to be summarized
     "picture": "screenshot",
     "capture": "screenshot",
+    "rerun": "run",
     "suite": "test",
     "e2e": "test",
     "check": "test",

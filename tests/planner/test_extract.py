@@ -43,13 +43,6 @@ def test_a_bare_word_is_a_path_only_when_it_exists_or_is_named(tmp_path: Path) -
     assert mentioned("make a folder called reports", cwd=tmp_path) == [("path", str(tmp_path / "reports"))]
 
 
-def test_the_name_of_a_folder_to_create_is_a_path(tmp_path: Path) -> None:
-    for query in ("create a tmp directory", "mkdir tmp folder", "make the tmp folder"):
-        assert mentioned(query, cwd=tmp_path) == [("path", str(tmp_path / "tmp"))], query
-    for query in ("create a folder", "make a new folder", "open the tmp folder", "create a tmp file"):
-        assert mentioned(query, cwd=tmp_path) == [], query
-
-
 def test_quoted_texts_globs_and_sizes_are_mentions() -> None:
     assert mentioned('type "hello world" and search *.md') == [("quoted", "hello world"), ("glob", "*.md")]
     assert mentioned("resize to 1280x720") == [("number", 1280), ("number", 720)]
@@ -59,6 +52,7 @@ def test_a_type_of_files_is_a_glob_and_stays_a_word_of_the_task() -> None:
     assert mentioned("find all yaml files") == [("glob", "**/*.yaml")]
     assert mentioned("find all .jsonl files") == [("glob", "**/*.jsonl")]
     assert mentioned("open the yaml file") == [] and mentioned("find the yaml tools") == []
+    assert mentioned("read all the yaml files") == []  # to read them is not to find them
     assert "MP4" in analyse(task("fetch the MP4 files of the video")).user_text  # what the task is about
 
 
@@ -154,6 +148,19 @@ def test_an_optional_choice_of_several_words_is_taken_when_the_task_says_it() ->
     assert body.arguments == {"index": 4, "part": "response-body"}
     # One word of a choice is not the choice: "the response of request 4" leaves `part` out.
     assert fill(request, analyse(task("show me the response of request 4"))).arguments == {"index": 4}
+    # Nor is a choice that several arguments have: "no preference" is said of motion, not of `contrast`.
+    media = example_catalog().find("browser", "browser_emulate_media")
+    assert media is not None
+    print_media = fill(media, analyse(task("emulate print media, no preference on reduced motion")))
+    assert print_media.arguments == {"media": "print"}
+
+
+def test_a_value_two_optional_arguments_are_named_for_nearly_as_well_is_not_placed() -> None:
+    wait = example_catalog().find("browser", "browser_wait_for")
+    assert wait is not None
+    assert fill(wait, analyse(task("wait for 'Done' to appear"))).arguments == {"text": "Done"}
+    gone = fill(wait, analyse(task("wait till the 'Loading…' spinner text disappears")))
+    assert gone.arguments == {} and [m.text for m in gone.unplaced] == ["Loading…"]
 
 
 def test_a_choice_said_after_by_fills_the_argument_named_for_it() -> None:
@@ -161,7 +168,7 @@ def test_a_choice_said_after_by_fills_the_argument_named_for_it() -> None:
     assert sizes is not None
     biggest = fill(sizes, analyse(task("list arbigent/arbigent-result by file size, biggest first")))
     assert biggest.arguments == {"path": str(EXAMPLES / "arbigent" / "arbigent-result"), "sortBy": "size"}
-    assert "sortBy" not in fill(sizes, analyse(task("list arbigent with sizes, done by noon"))).arguments
+    assert "sortBy" not in fill(sizes, analyse(task("list arbigent with their file sizes"))).arguments
 
 
 def test_what_cannot_be_filled_is_reported_with_the_argument_and_its_description() -> None:

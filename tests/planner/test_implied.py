@@ -3,6 +3,8 @@ name, questions, and "check that X still works" (the planner's half of issue 16,
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mcp_types as types
 import pytest
 
@@ -111,6 +113,13 @@ async def test_moving_a_file_into_a_folder_keeps_its_name() -> None:
     assert into.arguments == {"source": str(EXAMPLES / "draft.md"), "destination": str(EXAMPLES / "arbigent/draft.md")}
     renamed = await plan("rename notes.txt to notes-old.txt")
     assert renamed.arguments == {"source": str(EXAMPLES / "notes.txt"), "destination": str(EXAMPLES / "notes-old.txt")}
+    # "rename" gives the new name, even where a folder has it; and only a tool for moving moves into a folder.
+    onto = await plan("rename notes.txt to arbigent")
+    assert onto.arguments == {"source": str(EXAMPLES / "notes.txt"), "destination": str(EXAMPLES / "arbigent")}
+    paths = {"source": {"type": "string"}, "destination": {"type": "string"}}
+    unzip = tool("extract_archive", "Extract an archive", paths, "source", "destination")
+    extracted = await plan("extract bundle.zip into arbigent", catalog_of(unzip))
+    assert extracted.arguments["destination"] == str(EXAMPLES / "arbigent")
 
 
 async def test_a_path_goes_to_a_tool_that_takes_it_even_when_a_tool_for_urls_ranks_first() -> None:
@@ -118,11 +127,15 @@ async def test_a_path_goes_to_a_tool_that_takes_it_even_when_a_tool_for_urls_ran
         opened = await plan(f"open {path}")
         assert (opened.tool, opened.arguments) == ("read_text_file", {"path": str(EXAMPLES / path)})
     assert (await plan("open localhost:3000")).arguments == {"url": "http://localhost:3000"}
-    # Never a lower-ranked tool that changes something, and never for a value of another kind (a number).
-    wipe = annotated("wipe_folder", "Delete every entry of a folder", read_only=False, destructive=True)
-    web = tool("open_page", "Open a web page", {"url": {"type": "string"}}, "url")
-    with pytest.raises(NoPlan, match="cannot fill `url`"):
-        await plan("open notes.txt", catalog_of(web, wipe))
+    # Never a lower-ranked tool that changes something: the same tool, not declared destructive, is taken.
+    web = tool("open_page", "Open a page: navigate the browser to a URL", {"url": {"type": "string"}}, "url")
+    for destructive in (False, True):
+        reader = annotated("show_file", "Read a file", read_only=False, destructive=destructive)
+        if destructive:
+            with pytest.raises(NoPlan, match="cannot fill `url`"):
+                await plan("open notes.txt", catalog_of(web, reader))
+        else:
+            assert (await plan("open notes.txt", catalog_of(web, reader))).tool == "show_file"
 
 
 async def test_a_type_of_files_is_searched_for_where_the_task_says_else_in_the_working_directory() -> None:
@@ -145,6 +158,9 @@ async def test_what_a_file_says_and_summarizing_it_are_reading_it() -> None:
 async def test_the_tests_of_no_feature_in_particular_are_all_of_them() -> None:
     for query in ("run the tests", "run the full test suite"):
         assert (await plan(query)).tool == "run-arbigent-test-all", query
+    for query in ("run the flaky tests", "run the tests on ios"):  # which ones they are is not said: not all
+        with pytest.raises(NoPlan):
+            await plan(query)
     # Words that another close tool is about are not "no feature in particular".
     checkout = await plan("run the end-to-end test of the checkout")
     assert checkout.tool in ("run-arbigent-test-purchase", "run-arbigent-scenarios")
@@ -156,21 +172,31 @@ async def test_between_close_tools_the_one_that_takes_the_choice_the_task_names_
     assert (checkout.tool, checkout.arguments) == ("run-arbigent-scenarios", {"scenarioIds": ["checkout"]})
 
 
-async def test_a_folder_to_create_is_named_in_the_working_directory() -> None:
-    created = await plan("create a tmp directory")
-    assert (created.tool, created.arguments) == ("create_directory", {"path": str(EXAMPLES / "tmp")})
+async def test_ids_the_task_writes_go_to_the_tool_that_takes_them_and_no_plan_ignores_one() -> None:
+    both = await plan("rerun settings-language and login-wrong-password")
+    assert (both.tool, both.arguments) == (
+        "run-arbigent-scenarios",
+        {"scenarioIds": ["settings-language", "login-wrong-password"]},
+    )
+    for query in (
+        "run settings-language by itself, not the whole settings tag",  # not the settings tests
+        "run the settings tests except settings-language",
+        "run the login tests, not login-wrong-password",
+        "delete settings-language",
+        "show me settings-language",
+    ):
+        await refusal(query)
 
 
-async def test_a_number_in_a_goal_also_fills_the_optional_argument_named_next_to_it() -> None:
-    steps = await plan("make sure the About screen shows a version number, give the agent at most 15 steps")
-    assert (steps.tool, steps.arguments["maxStep"]) == ("run-arbigent-task", 15)
-    # A number no argument is named for stays in the goal's words and leaves nothing out.
+async def test_a_number_inside_a_goal_is_part_of_it_unless_an_argument_is_named_next_to_it() -> None:
     items = await plan("check that the cart shows 3 items")
     assert items.arguments == {"goal": "check that the cart shows 3 items"}
+    # The agent's steps or the app's? Either way a plan would be wrong, so it is a refusal.
+    assert "'15'" in await refusal("make sure the About screen shows a version, give the agent at most 15 steps")
+    assert "'5'" in await refusal("check that checkout takes at most 5 steps")
 
 
-async def test_ids_the_task_writes_go_to_the_tool_that_takes_them_not_to_the_one_named_by_their_words() -> None:
-    alone = await plan("run settings-language by itself, not the whole settings tag")
-    assert (alone.tool, alone.arguments) == ("run-arbigent-scenarios", {"scenarioIds": ["settings-language"]})
-    both = await plan("rerun settings-language and login-wrong-password")
-    assert both.arguments == {"scenarioIds": ["settings-language", "login-wrong-password"]}
+async def test_a_folder_named_as_the_tool_is_still_a_value_for_a_tool_that_takes_paths(tmp_path: Path) -> None:
+    (tmp_path / "screenshots").mkdir()
+    with pytest.raises(NoPlan):
+        await plan("take a screenshot into screenshots", cwd=tmp_path)

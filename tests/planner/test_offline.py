@@ -101,12 +101,14 @@ FIGURES = [  # docs/planning.md's own-set figures: (set, with the 606 generated 
     ("routing-fresh", True, 53, 55),
     ("routing-heldout", False, 18, 20),
     ("routing-heldout", True, 18, 20),
-    ("routing-implied", False, 47, 50),
-    ("routing-implied", True, 47, 50),
-    ("routing-blind", False, 38, 60),
-    ("routing-blind", True, 35, 59),
-    ("routing-blind2", False, 38, 60),
-    ("routing-blind2", True, 38, 60),
+    ("routing-implied", False, 46, 50),
+    ("routing-implied", True, 46, 50),
+    ("routing-blind", False, 37, 60),
+    ("routing-blind", True, 34, 59),
+    ("routing-blind2", False, 36, 60),
+    ("routing-blind2", True, 36, 60),
+    ("routing-blind3", False, 32, 50),
+    ("routing-blind3", True, 31, 50),
 ]
 
 

@@ -4,12 +4,12 @@
 becomes `http://localhost:3000/login`), paths (resolved against the working directory, else the
 active document's folder; "this file" and "here" mean the active document and the working
 directory, "the project" (or repo) the working directory too, "the parent folder" the one above
-it; a bare word is a path when it follows "named"/"called", or when it exists and follows
-"in", "of", "from"... or a file verb ("ls docs"), or precedes "folder"; a name is a path when the task
-asks to create a folder of that name ("create a tmp directory"); a bare word said again in a path of the
-task is that path), glob patterns, a type of files ("yaml files", ".jsonl files": `**/*.yaml`),
-numbers (`1280x720` is two), email addresses (a text), element refs (`e5`) and key names where a key
-is named (`vocabulary.py`).
+it; a bare word is a path when it follows "named"/"called", or when it exists and follows "in",
+"of", "from"... or a file verb ("ls docs"), or precedes "folder"; a bare word said again in a path of
+the task is that path), glob patterns, a type of files to find ("find the yaml files", "which .jsonl
+files": `**/*.yaml`), numbers (`1280x720` is two; a number inside a goal in plain words stays part of
+it), email addresses (a text), element refs (`e5`) and key names where a key is named
+(`vocabulary.py`).
 It also gives the terms to rank tools with: the user's own words, without the mentions (so
 `arbigent/arbigent-project.yaml` does not read as a request for the arbigent tools; a type of files
 stays a word), plus, at
@@ -51,10 +51,7 @@ NOT_PATHS = frozenset({"e.g", "i.e", "etc", "vs"})
 PATH_PREPOSITIONS = frozenset({"in", "inside", "under", "from", "into", "within", "of", "at", "to"})
 NAMING_WORDS = frozenset({"named", "called"})
 FOLDER_WORDS = frozenset({"folder", "directory", "dir"})
-CREATE_WORDS = frozenset({"create", "make", "mkdir", "add"})
-ARTICLES = frozenset({"a", "an", "the"})
-# Words before "folder" that say what kind of folder, not its name ("make a new folder").
-NOT_NAMES = frozenset("new empty blank another separate single nested temporary fresh second extra same".split())
+FINDING = frozenset(words("find search list locate where which ls"))
 ASKING = frozenset({"what", "which"})
 ASKED = ("list", "read")
 HINT_WEIGHT = 0.5  # a kind of argument is evidence, but less than a word the user chose
@@ -105,9 +102,8 @@ class Mention:
     bare: bool = False
     """A plain word taken as a path only because a file or folder of that name exists ("in the arbigent
     project"): it may be the word of a tool's name ("list the arbigent scenarios") rather than a value."""
-    spare: bool = False
-    """A value said inside another one (a number in a goal's words: "give it at most 15 steps"): it may also
-    fill an optional argument named next to it, and none taking it leaves nothing out."""
+    inside: bool = False
+    """A number said inside a goal in plain words: part of the goal, unless an argument is named next to it."""
 
 
 @dataclass(frozen=True)
@@ -126,8 +122,8 @@ class Mentions:
 
     @property
     def values(self) -> tuple[Mention, ...]:
-        """The mentions that are values of their own, not said inside another (`Mention.spare`)."""
-        return tuple(m for m in self.items if not m.spare)
+        """The mentions that are values of their own, not said `inside` a goal."""
+        return tuple(m for m in self.items if not m.inside)
 
     def terms(self) -> dict[str, float]:
         """What tools are ranked by: the user's words (and synonyms), and the hints at `HINT_WEIGHT`."""
@@ -182,6 +178,7 @@ def analyse(task: TaskInput) -> Mentions:
                 hint = _path_hint(value) if value else kind
                 take(Mention("path", match.group(0), value, match.start(), match.end()), "path " + hint)
     tokens = [(m.start(), m.group(0)) for m in _TOKEN.finditer(query)]
+    finding = not FINDING.isdisjoint(words(query))  # "find the yaml files": a type of files; "read them": not
     for i, (position, raw) in enumerate(tokens):
         token = raw.strip(_EDGE)
         token = token if token in (".", "..") else token.rstrip(".")
@@ -199,7 +196,7 @@ def analyse(task: TaskInput) -> Mentions:
             take(Mention("ref", token, token, start, end), "element target")
         elif (key := key_name(token, before, after)) is not None:
             take(Mention("key", token, key, start, end), "key")
-        elif (kept := _token(token, start, base, before, after)) is not None:
+        elif (kept := _token(token, start, base, before, after, finding)) is not None:
             take(*kept)
     found.sort(key=lambda item: item[0].start)
     found = _join_located_paths(query, found)
@@ -260,19 +257,20 @@ def _quoted(text: str, start: int, end: int, base: str | None) -> tuple[Mention,
     return Mention("quoted", text, text, start, end), ""
 
 
-def _token(token: str, start: int, base: str | None, before: list[str], after: str) -> tuple[Mention, str] | None:
+def _token(
+    token: str, start: int, base: str | None, before: list[str], after: str, finding: bool = False
+) -> tuple[Mention, str] | None:
     end = start + len(token)
     if "*" in token or ("?" in token and len(token) > 1):
         return Mention("glob", token, token, start, end), "pattern"
-    if after == "files" and (extension := token.lower().removeprefix(".")) in TEXT_EXTENSIONS | MEDIA_EXTENSIONS:
+    extension = token.lower().removeprefix(".")
+    if finding and after == "files" and extension in TEXT_EXTENSIONS | MEDIA_EXTENSIONS:
         return Mention("glob", token, f"**/*.{extension}", start, end), "pattern"  # "all yaml files", ".jsonl files"
     if _NUMBER.fullmatch(token):
         return Mention("number", token, float(token) if "." in token else int(token), start, end), ""
     if "@" in token or token.lower() in NOT_PATHS:
         return None
     resolved = resolve_path(token, base)
-    if after in FOLDER_WORDS and _creates(before) and token.isalnum() and token.lower() not in NOT_NAMES | STOP_WORDS:
-        return Mention("path", token, resolved, start, end), "path directory"  # "create a tmp directory"
     explicit = (
         token.startswith(("/", "./", "../", "~/"))
         or token in (".", "..", "~")
@@ -290,12 +288,6 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
         if not placed or resolved is None or not os.path.exists(resolved) or token.lower() in PATH_PREPOSITIONS:
             return None
     return Mention("path", token, resolved, start, end, bare=not explicit), "path " + _path_hint(resolved or token)
-
-
-def _creates(before: list[str]) -> bool:
-    """Whether the words before a name ask to create it: "mkdir", "create a", "make the"."""
-    verb = before[-2:-1] if before[-1:] and before[-1] in ARTICLES else before[-1:]
-    return bool(verb) and verb[0] in CREATE_WORDS
 
 
 def as_url(text: str) -> str | None:
@@ -340,5 +332,5 @@ def goal_request(mentions: Mentions) -> Mentions | None:
         return None
     start = match.end() - 1
     goal = Mention("goal", mentions.query[start:], mentions.query.strip(), start, len(mentions.query))
-    numbers = tuple(replace(m, spare=True) for m in mentions.items if m.kind == "number")
+    numbers = tuple(replace(m, inside=True) for m in mentions.items if m.kind == "number")
     return Mentions(mentions.query, (goal, *numbers), mentions.query[:start], ("goal",), mentions.base)

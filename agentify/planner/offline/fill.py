@@ -9,8 +9,10 @@
   two words of its description ("the first 5 lines" -> `head`: "first N lines"); an optional
   enum only when the query names both the argument and one of its values ("dark color scheme"
   -> `colorScheme: dark`), or a value of several words ("the response body" -> `part:
-  response-body`), or a value said after "by" for an argument named so ("by file size" ->
-  `sortBy: size`).
+  response-body`, when no other argument has it), or a value said after "by" for an argument named
+  so ("by file size" -> `sortBy: size`). When a second argument is named nearly as well ("the
+  text disappears": `text` or `textGone`), or a number inside a goal has an argument named next to
+  it ("give the agent at most 15 steps"), the value is reported as not placed.
 - a destination that is an existing folder takes the source's name in it ("move draft.md into the
   arbigent folder": `arbigent/draft.md`).
 - a boolean argument is true when the task says its name; a required list of strings takes the
@@ -48,9 +50,12 @@ Role = Literal[
     "other",
 ]
 WINDOW = 3  # words on each side of a value that may name its optional argument
+NEAR = 120  # characters on each side that are read for them: linear in the task, however many values it holds
 URL_NAMES = frozenset({"url", "uri", "href", "link", "address"})
 PATH_NAMES = frozenset({"path", "file", "filename", "filepath", "file_path", "source", "destination", "src", "dest"})
 PATH_NAMES |= frozenset({"dir", "directory", "folder", "root", "cwd"})
+MOVING = frozenset(words("move mv"))
+RENAMING = frozenset(words("rename"))  # "rename notes.txt to docs": the new name, even when a folder has it
 SOURCE_NAMES = frozenset({"source", "src"})
 DESTINATION_NAMES = frozenset({"destination", "dest"})
 PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
@@ -120,6 +125,19 @@ def choices(tool: CatalogTool) -> list[Any]:
         elif kind == "enum_list":
             values += enum_values(spec.get("items") or {})
     return values
+
+
+def takes_value(tool: CatalogTool, value: str) -> bool:
+    """Whether an argument of `tool` could hold `value`: one that chooses among it, or a free text."""
+    for spec in (tool.input_schema.get("properties") or {}).values():
+        if not isinstance(spec, dict):
+            continue
+        options = enum_values(spec) or enum_values(spec.get("items") or {})
+        declared = spec.get("type")
+        kinds = declared if isinstance(declared, list) else [declared]
+        if any(str(o).lower() == value.lower() for o in options) or (not options and "string" in kinds):
+            return True
+    return False
 
 
 def reads_directories(tool: CatalogTool) -> bool:
@@ -197,12 +215,11 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     if len(texts) == 1 and (quoted := [m for m in pool if m.kind == "quoted"]):
         arguments[texts[0]] = [m.value for m in quoted]
         pool = [m for m in pool if m.kind != "quoted"]
-    _into_folder(arguments)
-    spares = [m for m in mentions.items if m.spare]
+    if MOVING & set(words(tool.tool.name)) and not RENAMING & set(words(mentions.user_text)):
+        _into_folder(arguments)
     placed = len(mentions.values) - len(pool)
-    left = pool + spares
-    _fill_optional(properties, set(required), arguments, left, mentions)
-    pool = [m for m in left if not m.spare]  # a spare value no argument took is still said inside the other
+    _fill_optional(properties, set(required), arguments, pool, mentions)
+    pool += _named_inside(properties, set(required) | set(arguments), mentions)
     for name in required:
         value = arguments.get(name)
         if name not in arguments:
@@ -211,20 +228,38 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
             missing.append(f"`{name}` (a path the context cannot resolve: send the working directory or the open file)")
             arguments.pop(name)
     absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
-    own = set(words(f"{tool.backend} {tool.tool.name}"))
-    unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own))  # "the arbigent scenarios"
+    # "the arbigent scenarios": a folder named as the tool is, for a tool that takes no path at all
+    own = set() if _takes_paths(properties) else set(words(f"{tool.backend} {tool.tool.name}"))
+    unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own))
     return Filling(arguments, tuple(missing), unplaced, placed, absent, tuple(chosen))
 
 
 def _into_folder(arguments: dict[str, Any]) -> None:
     """Moving a file to a folder that exists puts it in that folder, keeping its name ("move draft.md into the
-    arbigent folder": `arbigent/draft.md`), as `mv` does; the filesystem server would refuse the folder itself."""
+    arbigent folder": `arbigent/draft.md`), as `mv` does; the filesystem server would refuse the folder itself.
+    Only for a tool named for moving, and not when the task says "rename"."""
     sources = [v for n, v in arguments.items() if n.lower() in SOURCE_NAMES and isinstance(v, str)]
     for name in [n for n in arguments if n.lower() in DESTINATION_NAMES]:
         folder = arguments[name]
         if len(sources) == 1 and isinstance(folder, str) and os.path.isdir(folder):
             if os.path.dirname(sources[0].rstrip("/\\")) != os.path.normpath(folder):
                 arguments[name] = os.path.join(folder, os.path.basename(sources[0].rstrip("/\\")))
+
+
+def _named_inside(properties: dict[str, dict[str, Any]], taken: set[str], mentions: Mentions) -> list[Mention]:
+    """The numbers inside a goal that an optional argument is named next to ("give the agent at most 15 steps":
+    `maxStep`, or the app's steps?): the plan cannot tell, so they count as values it cannot place."""
+    inside = [m for m in mentions.items if m.inside]
+    if inside:
+        trial = {n: s for n, s in properties.items() if n not in taken}
+        _fill_optional(trial, set(), {}, left := list(inside), mentions)
+        unnamed = {id(m) for m in left}
+        return [m for m in inside if id(m) not in unnamed]
+    return []
+
+
+def _takes_paths(properties: dict[str, dict[str, Any]]) -> bool:
+    return any(role(n, spec) in ("path", "paths") for n, spec in properties.items())
 
 
 def _for_email(name: str, spec: dict[str, Any]) -> bool:
@@ -244,14 +279,16 @@ def _fill_optional(
     for name, spec in optional.items():
         if role(name, spec) == "enum":
             values = _named_values(spec, "enum", mentions, pool)
-            phrases = [v for v in values if len(words(str(v))) > 1]  # "the response body": `response-body`
+            # "the response body": `response-body`, when no other argument has that choice ("no preference")
+            phrases = [v for v in values if len(words(str(v))) > 1 and not _shared(v, name, properties)]
             said = set(words(name)) <= query_words or phrases or _by_value(name, values, mentions.query)
             if len(values) == 1 and said:
                 arguments[name] = values[0]
         elif role(name, spec) == "boolean" and words(name) and set(words(name)) <= query_words:
             arguments[name] = True
     for mention in list(pool):
-        near = set(words(mentions.query[: mention.start])[-WINDOW:] + words(mentions.query[mention.end :])[:WINDOW])
+        before = words(mentions.query[max(0, mention.start - NEAR) : mention.start])[-WINDOW:]
+        near = set(before + words(mentions.query[mention.end : mention.end + NEAR])[:WINDOW])
         scores: dict[str, int] = {}
         for name, spec in optional.items():
             if name in arguments or mention.kind not in FOR_ROLE.get(role(name, spec), ()):
@@ -262,7 +299,7 @@ def _fill_optional(
             if named <= near or overlap >= 2:
                 scores[name] = overlap + (2 if named <= near else 0)
         best = max(scores.values(), default=0)
-        winners = [n for n, s in scores.items() if s == best]
+        winners = [n for n, s in scores.items() if s >= best - 1]  # a close second makes it unclear
         if not scores and mention.kind == "quoted":
             winners = [
                 n
@@ -272,6 +309,11 @@ def _fill_optional(
         if len(winners) == 1:
             arguments[winners[0]] = mention.value
             pool.remove(mention)
+
+
+def _shared(value: Any, name: str, properties: dict[str, dict[str, Any]]) -> bool:
+    """Whether another argument than `name` also chooses among `value`."""
+    return any(value in enum_values(spec) for other, spec in properties.items() if other != name)
 
 
 def _by_value(name: str, values: list[Any], query: str) -> bool:

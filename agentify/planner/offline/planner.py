@@ -7,9 +7,7 @@
    from `NAME_FLOOR` (none of it) to 1 (all of it); a deprecated tool counts half. A question
    ("what files are in docs?") counts as saying "list" and "read", and is never answered by a
    tool that declares itself destructive.
-2. Ids the task writes ("settings-language") that one close tool takes among its choices go to it when the
-   best tool ranks first for an id's words ("run settings-language by itself": not the settings tests).
-   Then the margin rule: the best tool is taken when its score is at least `MARGIN` times the
+2. The margin rule: the best tool is taken when its score is at least `MARGIN` times the
    runner-up's, unless it can neither be called nor take the path or URL the task gives; then the
    best tool within `WIDE` that can take every value is ("open notes.txt": the read tool, not the
    one for URLs). Otherwise the tools within that margin are contenders, and the decision is left
@@ -19,7 +17,8 @@
    only one that takes them as they are (one path: not the tool for several paths), or, with no
    value, the only one that takes a choice the task names; a task naming a family and none of its
    members goes to the one named for all ("run the tests"). A tool never wins a tie merely because
-   it needs no arguments; anything else is a refusal.
+   it needs no arguments; anything else is a refusal. So is a plan whose tool has no argument for an id
+   the task writes that another tool chooses among ("run the settings tests except settings-language").
 3. Required arguments are filled from the query and the context (see `extract`), never
    guessed: an argument it cannot fill, or a mentioned value it cannot place, is a refusal. The
    one value taken from the context alone is the working directory, as the path of a read-only
@@ -52,14 +51,15 @@ from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
 from agentify.planner.indexes import IndexCache
 from agentify.planner.offline import confidence
 from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
-from agentify.planner.offline.extract import ASKED, Mentions, analyse, goal_request
-from agentify.planner.offline.fill import Filling, choices, fill, takes_goal
+from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, goal_request
+from agentify.planner.offline.fill import Filling, choices, fill, takes_goal, takes_value
 from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, word_pairs, words
 
 MARGIN = 1.25
 PLACES = ("path", "url")
 ALL = frozenset({"all"})
+ALL_WORDS = frozenset(words("full whole entire every complete again"))
 _IDENTIFIER = re.compile(r"(?<![\w./-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w/-])")
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
 CANDIDATES = 3
@@ -88,6 +88,8 @@ class _Goals:
     taken: bool
     names: tuple[frozenset[str], ...]
     values: tuple[frozenset[str], ...]
+    ids: frozenset[str] = frozenset()
+    """Every choice of the catalog's tools written as an id ("settings-language"), lowercased."""
 
     @classmethod
     def of(cls, index: ToolIndex) -> _Goals:
@@ -96,7 +98,8 @@ class _Goals:
         tests = [t for t in tools if t.backend in runners and not takes_goal(t)]
         values = (frozenset(words(str(value))) for t in tests for value in choices(t))
         names = tuple(frozenset(words(t.tool.name)) for t in tests)
-        return cls(index, bool(runners), names, tuple(v for v in values if v))
+        ids = frozenset(str(v).lower() for t in tools for v in choices(t) if _IDENTIFIER.fullmatch(str(v)))
+        return cls(index, bool(runners), names, tuple(v for v in values if v), ids)
 
     def named(self, goal: Mentions) -> bool:
         """Whether X is what the runner already runs: the words of a tool's name ("check that login works": the
@@ -150,7 +153,7 @@ class OfflinePlanner:
         why = _sure(index, mentions, alone)
         if ranked and why and alone[0].tool == ranked[0].tool:
             chosen = ranked[0].tool
-            filling = fill(chosen, mentions)
+            filling = self._fill(chosen, mentions)
             problem = _problem(filling) or chosen.validation_error(filling.arguments)
             if problem is None:
                 return _plan(chosen, filling.arguments, why, catalog)
@@ -170,6 +173,19 @@ class OfflinePlanner:
             raise _needs(ask, candidates, catalog, closest, mentions) from None
         raise NoPlan(message + closest, candidates) from None
 
+    def _fill(self, tool: CatalogTool, mentions: Mentions) -> Filling:
+        """`fill`, where an id the task writes that some tool of the catalog chooses among, and that `tool` has no
+        argument for, is a value the plan would ignore ("run the settings tests except settings-language")."""
+        filling = fill(tool, mentions)
+        ids = self._goals.ids if self._goals else frozenset()
+        written = [m for m in _IDENTIFIER.finditer(mentions.user_text) if m.group(0).lower() in ids]
+        ignored = tuple(
+            Mention("quoted", m.group(0), m.group(0), m.start(), m.end())
+            for m in written
+            if not takes_value(tool, m.group(0))
+        )
+        return replace(filling, unplaced=filling.unplaced + ignored) if ignored else filling
+
     def _by_rules(self, index: ToolIndex, catalog: Catalog, mentions: Mentions) -> Plan:
         missing = _missing_fit(catalog.missing, mentions.user_text)
         ranked = rank(index, mentions)
@@ -180,22 +196,20 @@ class OfflinePlanner:
                 f"the words of the task. {CONFIGURE}"
             )
         try:
-            typed = _takes_ids(ranked, mentions, index)
-            chosen, why = typed or _choose(ranked, mentions, index)
+            chosen, why = _choose(ranked, mentions, index)
         except PlannerUnavailable:
             _raise_missing(missing)
             raise
         matched, said = index.matched(chosen, mentions.user_text)
         if missing is not None and missing[1] > len(matched):
             _raise_missing(missing)
-        # "what's in docs?" has no words; a tool taken for the ids the task writes matches them, not its words
-        if len(matched) * 2 <= len(said) and (said or not mentions.items) and typed is None:
+        if len(matched) * 2 <= len(said) and (said or not mentions.items):  # "what's in docs?" has no words
             raise PlannerUnavailable(
                 f"the offline planner (no model is configured) found no tool that clearly matches the task: the "
                 f"closest, {_label(chosen)}, matches {_quote(matched) or 'none'} of the words {_quote(said)} (it acts "
                 f"only when the tool matches more than half of them). {CONFIGURE}"
             )
-        filling = fill(chosen, mentions)
+        filling = self._fill(chosen, mentions)
         problem = _problem(filling) or chosen.validation_error(filling.arguments)
         if problem is not None:
             asked = asking(chosen, filling, why, problem, mentions.base)
@@ -289,7 +303,7 @@ def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> tuple
     if best.score >= MARGIN * runner_up:
         if not runner_up:
             return best.tool, "the only tool that matches"
-        if (other := _takes_instead(ranked, mentions, index.destructive)) is not None:
+        if (other := _takes_instead(ranked, mentions, index)) is not None:
             return other, f"the best match, {_label(best.tool)}, cannot take the value the task gives, and it can"
         return best.tool, f"best match, {best.score / runner_up:.2f}x the score of the next tool"
     contenders = [r.tool for r in ranked if r.score * MARGIN > best.score]
@@ -315,47 +329,29 @@ def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> tuple
     )
 
 
-def _takes_instead(ranked: list[Ranked], mentions: Mentions, destructive: frozenset[str]) -> CatalogTool | None:
+def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> CatalogTool | None:
     """When the best tool can neither be called nor take the path or URL the task gives ("open notes.txt": not
     `browser_navigate`, which needs a URL), the best of the tools within `WIDE` of it that can be called with every
     value the task gives, as they are (not as a list of one), when it is the only one or leads the next by `MARGIN`.
-    Never a destructive tool: one that ranks lower is not taken to change anything."""
+    Never a destructive one: a tool that ranks lower is not taken to change anything."""
     best = fill(ranked[0].tool, mentions)
     if not (best.missing and any(m.kind in PLACES for m in best.unplaced)):
         return None  # a number or a quoted text could be meant for the best tool in a way it does not take
-    close = [r for r in ranked[1:] if r.score * WIDE > ranked[0].score and r.tool.name not in destructive]
-    fillings = {r.tool.name: fill(r.tool, mentions) for r in close}
-    taking = [
-        r for r in close if fillings[r.tool.name].complete and fillings[r.tool.name].placed == len(mentions.values)
-    ]
-    taking = [r for r in taking if not _list_of_one(fillings[r.tool.name])] or taking
-    if len(taking) == 1 or (taking and taking[0].score >= MARGIN * taking[1].score):
-        return taking[0].tool
+    close = [r for r in ranked[1:] if r.score * WIDE > ranked[0].score and r.tool.name not in index.destructive]
+    fillings = [(r, fill(r.tool, mentions)) for r in close]
+    taking = [(r, f) for r, f in fillings if f.complete and f.placed == len(mentions.values)]
+    taking = [(r, f) for r, f in taking if not _list_of_one(f)] or taking
+    if len(taking) == 1 or (taking and taking[0][0].score >= MARGIN * taking[1][0].score):
+        return taking[0][0].tool
     return None
-
-
-def _takes_ids(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> tuple[CatalogTool, str] | None:
-    """When the best tool's name holds a word of an id the task writes, the one tool within `WIDE` of it that takes
-    every such id among its choices (a scenario id), when it can be called: "run settings-language by itself" is
-    not the settings tests. Never a destructive one."""
-    ids = {m.group(0).lower() for m in _IDENTIFIER.finditer(mentions.user_text)}
-    if index.name_words[ranked[0].tool.name].isdisjoint(words(" ".join(ids))):
-        return None  # the best tool is not ranked first for the words of the ids ("settings" of settings-language)
-    close = [r.tool for r in ranked if r.score * WIDE > ranked[0].score and r.tool.name not in index.destructive]
-    fillings = {t.name: fill(t, mentions) for t in close}
-    chosen = {t.name: {str(v).lower() for v in fillings[t.name].chosen} for t in close}
-    taking = [t for t in close if ids <= chosen[t.name]]
-    if len(taking) != 1 or not fillings[taking[0].name].complete:
-        return None  # ids that several close tools choose among do not single one out
-    return taking[0], f"the only close match that takes {', '.join(sorted(ids))} as the task writes them"
 
 
 def _the_one_for_all(
     contenders: list[CatalogTool], callable_: list[CatalogTool], mentions: Mentions, index: ToolIndex
 ) -> CatalogTool | None:
     """ "run the tests" names the family `run-arbigent-test-*` and no member of it: the one whose name the task
-    says but for "all", when no contender's whole name is said and the task's other words are nobody's ("run the
-    end-to-end test of the checkout" says what the purchase tests are about)."""
+    says but for "all", when no contender's whole name is said and the task says nothing more than that name and
+    words for all ("run the full test suite"); "run the flaky tests" or "the test of the checkout" say more."""
     said = _said(mentions)
     if any(index.name_words[t.name] <= said for t in contenders):
         return None
@@ -363,11 +359,8 @@ def _the_one_for_all(
     if len(family) != 1:
         return None
     name = index.name_words[family[0].name]
-    rest = " ".join(
-        w for w, s in word_pairs(mentions.user_text) if s not in name and name.isdisjoint(SYNONYMS.get(s, ()))
-    )
-    others = (t for t in contenders if t is not family[0])
-    return None if any(index.matched(t, rest)[0] for t in others) else family[0]
+    rest = {s for _, s in word_pairs(mentions.user_text) if s not in name and name.isdisjoint(SYNONYMS.get(s, ()))}
+    return family[0] if rest <= ALL_WORDS else None
 
 
 def _missing_fit(missing: tuple[MissingBackend, ...], text: str) -> tuple[MissingBackend, int] | None:
