@@ -48,12 +48,17 @@ def test_quoted_texts_globs_and_sizes_are_mentions() -> None:
     assert mentioned("resize to 1280x720") == [("number", 1280), ("number", 720)]
 
 
-def test_a_type_of_files_is_a_glob_and_stays_a_word_of_the_task() -> None:
-    assert mentioned("find all yaml files") == [("glob", "**/*.yaml")]
-    assert mentioned("find all .jsonl files") == [("glob", "**/*.jsonl")]
-    assert mentioned("open the yaml file") == [] and mentioned("find the yaml tools") == []
-    assert mentioned("read all the yaml files") == []  # to read them is not to find them
-    assert "MP4" in analyse(task("fetch the MP4 files of the video")).user_text  # what the task is about
+def test_a_run_of_digits_too_long_for_a_number_is_no_value_and_no_crash() -> None:
+    nines = "9" * 5000
+    assert mentioned(f"check that {nines} steps") == [] and mentioned(f"resize to {nines}x5") == []
+    assert mentioned("wait 30 seconds") == [("number", 30)]
+
+
+def test_a_folder_said_beside_a_path_in_it_is_one_place_unless_the_task_joins_them() -> None:
+    config = str(EXAMPLES / "arbigent" / "arbigent-config.yaml")
+    assert mentioned("the arbigent config file arbigent/arbigent-config.yaml") == [("path", config)]
+    both = mentioned("show the tree of arbigent and arbigent/arbigent-result")
+    assert both == [("path", str(EXAMPLES / "arbigent")), ("path", str(EXAMPLES / "arbigent" / "arbigent-result"))]
 
 
 def test_mentions_do_not_count_as_words_of_the_task() -> None:

@@ -6,13 +6,11 @@ active document's folder; "this file" and "here" mean the active document and th
 directory, "the project" (or repo) the working directory too, "the parent folder" the one above
 it; a bare word is a path when it follows "named"/"called", or when it exists and follows "in",
 "of", "from"... or a file verb ("ls docs"), or precedes "folder"; a bare word said again in a path of
-the task is that path), glob patterns, a type of files to find ("find the yaml files", "which .jsonl
-files": `**/*.yaml`), numbers (`1280x720` is two; a number inside a goal in plain words stays part of
-it), email addresses (a text), element refs (`e5`) and key names where a key is named
+the task is that path), glob patterns, numbers (`1280x720` is two; a number inside a goal in plain
+words stays part of it), email addresses (a text), element refs (`e5`) and key names where a key is named
 (`vocabulary.py`).
 It also gives the terms to rank tools with: the user's own words, without the mentions (so
-`arbigent/arbigent-project.yaml` does not read as a request for the arbigent tools; a type of files
-stays a word), plus, at
+`arbigent/arbigent-project.yaml` does not read as a request for the arbigent tools), plus, at
 `HINT_WEIGHT`, the kind of argument each mention fills ("url"; "path", "directory"; "path",
 "file", "text"; "single" or "multiple" for the number of paths). A task that opens with "what"
 or "which" is a question (`Mentions.asks`).
@@ -51,9 +49,9 @@ NOT_PATHS = frozenset({"e.g", "i.e", "etc", "vs"})
 PATH_PREPOSITIONS = frozenset({"in", "inside", "under", "from", "into", "within", "of", "at", "to"})
 NAMING_WORDS = frozenset({"named", "called"})
 FOLDER_WORDS = frozenset({"folder", "directory", "dir"})
-FINDING = frozenset(words("find search list locate where which ls"))
 ASKING = frozenset({"what", "which"})
 ASKED = ("list", "read")
+MAX_DIGITS = 30  # a longer run of digits is no number an argument takes (and int() refuses 4,300 digits)
 HINT_WEIGHT = 0.5  # a kind of argument is evidence, but less than a word the user chose
 _GOAL_REQUEST = re.compile(
     r"^\s*(?:please\s+)?(?:(?:check|verify|confirm|ensure|test)\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",
@@ -81,6 +79,7 @@ _DIRECTORY = re.compile(
 _PROJECT = re.compile(r"\b(?:the|this|our|my) (?:project|repo|repository|codebase)\b", re.IGNORECASE)
 _PARENT = re.compile(r"\b(?:the )?parent (?:folder|directory|dir)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\S+")
+_JOINS = re.compile(r",|;|\b(?:and|or|plus)\b", re.IGNORECASE)
 _LETTERS = re.compile(r"[a-z]+")
 # The look-behinds let a name (or a number) start only where a run of its characters starts: linear in search.
 _FILE_NAME = re.compile(r"(?<![\w.@+-])(?:[\w@+-][\w.@+-]*)?\w\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z0-9][\w.-]*")
@@ -178,7 +177,6 @@ def analyse(task: TaskInput) -> Mentions:
                 hint = _path_hint(value) if value else kind
                 take(Mention("path", match.group(0), value, match.start(), match.end()), "path " + hint)
     tokens = [(m.start(), m.group(0)) for m in _TOKEN.finditer(query)]
-    finding = not FINDING.isdisjoint(words(query))  # "find the yaml files": a type of files; "read them": not
     for i, (position, raw) in enumerate(tokens):
         token = raw.strip(_EDGE)
         token = token if token in (".", "..") else token.rstrip(".")
@@ -188,7 +186,7 @@ def analyse(task: TaskInput) -> Mentions:
             continue
         before = [t.lower().strip(_EDGE) for _, t in tokens[max(0, i - 2) : i]]
         after = tokens[i + 1][1].lower().strip(_EDGE) if i + 1 < len(tokens) else ""
-        if (size := _SIZE.fullmatch(token)) is not None:
+        if (size := _SIZE.fullmatch(token)) is not None and len(token) <= MAX_DIGITS:
             first, second = size.group(1), size.group(2)
             take(Mention("number", first, int(first), start, start + len(first)), "")
             take(Mention("number", second, int(second), end - len(second), end), "")
@@ -196,15 +194,13 @@ def analyse(task: TaskInput) -> Mentions:
             take(Mention("ref", token, token, start, end), "element target")
         elif (key := key_name(token, before, after)) is not None:
             take(Mention("key", token, key, start, end), "key")
-        elif (kept := _token(token, start, base, before, after, finding)) is not None:
+        elif (kept := _token(token, start, base, before, after)) is not None:
             take(*kept)
     found.sort(key=lambda item: item[0].start)
     found = _join_located_paths(query, found)
-    found = _without_echoes(found)
+    found = _without_echoes(query, found)
     user, cursor = [], 0
     for mention, _ in found:
-        if mention.kind == "glob" and mention.value != mention.text:
-            continue  # a type of file ("mp4 files") stays a word of the user's too: what they are about
         user.extend([query[cursor : mention.start], " "])
         cursor = mention.end
     user.append(query[cursor:])
@@ -238,11 +234,18 @@ def _join_located_paths(query: str, found: list[tuple[Mention, str]]) -> list[tu
     return joined
 
 
-def _without_echoes(found: list[tuple[Mention, str]]) -> list[tuple[Mention, str]]:
-    """A bare word that is a part of a path the task also gives is that place said twice ("the arbigent config
-    file arbigent/arbigent-config.yaml"): one value, not two, and the word stays one of the user's."""
-    parts = {p for m, _ in found if m.kind == "path" and not m.bare for p in re.split(r"[/\\]", m.text)}
-    return [(m, hint) for m, hint in found if not (m.bare and m.text in parts)]
+def _without_echoes(query: str, found: list[tuple[Mention, str]]) -> list[tuple[Mention, str]]:
+    """A bare word that is a part of a path the task gives next, with no "and" or comma between, is that place said
+    twice ("the arbigent config file arbigent/arbigent-config.yaml"): one value, not two, and the word stays one of
+    the user's. "the tree of arbigent and arbigent/arbigent-result" names two."""
+    kept = []
+    for i, (mention, hint) in enumerate(found):
+        later = next((m for m, _ in found[i + 1 :] if m.kind == "path" and not m.bare), None)
+        between = query[mention.end : later.start] if later else ""
+        echo = later is not None and mention.text in re.split(r"[/\\]", later.text) and not _JOINS.search(between)
+        if not (mention.bare and echo):
+            kept.append((mention, hint))
+    return kept
 
 
 def _quoted(text: str, start: int, end: int, base: str | None) -> tuple[Mention, str]:
@@ -257,16 +260,11 @@ def _quoted(text: str, start: int, end: int, base: str | None) -> tuple[Mention,
     return Mention("quoted", text, text, start, end), ""
 
 
-def _token(
-    token: str, start: int, base: str | None, before: list[str], after: str, finding: bool = False
-) -> tuple[Mention, str] | None:
+def _token(token: str, start: int, base: str | None, before: list[str], after: str) -> tuple[Mention, str] | None:
     end = start + len(token)
     if "*" in token or ("?" in token and len(token) > 1):
         return Mention("glob", token, token, start, end), "pattern"
-    extension = token.lower().removeprefix(".")
-    if finding and after == "files" and extension in TEXT_EXTENSIONS | MEDIA_EXTENSIONS:
-        return Mention("glob", token, f"**/*.{extension}", start, end), "pattern"  # "all yaml files", ".jsonl files"
-    if _NUMBER.fullmatch(token):
+    if _NUMBER.fullmatch(token) and len(token) <= MAX_DIGITS:
         return Mention("number", token, float(token) if "." in token else int(token), start, end), ""
     if "@" in token or token.lower() in NOT_PATHS:
         return None

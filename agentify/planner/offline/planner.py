@@ -54,12 +54,13 @@ from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
 from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, choices, fill, takes_goal, takes_value
 from agentify.planner.retrieval import Ranked, ToolIndex
-from agentify.planner.words import SYNONYMS, query_terms, word_pairs, words
+from agentify.planner.words import SYNONYMS, query_terms, stem, words
 
 MARGIN = 1.25
 PLACES = ("path", "url")
 ALL = frozenset({"all"})
-ALL_WORDS = frozenset(words("full whole entire every complete again"))
+ALL_WORDS = frozenset(stem(w) for w in "the a an full whole entire every complete again".split())
+_WORD = re.compile(r"[a-z0-9]+")
 _IDENTIFIER = re.compile(r"(?<![\w./-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w/-])")
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
 CANDIDATES = 3
@@ -318,7 +319,7 @@ def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> tuple
     if len(as_is) == 1 and len(taking) > 1 and fillings[as_is[0].name].placed == len(mentions.values):
         return as_is[0], "the only close match that takes the value as it is, not as a list of one"
     choosing = [t for t in callable_ if fillings[t.name].chosen]
-    if len(choosing) == 1 and not mentions.items:
+    if len(choosing) == 1 and not mentions.items and goal_request(mentions) is not None:  # "check that X works"
         return choosing[0], "the only close match that takes the choice the task names"
     if (family := _the_one_for_all(contenders, callable_, mentions, index)) is not None:
         return family, "the task names the kind of tool and none of them in particular, so the one for all"
@@ -359,7 +360,8 @@ def _the_one_for_all(
     if len(family) != 1:
         return None
     name = index.name_words[family[0].name]
-    rest = {s for _, s in word_pairs(mentions.user_text) if s not in name and name.isdisjoint(SYNONYMS.get(s, ()))}
+    every = {stem(w) for w in _WORD.findall(mentions.user_text.lower())}  # stop words too: "run some tests"
+    rest = {s for s in every if s not in name and name.isdisjoint(SYNONYMS.get(s, ()))}
     return family[0] if rest <= ALL_WORDS else None
 
 
