@@ -142,8 +142,8 @@ def takes_value(tool: CatalogTool, value: str) -> bool:
 
 def reads_directories(tool: CatalogTool) -> bool:
     """A read-only tool whose name says it works on a folder (`list_directory`, `directory_tree`) or searches one
-    (`search_files`): a task that names no path means the working directory ("list the files", "find all yaml
-    files")."""
+    (`search_files`): a task that names no path means the working directory ("list the files", "search for
+    *.md")."""
     annotations = tool.tool.annotations
     read_only = annotations is not None and annotations.read_only_hint is True
     return read_only and not DIRECTORY_WORDS.isdisjoint(words(tool.tool.name))

@@ -14,8 +14,8 @@
    to the arguments: the best tool is taken when it is the only contender that can be called
    with what the task says, and another contender only when it is the only one that takes
    every value the task mentions (two paths: the one read tool that accepts several), or the
-   only one that takes them as they are (one path: not the tool for several paths), or, with no
-   value, the only one that takes a choice the task names; a task naming a family and none of its
+   only one that takes them as they are (one path: not the tool for several paths), or, in a check
+   with no value, the only one that takes a choice the task names; a task naming a family and none of its
    members goes to the one named for all ("run the tests"). A tool never wins a tie merely because
    it needs no arguments; anything else is a refusal. So is a plan whose tool has no argument for an id
    the task writes that another tool chooses among ("run the settings tests except settings-language").
@@ -59,7 +59,7 @@ from agentify.planner.words import SYNONYMS, query_terms, stem, words
 MARGIN = 1.25
 PLACES = ("path", "url")
 ALL = frozenset({"all"})
-ALL_WORDS = frozenset(stem(w) for w in "the a an full whole entire every complete again".split())
+ALL_WORDS = frozenset(stem(w) for w in "the a an full whole entire every complete again".split())  # "all" said
 _WORD = re.compile(r"[a-z0-9]+")
 _IDENTIFIER = re.compile(r"(?<![\w./-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w/-])")
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
