@@ -166,6 +166,8 @@ def test_a_value_two_optional_arguments_are_named_for_nearly_as_well_is_not_plac
     assert fill(wait, analyse(task("wait for 'Done' to appear"))).arguments == {"text": "Done"}
     gone = fill(wait, analyse(task("wait till the 'Loading…' spinner text disappears")))
     assert gone.arguments == {} and [m.text for m in gone.unplaced] == ["Loading…"]
+    # Nor does a quoted text go to the plain `text` when a word near it names another: "gone" of `textGone`.
+    assert fill(wait, analyse(task("wait until 'Loading' is gone"))).arguments == {}
 
 
 def test_a_choice_said_after_by_fills_the_argument_named_for_it() -> None:

@@ -17,7 +17,7 @@
   arbigent folder": `arbigent/draft.md`).
 - a boolean argument is true when the task says its name; a required list of strings takes the
   quoted texts; a quoted text no word names an argument for goes to the one optional argument
-  with a plain text name (see `vocabulary.py`).
+  with a plain text name (see `vocabulary.py`), unless a word near it names another text argument.
 What it could not fill, and the mentions it could not place, are reported, not dropped.
 """
 
@@ -301,11 +301,11 @@ def _fill_optional(
         best = max(scores.values(), default=0)
         winners = [n for n, s in scores.items() if s >= best - 1]  # a close second makes it unclear
         if not scores and mention.kind == "quoted":
-            winners = [
-                n
-                for n, s in optional.items()
-                if n not in arguments and n.lower() in PLAIN_TEXT_NAMES and role(n, s) == "text"
-            ]
+            texts = [n for n, s in optional.items() if n not in arguments and role(n, s) == "text"]
+            plain = [n for n in texts if n.lower() in PLAIN_TEXT_NAMES]
+            # not when another text argument is named by a word near it ("'Loading' is gone": `textGone`)
+            others = any((set(words(n)) - set(words(p))) & near for n in texts for p in plain if n != p)
+            winners = [] if others else plain
         if len(winners) == 1:
             arguments[winners[0]] = mention.value
             pool.remove(mention)
