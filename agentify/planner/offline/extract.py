@@ -79,6 +79,7 @@ _DIRECTORY = re.compile(
 _PROJECT = re.compile(r"\b(?:the|this|our|my) (?:project|repo|repository|codebase)\b", re.IGNORECASE)
 _PARENT = re.compile(r"\b(?:the )?parent (?:folder|directory|dir)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\S+")
+ECHO_SPAN = 60  # how far a path may follow the bare word it says again
 _JOINS = re.compile(r",|;|\b(?:and|or|plus)\b", re.IGNORECASE)
 _LETTERS = re.compile(r"[a-z]+")
 # The look-behinds let a name (or a number) start only where a run of its characters starts: linear in search.
@@ -235,17 +236,25 @@ def _join_located_paths(query: str, found: list[tuple[Mention, str]]) -> list[tu
 
 
 def _without_echoes(query: str, found: list[tuple[Mention, str]]) -> list[tuple[Mention, str]]:
-    """A bare word that is a part of a path the task gives next, with no "and" or comma between, is that place said
-    twice ("the arbigent config file arbigent/arbigent-config.yaml"): one value, not two, and the word stays one of
-    the user's. "the tree of arbigent and arbigent/arbigent-result" names two."""
-    kept = []
-    for i, (mention, hint) in enumerate(found):
-        later = next((m for m, _ in found[i + 1 :] if m.kind == "path" and not m.bare), None)
-        between = query[mention.end : later.start] if later else ""
-        echo = later is not None and mention.text in re.split(r"[/\\]", later.text) and not _JOINS.search(between)
-        if not (mention.bare and echo):
+    """A bare word that is a part of a path the task gives next, within `ECHO_SPAN` characters and with no "and"
+    or comma between, is that place said twice ("the arbigent config file arbigent/arbigent-config.yaml"): one
+    value, not two, and the word stays one of the user's. "the tree of arbigent and arbigent/arbigent-result"
+    names two."""
+    kept: list[tuple[Mention, str]] = []
+    later: Mention | None = None  # the next path the task gives outright, walking back from its end
+    for mention, hint in reversed(found):
+        echo = (
+            mention.bare
+            and later is not None
+            and later.start - mention.end <= ECHO_SPAN
+            and not _JOINS.search(query, mention.end, later.start)
+            and mention.text in re.split(r"[/\\]", later.text)
+        )
+        if not echo:
             kept.append((mention, hint))
-    return kept
+        if mention.kind == "path" and not mention.bare:
+            later = mention
+    return kept[::-1]
 
 
 def _quoted(text: str, start: int, end: int, base: str | None) -> tuple[Mention, str]:
