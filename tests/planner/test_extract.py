@@ -186,3 +186,41 @@ def test_what_cannot_be_filled_is_reported_with_the_argument_and_its_description
     echo = catalog_of(tool("echo", "Echo", {"text": {"type": "string"}}, "text")).tools["demo__echo"]
     assert fill(echo, analyse(task("echo hi"))).missing
     assert fill(echo, analyse(task('echo "a" and "b"'))).missing
+
+
+def test_what_a_task_excludes_is_set_apart_up_to_the_end_of_its_sentence_and_never_ends_inside_a_value() -> None:
+    def excluded(query: str) -> list[tuple[str, list[object]]]:
+        found = analyse(task(query), exclusions_apart=True)
+        return [(x.text, [m.value for m in x.values]) for x in found.left_out]
+
+    assert excluded("run every scenario but checkout. Then list them") == [("but checkout", [])]
+    quoted = "except 'checkout. then logout'"
+    assert excluded(f"run all scenarios {quoted}. And more") == [(quoted, ["checkout. then logout"])]
+    assert excluded("read notes.txt, not arbigent/arbigent-config.yaml") == [
+        (", not arbigent/arbigent-config.yaml", [str(EXAMPLES / "arbigent" / "arbigent-config.yaml")])
+    ]
+    assert excluded("write 'all but one, except none' to notes.txt") == []  # markers inside a value are none
+    # A search keeps the words: they are the topic's.
+    assert analyse(task("run every scenario but checkout")).left_out == ()
+
+
+def test_an_order_in_words_fills_the_argument_named_for_the_order() -> None:
+    sizes = example_catalog().find("filesystem", "list_directory_with_sizes")
+    assert sizes is not None
+    biggest = fill(sizes, analyse(task("list them with their sizes, biggest first")))
+    assert biggest.arguments == {"path": str(EXAMPLES), "sortBy": "size"}
+    # Not an order whose direction a sort by size may not give, nor two orders at once.
+    for query in ("list the files with sizes, smallest first", "list files with sizes by name, biggest first"):
+        assert "sortBy" not in fill(sizes, analyse(task(query))).arguments, query
+
+
+def test_a_boolean_said_in_other_words_and_a_number_by_what_it_counts() -> None:
+    shot = example_catalog().find("browser", "browser_take_screenshot")
+    wait = example_catalog().find("browser", "browser_wait_for")
+    assert shot is not None and wait is not None
+    assert fill(shot, analyse(task("a screenshot of the whole scrollable page"))).arguments["fullPage"] is True
+    assert fill(wait, analyse(task("pause the browser for 5 seconds so the page settles"))).arguments == {"time": 5}
+    # What a number counts names its argument only when no word near it names one: "the first 5 lines" is `head`.
+    read = example_catalog().find("filesystem", "read_text_file")
+    assert read is not None
+    assert fill(read, analyse(task("show the first 5 lines of notes.txt"))).arguments["head"] == 5

@@ -190,9 +190,95 @@ async def test_a_number_inside_a_goal_is_part_of_it_unless_an_argument_is_named_
     # The agent's steps or the app's? Either way a plan would be wrong, so it is a refusal.
     assert "'15'" in await refusal("make sure the About screen shows a version, give the agent at most 15 steps")
     assert "'5'" in await refusal("check that checkout takes at most 5 steps")
+    # "no retries" is a number too: the agent's retries, or the app's?
+    assert "'no'" in await refusal("make sure the help page opens from the menu - no retries")
+    empty = "check that the cart shows no items"
+    assert (await plan(empty)).arguments == {"goal": empty}
+
+
+async def test_a_check_may_say_where_before_what() -> None:
+    found = await plan("check on the device that a user can add a product to the wishlist")
+    assert (found.tool, found.arguments) == (
+        "run-arbigent-task",
+        {"goal": "check on the device that a user can add a product to the wishlist"},
+    )
+
+
+async def test_ids_the_task_writes_choose_among_close_tools() -> None:
+    both = await plan("run login-wrong-password and settings-dark-mode")
+    assert (both.tool, both.arguments) == (
+        "run-arbigent-scenarios",
+        {"scenarioIds": ["login-wrong-password", "settings-dark-mode"]},
+    )
 
 
 async def test_a_folder_named_as_the_tool_is_still_a_value_for_a_tool_that_takes_paths(tmp_path: Path) -> None:
     (tmp_path / "screenshots").mkdir()
     with pytest.raises(NoPlan):
         await plan("take a screenshot into screenshots", cwd=tmp_path)
+
+
+EVERY_SCENARIO = [
+    "launch-app",
+    "login",
+    "login-wrong-password",
+    "logout",
+    "search-product",
+    "add-to-cart",
+    "checkout",
+    "settings-dark-mode",
+    "settings-language",
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "left_out"),
+    [
+        ("run all the tests except checkout", ["checkout"]),
+        ("run every scenario but settings-language", ["settings-language"]),
+        ("run all scenarios apart from checkout and logout", ["checkout", "logout"]),
+        ("run the whole e2e suite, excluding 'checkout'", ["checkout"]),
+    ],
+)
+async def test_all_the_scenarios_but_those_the_task_excludes_are_the_other_ids(query: str, left_out: list[str]) -> None:
+    result = await plan(query)
+    kept = [s for s in EVERY_SCENARIO if s not in left_out]
+    assert (result.tool, result.arguments) == ("run-arbigent-scenarios", {"scenarioIds": kept})
+
+
+async def test_what_the_task_excludes_is_never_what_it_runs() -> None:
+    kept = await plan("run checkout and login but not logout")
+    assert kept.arguments == {"scenarioIds": ["checkout", "login"]}
+    assert (await plan("list the files by size, not by name")).arguments == {"path": str(EXAMPLES), "sortBy": "size"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "run the settings tests except settings-language",  # the settings tests' other scenario, not every other
+        "run all the settings tests except settings-language",
+        "run the purchase tests except checkout",
+        "run all the tests except login",  # the login scenario, or the tests tagged login?
+        "run some tests except checkout",
+        "run all the tests except the flaky ones",  # nothing to leave out by
+        "list the directory, excluding screenshots",
+        "search for *.md but not in arbigent",
+        "read notes.txt instead of arbigent/arbigent-config.yaml",
+    ],
+)
+async def test_an_exclusion_no_argument_can_honour_is_a_refusal_that_names_it(query: str) -> None:
+    message = await refusal(query)
+    assert "excludes" in message or "cannot tell which tool" in message
+
+
+@pytest.mark.parametrize(
+    "query", ["don't run the login tests", "Do not delete notes.txt", "please never run the tests again"]
+)
+async def test_a_task_that_says_what_not_to_do_is_never_planned(query: str) -> None:
+    assert "what not to do" in await refusal(query)
+    assert (await plan("don't forget to run the login tests")).tool == "run-arbigent-test-login"
+
+
+async def test_the_words_of_a_value_are_no_marker_of_an_exclusion() -> None:
+    written = await plan("write 'all but one' to notes.txt")
+    assert written.arguments == {"path": str(EXAMPLES / "notes.txt"), "content": "all but one"}

@@ -107,8 +107,10 @@ FIGURES = [  # docs/planning.md's own-set figures: (set, with the 606 generated 
     ("routing-blind", True, 33, 59),
     ("routing-blind2", False, 36, 60),
     ("routing-blind2", True, 36, 60),
-    ("routing-blind3", False, 31, 50),
-    ("routing-blind3", True, 30, 50),
+    ("routing-blind3", False, 32, 50),
+    ("routing-blind3", True, 31, 50),
+    ("routing-blind4", False, 37, 50),
+    ("routing-blind4", True, 35, 50),
 ]
 
 

@@ -52,7 +52,7 @@ def asking(tool: CatalogTool, filling: Filling, why: str, problem: str, base: st
     refusal (`problem`: what is wrong with the filling): a value of the task no argument takes, a path with no
     working directory (`base`) to read it in (the task may have said it: asking again would not help), an element
     ref, an argument a form must not or cannot ask for, or a filled value the tool's schema refuses."""
-    if filling.unplaced or not filling.unfilled:
+    if filling.unplaced or filling.ignored or not filling.unfilled:
         return problem
     properties = tool.input_schema.get("properties") or {}
     roles = {n: role(n, spec if isinstance(spec := properties.get(n), dict) else {}) for n in filling.unfilled}

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from agentify.planner import TaskContext, TaskInput
+from agentify.planner.offline.negation import exclusions
 from agentify.planner.offline.vocabulary import is_ref, key_name
 from agentify.planner.prompt import document_path
 from agentify.planner.words import STOP_WORDS, query_terms, words
@@ -54,7 +56,8 @@ ASKED = ("list", "read")
 MAX_DIGITS = 30  # a longer run of digits is no number an argument takes (and int() refuses 4,300 digits)
 HINT_WEIGHT = 0.5  # a kind of argument is evidence, but less than a word the user chose
 _GOAL_REQUEST = re.compile(
-    r"^\s*(?:please\s+)?(?:(?:check|verify|confirm|ensure|test)\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",
+    r"^\s*(?:please\s+)?(?:(?:check|verify|confirm|ensure|test)(?:\s+(?:on|in|with|using|at)\s+(?:(?:the|my|our|a)\s+)?"
+    r"[\w-]+)?\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",  # "check (on the device) that ..."
     re.IGNORECASE,
 )
 
@@ -79,6 +82,7 @@ _DIRECTORY = re.compile(
 _PROJECT = re.compile(r"\b(?:the|this|our|my) (?:project|repo|repository|codebase)\b", re.IGNORECASE)
 _PARENT = re.compile(r"\b(?:the )?parent (?:folder|directory|dir)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\S+")
+_NONE = re.compile(r"\b(no|zero)\s+(?=[a-z])", re.IGNORECASE)
 ECHO_SPAN = 60  # how far a path may follow the bare word it says again
 _JOINS = re.compile(r",|;|\b(?:and|or|plus)\b", re.IGNORECASE)
 _LETTERS = re.compile(r"[a-z]+")
@@ -107,6 +111,17 @@ class Mention:
 
 
 @dataclass(frozen=True)
+class Exclusion:
+    """A part of the task that leaves something out ("except checkout", `negation.exclusions`), with the values
+    said in it: none of it is the user's request, so its words and values are not the task's."""
+
+    text: str
+    start: int
+    end: int
+    values: tuple[Mention, ...]
+
+
+@dataclass(frozen=True)
 class Mentions:
     query: str
     items: tuple[Mention, ...]
@@ -119,6 +134,8 @@ class Mentions:
     asks: bool = False
     """A question ("what files are in docs?", "which tabs are open?"): it asks to see something, so a tool
     named for listing or reading is what it names, and a destructive tool is never the answer."""
+    left_out: tuple[Exclusion, ...] = ()
+    """What the task excludes: a plan honours each, or there is none."""
 
     @property
     def values(self) -> tuple[Mention, ...]:
@@ -133,7 +150,9 @@ class Mentions:
         return terms
 
 
-def analyse(task: TaskInput) -> Mentions:
+def analyse(task: TaskInput, *, exclusions_apart: bool = False) -> Mentions:
+    """The mentions of `task`; `exclusions_apart`: what it excludes is set apart (`Mentions.left_out`), its words
+    and values no part of the request (the offline planner's; a search keeps them, as words of the topic)."""
     context = task.context or TaskContext()
     document = document_path(context.active_document_uri)
     document = document if document and os.path.isabs(document) else None
@@ -200,18 +219,34 @@ def analyse(task: TaskInput) -> Mentions:
     found.sort(key=lambda item: item[0].start)
     found = _join_located_paths(query, found)
     found = _without_echoes(query, found)
-    user, cursor = [], 0
-    for mention, _ in found:
-        user.extend([query[cursor : mention.start], " "])
-        cursor = mention.end
-    user.append(query[cursor:])
+    spans = exclusions(query, [(m.start, m.end) for m, _ in found]) if exclusions_apart else []
+    left_out = tuple(Exclusion(query[s:e], s, e, tuple(m for m, _ in found if s <= m.start < e)) for s, e in spans)
+    found = [(m, hint) for m, hint in found if not any(s <= m.start < e for s, e in spans)]
+    user = _cut(query, sorted([(m.start, m.end) for m, _ in found] + spans), lambda start, end: " ")
     paths = sum(1 for m, _ in found if m.kind == "path")
     hints = [word for _, hint in found for word in hint.split()]
     hints += ["multiple"] if paths > 1 else ["single"] if paths == 1 else []
     items = tuple(m for m, _ in found)
     first = _LETTERS.search(query.lower())
     asks = first is not None and first.group(0) in ASKING
-    return Mentions(query, items, "".join(user), tuple(hints), base, asks)
+    return Mentions(query, items, user, tuple(hints), base, asks, left_out)
+
+
+def _cut(query: str, spans: list[tuple[int, int]], instead: Callable[[int, int], str]) -> str:
+    """`query` with each of `spans` (sorted, not overlapping) replaced by `instead(start, end)`."""
+    pieces, cursor = [], 0
+    for start, end in spans:
+        pieces.extend([query[cursor:start], instead(start, end)])
+        cursor = end
+    pieces.append(query[cursor:])
+    return "".join(pieces)
+
+
+def without_exclusions(mentions: Mentions) -> str:
+    """The query without what it excludes and its values, but with its quoted texts: where choices are named."""
+    quoted = {(m.start, m.end): m.text for m in mentions.values if m.kind == "quoted"}
+    spans = sorted([(m.start, m.end) for m in mentions.values] + [(x.start, x.end) for x in mentions.left_out])
+    return _cut(mentions.query, spans, lambda start, end: f" {quoted.get((start, end), '')} ")
 
 
 _LOCATED = frozenset({"in", "inside", "under", "within", "in the", "inside the", "under the"})
@@ -340,4 +375,7 @@ def goal_request(mentions: Mentions) -> Mentions | None:
     start = match.end() - 1
     goal = Mention("goal", mentions.query[start:], mentions.query.strip(), start, len(mentions.query))
     numbers = tuple(replace(m, inside=True) for m in mentions.items if m.kind == "number")
+    # "no retries" is a number too, when an argument is named next to it ("make sure ..., no retries": `maxRetry`)
+    zeros = _NONE.finditer(mentions.query, start)
+    numbers += tuple(Mention("number", m.group(1), 0, m.start(1), m.end(1), inside=True) for m in zeros)
     return Mentions(mentions.query, (goal, *numbers), mentions.query[:start], ("goal",), mentions.base)

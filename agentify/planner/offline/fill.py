@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentify.planner.catalog import CatalogTool, enum_values
-from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path
+from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path, without_exclusions
 from agentify.planner.offline.vocabulary import KEY_NAMES, PLAIN_TEXT_NAMES, REF_NAMES
-from agentify.planner.words import words
+from agentify.planner.words import stem, words
 
 Role = Literal[
     "url",
@@ -60,6 +60,12 @@ SOURCE_NAMES = frozenset({"source", "src"})
 DESTINATION_NAMES = frozenset({"destination", "dest"})
 PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
 DIRECTORY_WORDS = frozenset(words("directory folder dir tree search"))
+_BY_SIZE, _BY_TIME, _BY_NAME = (tuple(words(w)) for w in ("size", "date time modified mtime created updated", "name"))
+# Only orders whose direction a sort by that key gives: "smallest first" may well be the reverse.
+ORDERS = dict.fromkeys(("biggest", "largest"), _BY_SIZE) | dict.fromkeys(("newest", "latest"), _BY_TIME)
+ORDERS |= {"alphabetically": _BY_NAME, "alphabetical": _BY_NAME}
+_ORDER = re.compile(r"\b(" + "|".join(ORDERS) + r")\b", re.IGNORECASE)
+WHOLE = {stem(w): stem("full") for w in ("whole", "entire")}  # a boolean's name in other words ("the whole page")
 FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "url": ("url",),
     "path": ("path", "quoted"),
@@ -162,10 +168,16 @@ class Filling:
     """The names of the required arguments without a value (what `missing` describes)."""
     chosen: tuple[Any, ...] = ()
     """The values the task names that required arguments took among their choices (an enum's)."""
+    left_out: tuple[Any, ...] = ()
+    """The choices the task excludes that the arguments leave out (`leave_out`)."""
+    others: tuple[str, ...] = ()
+    """The list arguments that took every choice but those the task excludes, since it names none to keep."""
+    ignored: tuple[str, ...] = ()
+    """What the task excludes that the plan would not leave out ("except the flaky ones"), as the task says it."""
 
     @property
     def complete(self) -> bool:
-        return not self.missing and not self.unplaced
+        return not self.missing and not self.unplaced and not self.ignored
 
 
 def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
@@ -220,6 +232,7 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     placed = len(mentions.values) - len(pool)
     _fill_optional(properties, set(required), arguments, pool, mentions)
     pool += _named_inside(properties, set(required) | set(arguments), mentions)
+    left_out, others = leave_out(properties, arguments, mentions)
     for name in required:
         value = arguments.get(name)
         if name not in arguments:
@@ -231,7 +244,37 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     # "the arbigent scenarios": a folder named as the tool is, for a tool that takes no path at all
     own = set() if _takes_paths(properties) else set(words(f"{tool.backend} {tool.tool.name}"))
     unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own))
-    return Filling(arguments, tuple(missing), unplaced, placed, absent, tuple(chosen))
+    return Filling(arguments, tuple(missing), unplaced, placed, absent, tuple(chosen), tuple(left_out), tuple(others))
+
+
+def leave_out(
+    properties: dict[str, dict[str, Any]], arguments: dict[str, Any], mentions: Mentions
+) -> tuple[list[Any], list[str]]:
+    """The choices the task excludes that the arguments honour: a list of choices without them, all the others
+    when the task names none to keep ("run every scenario but checkout": also returned, by argument name), or a
+    single choice that the task sets to another value ("by size, not by name")."""
+    excluded = [words(x.text) for x in mentions.left_out]
+    left_out: list[Any] = []
+    others: list[str] = []
+    for name, spec in properties.items() if excluded else ():
+        kind = role(name, spec)
+        options = enum_values(spec) if kind == "enum" else enum_values(spec.get("items") or {})
+        said = [o for o in options if kind in ("enum", "enum_list") and any(says(x, o) for x in excluded)]
+        value = arguments.get(name)
+        kept = value if isinstance(value, list) else [] if value is None else [value]
+        if said and kind == "enum_list" and value is None and (rest := [o for o in options if o not in said]):
+            arguments[name] = rest
+            left_out += said
+            others.append(name)
+        elif said and kept and not any(v in said for v in kept):
+            left_out += said
+    return left_out, others
+
+
+def says(said: list[str], value: Any) -> bool:
+    """Whether the words `said` name the choice `value`: its words, in a row."""
+    target = words(value) if isinstance(value, str) else []
+    return bool(target) and any(said[i : i + len(target)] == target for i in range(len(said) - len(target) + 1))
 
 
 def _into_folder(arguments: dict[str, Any]) -> None:
@@ -276,20 +319,25 @@ def _fill_optional(
 ) -> None:
     optional = {n: s for n, s in properties.items() if n not in required and n not in arguments}
     query_words = set(words(mentions.user_text))
+    whole = {WHOLE[w] for w in query_words if w in WHOLE}
     for name, spec in optional.items():
         if role(name, spec) == "enum":
             values = _named_values(spec, "enum", mentions, pool)
+            ordered = _ordered(name, spec, mentions)
             # "the response body": `response-body`, when no other argument has that choice ("no preference")
             phrases = [v for v in values if len(words(str(v))) > 1 and not _shared(v, name, properties)]
             said = set(words(name)) <= query_words or phrases or _by_value(name, values, mentions.query)
-            if len(values) == 1 and said:
-                arguments[name] = values[0]
-        elif role(name, spec) == "boolean" and words(name) and set(words(name)) <= query_words:
+            if len(values) == 1 and said or ordered and set(values) <= set(ordered):
+                arguments[name] = (values or ordered)[0]
+        elif role(name, spec) == "boolean" and words(name) and set(words(name)) <= query_words | whole:
             arguments[name] = True
     for mention in list(pool):
         before = words(mentions.query[max(0, mention.start - NEAR) : mention.start])[-WINDOW:]
-        near = set(before + words(mentions.query[mention.end : mention.end + NEAR])[:WINDOW])
+        after = words(mentions.query[mention.end : mention.end + NEAR])[:WINDOW]
+        near = set(before + after)
+        unit = set(after[:1]) if mention.kind == "number" else set()  # "5 seconds", "no retries": what it counts
         scores: dict[str, int] = {}
+        counting: list[str] = []  # the arguments for what the number counts, when no argument is named near it
         for name, spec in optional.items():
             if name in arguments or mention.kind not in FOR_ROLE.get(role(name, spec), ()):
                 continue
@@ -298,8 +346,11 @@ def _fill_optional(
             overlap = len(near & described)
             if named <= near or overlap >= 2:
                 scores[name] = overlap + (2 if named <= near else 0)
+            elif unit & (named | described):
+                counting.append(name)
         best = max(scores.values(), default=0)
         winners = [n for n, s in scores.items() if s >= best - 1]  # a close second makes it unclear
+        winners = winners if scores else counting
         if not scores and mention.kind == "quoted":
             texts = [n for n, s in optional.items() if n not in arguments and role(n, s) == "text"]
             plain = [n for n in texts if n.lower() in PLAIN_TEXT_NAMES]
@@ -314,6 +365,16 @@ def _fill_optional(
 def _shared(value: Any, name: str, properties: dict[str, dict[str, Any]]) -> bool:
     """Whether another argument than `name` also chooses among `value`."""
     return any(value in enum_values(spec) for other, spec in properties.items() if other != name)
+
+
+def _ordered(name: str, spec: dict[str, Any], mentions: Mentions) -> list[Any]:
+    """The one choice of an argument named for an order (`sortBy`) that an order in words names: "biggest first"
+    (size), "newest first" (a date or time), "alphabetically" (name)."""
+    if not name.lower().endswith("by"):
+        return []
+    said = {key for found in _ORDER.findall(without_exclusions(mentions)) for key in ORDERS[found.lower()]}
+    named = [v for v in enum_values(spec) if isinstance(v, str) and said & set(words(v))]
+    return named if len(named) == 1 else []
 
 
 def _by_value(name: str, values: list[Any], query: str) -> bool:
@@ -345,14 +406,9 @@ def _named_values(spec: dict[str, Any], kind: Role, mentions: Mentions, pool: li
 
 
 def _words_and_quotes(mentions: Mentions) -> list[str]:
-    """The words of the query without its URLs, paths, patterns and numbers, but with quoted texts."""
-    pieces, cursor = [], 0
-    for mention in mentions.values:
-        pieces.append(mentions.query[cursor : mention.start])
-        pieces.append(f" {mention.text} " if mention.kind == "quoted" else " ")
-        cursor = mention.end
-    pieces.append(mentions.query[cursor:])
-    return words("".join(pieces))
+    """The words of the query without its URLs, paths, patterns, numbers and what it excludes, but with quoted
+    texts."""
+    return words(without_exclusions(mentions))
 
 
 def _missing(name: str, spec: dict[str, Any], kind: Role) -> str:

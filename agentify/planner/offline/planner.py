@@ -42,6 +42,7 @@ answer is `BackendUnavailable` naming it, rather than a tool that happens to mat
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -51,14 +52,17 @@ from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
 from agentify.planner.indexes import IndexCache
 from agentify.planner.offline import confidence
 from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
-from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, goal_request
-from agentify.planner.offline.fill import Filling, choices, fill, takes_goal, takes_value
+from agentify.planner.offline.extract import ASKED, Exclusion, Mention, Mentions, analyse, goal_request
+from agentify.planner.offline.fill import Filling, choices, fill, says, takes_goal, takes_value
+from agentify.planner.offline.negation import forbids
 from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, stem, words
 
 MARGIN = 1.25
 PLACES = ("path", "url")
 ALL = frozenset({"all"})
+EVERY = frozenset(words("each everything"))
+SOME = frozenset("some other only any few".split())  # words that ask for part of the choices, not all of them
 ALL_WORDS = frozenset(stem(w) for w in "the a an full whole entire every complete again".split())  # "all" said
 _WORD = re.compile(r"[a-z0-9]+")
 _IDENTIFIER = re.compile(r"(?<![\w./-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w/-])")
@@ -91,6 +95,12 @@ class _Goals:
     values: tuple[frozenset[str], ...]
     ids: frozenset[str] = frozenset()
     """Every choice of the catalog's tools written as an id ("settings-language"), lowercased."""
+    tool_names: tuple[tuple[str, str, frozenset[str]], ...] = ()
+    """Each tool's backend, name and the words of its name."""
+
+    def names_of(self, tool: CatalogTool) -> list[frozenset[str]]:
+        """The words of the names of the other tools of `tool`'s backend."""
+        return [w for backend, name, w in self.tool_names if backend == tool.backend and name != tool.name]
 
     @classmethod
     def of(cls, index: ToolIndex) -> _Goals:
@@ -100,7 +110,8 @@ class _Goals:
         values = (frozenset(words(str(value))) for t in tests for value in choices(t))
         names = tuple(frozenset(words(t.tool.name)) for t in tests)
         ids = frozenset(str(v).lower() for t in tools for v in choices(t) if _IDENTIFIER.fullmatch(str(v)))
-        return cls(index, bool(runners), names, tuple(v for v in values if v), ids)
+        named = tuple((t.backend, t.name, frozenset(words(t.tool.name))) for t in tools)
+        return cls(index, bool(runners), names, tuple(v for v in values if v), ids, named)
 
     def named(self, goal: Mentions) -> bool:
         """Whether X is what the runner already runs: the words of a tool's name ("check that login works": the
@@ -125,7 +136,12 @@ class OfflinePlanner:
     async def plan(self, task: TaskInput, catalog: Catalog) -> Plan:
         if not catalog.tools:
             raise NoPlan("no backend tools are available to plan with: check `list_backends` for failed backends")
-        mentions = analyse(task)
+        if forbids(task.query):
+            raise NoPlan(
+                "the task says what not to do, and the offline planner plans only what to do: say what to run "
+                "instead (or nothing needs to be done)."
+            )
+        mentions = analyse(task, exclusions_apart=True)
         index = self._indexes.get(catalog)
         if self._goals is None or self._goals.index is not index:
             self._goals = _Goals.of(index)
@@ -176,7 +192,8 @@ class OfflinePlanner:
 
     def _fill(self, tool: CatalogTool, mentions: Mentions) -> Filling:
         """`fill`, where an id the task writes that some tool of the catalog chooses among, and that `tool` has no
-        argument for, is a value the plan would ignore ("run the settings tests except settings-language")."""
+        argument for, is a value the plan would ignore ("run the settings tests except settings-language"), and so
+        is what the task excludes that the arguments do not leave out (`_honours`)."""
         filling = fill(tool, mentions)
         ids = self._goals.ids if self._goals else frozenset()
         written = [m for m in _IDENTIFIER.finditer(mentions.user_text) if m.group(0).lower() in ids]
@@ -185,7 +202,23 @@ class OfflinePlanner:
             for m in written
             if not takes_value(tool, m.group(0))
         )
-        return replace(filling, unplaced=filling.unplaced + ignored) if ignored else filling
+        excluded = tuple(x.text.strip(" ,") for x in mentions.left_out if not self._honours(tool, filling, x, mentions))
+        return replace(filling, unplaced=filling.unplaced + ignored, ignored=excluded)
+
+    def _honours(self, tool: CatalogTool, filling: Filling, exclusion: Exclusion, mentions: Mentions) -> bool:
+        """Whether the arguments leave out what `exclusion` says: it names a choice they leave out, each value in it
+        is such a choice, none is also the name of another tool of the backend ("all the tests except login": the
+        `login` scenario, or the tests tagged login?), and every other choice is taken only when the task asks for
+        all of them (`_for_all`)."""
+        said = words(exclusion.text)
+        named = [v for v in filling.left_out if says(said, v)]
+        names = self._goals.names_of(tool) if self._goals else []
+        return (
+            bool(named)
+            and all(any(words(m.text) == words(str(v)) for v in named) for m in exclusion.values)
+            and not any(set(words(str(v))) <= name for v in named for name in names)
+            and (not filling.others or _for_all(tool, filling.others, names, mentions))
+        )
 
     def _by_rules(self, index: ToolIndex, catalog: Catalog, mentions: Mentions) -> Plan:
         missing = _missing_fit(catalog.missing, mentions.user_text)
@@ -197,7 +230,7 @@ class OfflinePlanner:
                 f"the words of the task. {CONFIGURE}"
             )
         try:
-            chosen, why = _choose(ranked, mentions, index)
+            chosen, why = _choose(ranked, mentions, index, self._fill)
         except PlannerUnavailable:
             _raise_missing(missing)
             raise
@@ -298,17 +331,20 @@ def _short(tool: CatalogTool) -> str:
     return text if len(text) <= SHORT else text[: SHORT - 3] + "..."
 
 
-def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> tuple[CatalogTool, str]:
+Filler = Callable[[CatalogTool, Mentions], Filling]
+
+
+def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, filler: Filler) -> tuple[CatalogTool, str]:
     best = ranked[0]
     runner_up = ranked[1].score if len(ranked) > 1 else 0.0
     if best.score >= MARGIN * runner_up:
         if not runner_up:
             return best.tool, "the only tool that matches"
-        if (other := _takes_instead(ranked, mentions, index)) is not None:
-            return other, f"the best match, {_label(best.tool)}, cannot take the value the task gives, and it can"
+        if (other := _takes_instead(ranked, mentions, index, filler)) is not None:
+            return other, f"the best match, {_label(best.tool)}, cannot take what the task says, and it can"
         return best.tool, f"best match, {best.score / runner_up:.2f}x the score of the next tool"
     contenders = [r.tool for r in ranked if r.score * MARGIN > best.score]
-    fillings = {t.name: fill(t, mentions) for t in contenders}
+    fillings = {t.name: filler(t, mentions) for t in contenders}
     callable_ = [t for t in contenders if fillings[t.name].complete]
     if callable_ == [best.tool]:
         return best.tool, "the only close match that can be called with what the task says"
@@ -330,16 +366,17 @@ def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> tuple
     )
 
 
-def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex) -> CatalogTool | None:
+def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, filler: Filler) -> CatalogTool | None:
     """When the best tool can neither be called nor take the path or URL the task gives ("open notes.txt": not
-    `browser_navigate`, which needs a URL), the best of the tools within `WIDE` of it that can be called with every
-    value the task gives, as they are (not as a list of one), when it is the only one or leads the next by `MARGIN`.
-    Never a destructive one: a tool that ranks lower is not taken to change anything."""
-    best = fill(ranked[0].tool, mentions)
-    if not (best.missing and any(m.kind in PLACES for m in best.unplaced)):
+    `browser_navigate`, which needs a URL), or cannot leave out what the task excludes ("run all the tests except
+    checkout": not the tool for all of them), the best of the tools within `WIDE` of it that can be called with
+    every value the task gives, as they are (not as a list of one), when it is the only one or leads the next by
+    `MARGIN`. Never a destructive one: a tool that ranks lower is not taken to change anything."""
+    best = filler(ranked[0].tool, mentions)
+    if not (best.missing and any(m.kind in PLACES for m in best.unplaced)) and not best.ignored:
         return None  # a number or a quoted text could be meant for the best tool in a way it does not take
     close = [r for r in ranked[1:] if r.score * WIDE > ranked[0].score and r.tool.name not in index.destructive]
-    fillings = [(r, fill(r.tool, mentions)) for r in close]
+    fillings = [(r, filler(r.tool, mentions)) for r in close]
     taking = [(r, f) for r, f in fillings if f.complete and f.placed == len(mentions.values)]
     taking = [(r, f) for r, f in taking if not _list_of_one(f)] or taking
     if len(taking) == 1 or (taking and taking[0][0].score >= MARGIN * taking[1][0].score):
@@ -363,6 +400,17 @@ def _the_one_for_all(
     every = {stem(w) for w in _WORD.findall(mentions.user_text.lower())}  # stop words too: "run some tests"
     rest = {s for s in every if s not in name and name.isdisjoint(SYNONYMS.get(s, ()))}
     return family[0] if rest <= ALL_WORDS else None
+
+
+def _for_all(tool: CatalogTool, arguments: tuple[str, ...], names: list[frozenset[str]], mentions: Mentions) -> bool:
+    """Whether the task asks for all of a tool's choices but those it excludes: besides them, it says only words
+    for all, the name of the tool or of its backend's tool for all, and the name of the argument ("run all the
+    tests except checkout"; not "run the settings tests except settings-language", nor "run some tests but ...")."""
+    if SOME.intersection(_WORD.findall(mentions.user_text.lower())):
+        return False
+    allowed = set(ALL_WORDS | ALL | EVERY) | set(words(f"{tool.backend} {tool.tool.name} {' '.join(arguments)}"))
+    allowed |= set().union(*(name for name in names if ALL <= name))
+    return all(w in allowed or allowed.intersection(SYNONYMS.get(w, ())) for w in words(mentions.user_text))
 
 
 def _missing_fit(missing: tuple[MissingBackend, ...], text: str) -> tuple[MissingBackend, int] | None:
@@ -396,6 +444,9 @@ def _list_of_one(filling: Filling) -> bool:
 
 
 def _problem(filling: Filling) -> str | None:
+    if filling.ignored:
+        what = "; ".join(repr(text) for text in filling.ignored)
+        return f"it cannot leave out what the task excludes ({what}): the tool has no choice to leave it out by"
     if filling.missing:
         return "it cannot fill " + "; ".join(filling.missing) + " from the task or its context"
     if filling.unplaced:
