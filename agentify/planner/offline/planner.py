@@ -18,7 +18,10 @@
    with no value, the only one that takes a choice the task names; a task naming a family and none of its
    members goes to the one named for all ("run the tests"). A tool never wins a tie merely because
    it needs no arguments; anything else is a refusal. So is a plan whose tool has no argument for an id
-   the task writes that another tool chooses among ("run the settings tests except settings-language").
+   the task writes that another tool chooses among ("run the settings tests except settings-language"), and a
+   plan that does not leave out what the task excludes (`honour`): "run all the tests except checkout" is the
+   scenario runner with every other id, since the tool for all cannot leave one out. A task that opens by saying
+   what not to do ("don't delete notes.txt") is never planned.
 3. Required arguments are filled from the query and the context (see `extract`), never
    guessed: an argument it cannot fill, or a mentioned value it cannot place, is a refusal. The
    one value taken from the context alone is the working directory, as the path of a read-only
@@ -52,18 +55,15 @@ from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
 from agentify.planner.indexes import IndexCache
 from agentify.planner.offline import confidence
 from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
-from agentify.planner.offline.extract import ASKED, Exclusion, Mention, Mentions, analyse, goal_request
-from agentify.planner.offline.fill import Filling, choices, fill, says, takes_goal, takes_value
+from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, goal_request
+from agentify.planner.offline.fill import Filling, choices, fill, takes_goal, takes_value
+from agentify.planner.offline.honour import ALL, ALL_WORDS, honours
 from agentify.planner.offline.negation import forbids
 from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, stem, words
 
 MARGIN = 1.25
 PLACES = ("path", "url")
-ALL = frozenset({"all"})
-EVERY = frozenset(words("each everything"))
-SOME = frozenset("some other only any few".split())  # words that ask for part of the choices, not all of them
-ALL_WORDS = frozenset(stem(w) for w in "the a an full whole entire every complete again".split())  # "all" said
 _WORD = re.compile(r"[a-z0-9]+")
 _IDENTIFIER = re.compile(r"(?<![\w./-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w/-])")
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
@@ -193,7 +193,7 @@ class OfflinePlanner:
     def _fill(self, tool: CatalogTool, mentions: Mentions) -> Filling:
         """`fill`, where an id the task writes that some tool of the catalog chooses among, and that `tool` has no
         argument for, is a value the plan would ignore ("run the settings tests except settings-language"), and so
-        is what the task excludes that the arguments do not leave out (`_honours`)."""
+        is what the task excludes that the arguments do not leave out (`honours`)."""
         filling = fill(tool, mentions)
         ids = self._goals.ids if self._goals else frozenset()
         written = [m for m in _IDENTIFIER.finditer(mentions.user_text) if m.group(0).lower() in ids]
@@ -202,23 +202,11 @@ class OfflinePlanner:
             for m in written
             if not takes_value(tool, m.group(0))
         )
-        excluded = tuple(x.text.strip(" ,") for x in mentions.left_out if not self._honours(tool, filling, x, mentions))
-        return replace(filling, unplaced=filling.unplaced + ignored, ignored=excluded)
-
-    def _honours(self, tool: CatalogTool, filling: Filling, exclusion: Exclusion, mentions: Mentions) -> bool:
-        """Whether the arguments leave out what `exclusion` says: it names a choice they leave out, each value in it
-        is such a choice, none is also the name of another tool of the backend ("all the tests except login": the
-        `login` scenario, or the tests tagged login?), and every other choice is taken only when the task asks for
-        all of them (`_for_all`)."""
-        said = words(exclusion.text)
-        named = [v for v in filling.left_out if says(said, v)]
         names = self._goals.names_of(tool) if self._goals else []
-        return (
-            bool(named)
-            and all(any(words(m.text) == words(str(v)) for v in named) for m in exclusion.values)
-            and not any(set(words(str(v))) <= name for v in named for name in names)
-            and (not filling.others or _for_all(tool, filling.others, names, mentions))
+        excluded = tuple(
+            x.text.strip(" ,") for x in mentions.left_out if not honours(tool, filling, x, mentions, names)
         )
+        return replace(filling, unplaced=filling.unplaced + ignored, ignored=excluded)
 
     def _by_rules(self, index: ToolIndex, catalog: Catalog, mentions: Mentions) -> Plan:
         missing = _missing_fit(catalog.missing, mentions.user_text)
@@ -400,17 +388,6 @@ def _the_one_for_all(
     every = {stem(w) for w in _WORD.findall(mentions.user_text.lower())}  # stop words too: "run some tests"
     rest = {s for s in every if s not in name and name.isdisjoint(SYNONYMS.get(s, ()))}
     return family[0] if rest <= ALL_WORDS else None
-
-
-def _for_all(tool: CatalogTool, arguments: tuple[str, ...], names: list[frozenset[str]], mentions: Mentions) -> bool:
-    """Whether the task asks for all of a tool's choices but those it excludes: besides them, it says only words
-    for all, the name of the tool or of its backend's tool for all, and the name of the argument ("run all the
-    tests except checkout"; not "run the settings tests except settings-language", nor "run some tests but ...")."""
-    if SOME.intersection(_WORD.findall(mentions.user_text.lower())):
-        return False
-    allowed = set(ALL_WORDS | ALL | EVERY) | set(words(f"{tool.backend} {tool.tool.name} {' '.join(arguments)}"))
-    allowed |= set().union(*(name for name in names if ALL <= name))
-    return all(w in allowed or allowed.intersection(SYNONYMS.get(w, ())) for w in words(mentions.user_text))
 
 
 def _missing_fit(missing: tuple[MissingBackend, ...], text: str) -> tuple[MissingBackend, int] | None:
