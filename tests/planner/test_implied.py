@@ -282,3 +282,17 @@ async def test_a_task_that_says_what_not_to_do_is_never_planned(query: str) -> N
 async def test_the_words_of_a_value_are_no_marker_of_an_exclusion() -> None:
     written = await plan("write 'all but one' to notes.txt")
     assert written.arguments == {"path": str(EXAMPLES / "notes.txt"), "content": "all but one"}
+
+
+async def test_the_patterns_a_task_excludes_go_to_the_list_of_patterns_to_exclude() -> None:
+    tree = await plan("Print the directory tree of arbigent but leave out the *.png files")
+    assert (tree.tool, tree.arguments) == (
+        "directory_tree",
+        {"path": str(EXAMPLES / "arbigent"), "excludePatterns": ["*.png"]},
+    )
+    found = await plan("search for *.yaml in arbigent, excluding *-config.yaml and *.yml")
+    assert found.arguments == {
+        "path": str(EXAMPLES / "arbigent"),
+        "pattern": "*.yaml",
+        "excludePatterns": ["*-config.yaml", "*.yml"],
+    }

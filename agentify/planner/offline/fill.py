@@ -60,6 +60,7 @@ SOURCE_NAMES = frozenset({"source", "src"})
 DESTINATION_NAMES = frozenset({"destination", "dest"})
 PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
 DIRECTORY_WORDS = frozenset(words("directory folder dir tree search"))
+EXCLUDING = frozenset(words("exclude ignore"))  # the name of an argument for what to leave out
 _BY_SIZE, _BY_TIME, _BY_NAME = (tuple(words(w)) for w in ("size", "date time modified mtime created updated", "name"))
 # Only orders whose direction a sort by that key gives: "smallest first" may well be the reverse.
 ORDERS = dict.fromkeys(("biggest", "largest"), _BY_SIZE) | dict.fromkeys(("newest", "latest"), _BY_TIME)
@@ -252,7 +253,8 @@ def leave_out(
 ) -> tuple[list[Any], list[str]]:
     """The choices the task excludes that the arguments honour: a list of choices without them, all the others
     when the task names none to keep ("run every scenario but checkout": also returned, by argument name), or a
-    single choice that the task sets to another value ("by size, not by name")."""
+    single choice that the task sets to another value ("by size, not by name"); or the patterns it excludes, in the
+    one list of patterns to exclude (`excludePatterns`)."""
     excluded = [words(x.text) for x in mentions.left_out]
     left_out: list[Any] = []
     others: list[str] = []
@@ -268,6 +270,11 @@ def leave_out(
             others.append(name)
         elif said and kept and not any(v in said for v in kept):
             left_out += said
+    globs = [m for x in mentions.left_out for m in x.values if m.kind == "glob"]
+    excluding = [n for n, spec in properties.items() if EXCLUDING & set(words(n)) and role(n, spec) == "texts"]
+    if globs and len(excluding) == 1 and excluding[0] not in arguments:  # "but leave out the *.png files"
+        arguments[excluding[0]] = [m.value for m in globs]
+        left_out += [m.text for m in globs]
     return left_out, others
 
 

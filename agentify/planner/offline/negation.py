@@ -2,14 +2,15 @@
 
 - `exclusions` finds the parts of a task that leave something out: what follows "except (for)", "excluding",
   "apart from", "aside from", "other than", "save for", "but not", "not including", "instead of", "rather than",
-  "skipping", a comma and "not" ("by size, not by name"), or "but" after "all"/"every"/"each" and at most two
-  words ("every scenario but settings-language"), up to the end of the sentence or a "then". A marker inside a
-  value (a quoted text, a path) is none, and a part never ends inside a value.
+  "skipping", "ignoring", "leave out", a comma and "not" ("by size, not by name"), or "but" after "all"/"every"/
+  "each" and at most two words ("every scenario but settings-language"), up to the end of the sentence or a
+  "then". A marker inside a value (a quoted text, a path) is none, and a part never ends inside a value.
 - `forbids` tells a task that opens by saying what not to do ("don't delete notes.txt", "never run the tests"):
   the offline planner plans what to do, never the opposite of what the words say.
 
-The planner honours an exclusion only by the choices of an argument (`fill.left_out`): the other scenario ids
-for a list of them, or another value the task names for a single choice. Anything else a task excludes is a
+The planner honours an exclusion only by the arguments (`fill.leave_out`): the other scenario ids for a list of
+them, another value the task names for a single choice, or the patterns it excludes in a list of patterns to
+exclude. Anything else a task excludes is a
 refusal, so that no plan ignores it.
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 
 _MARKER = re.compile(
     r"\b(?:except(?:\s+for)?|excluding|exclude|apart\s+from|aside\s+from|other\s+than|save\s+for|but\s+not"
-    r"|not\s+including|instead\s+of|rather\s+than|skipping|(?:all|every|each)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)"
+    r"|not\s+including|instead\s+of|rather\s+than|skipping|ignoring|leav(?:e|ing)\s+out|(?:all|every|each)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)"
     r"(?!\s+(?:also|then|first|please|only|just)\b))\b|,\s*not\b",
     re.IGNORECASE,
 )
