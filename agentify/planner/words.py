@@ -10,7 +10,7 @@ SYNONYM_WEIGHT = 0.5
 
 STOP_WORDS = frozenset(
     """a an the of in on at to for from by with and or but as is are am was were be been being has have had
-    it its this that these those
+    it its this that these those them they
     me my i you your we our us please can could would will should do does did what whats which who whom whose
     how when where why
     there their then than so if into onto via about up out some any just also only other such each

@@ -10,7 +10,7 @@ from agentify.planner.catalog import Catalog, MissingBackend
 from agentify.planner.offline import OfflinePlanner
 from agentify.planner.offline.vocabulary import key_name
 from agentify.planner.retrieval import ToolIndex
-from tests.planner.support import REPO, example_catalog, plan, task
+from tests.planner.support import EXAMPLES, REPO, example_catalog, plan, task
 
 pytestmark = pytest.mark.anyio
 FRESH = REPO / "examples" / "eval" / "routing-fresh.jsonl"
@@ -78,3 +78,11 @@ async def test_a_task_for_an_unavailable_backend_says_so_instead_of_picking_anot
     assert "browser_run_code_unsafe" not in raised.value.message
     # A task for the tools that are there is still planned.
     assert (await OfflinePlanner().plan(task("click e5"), catalog)).tool == "browser_click"
+
+
+async def test_pronouns_are_small_words_not_words_a_tool_must_match() -> None:
+    both = await plan("open notes.txt and arbigent/arbigent-config.yaml together so I can compare them")
+    assert (both.tool, both.arguments) == (
+        "read_multiple_files",
+        {"paths": [str(EXAMPLES / "notes.txt"), str(EXAMPLES / "arbigent" / "arbigent-config.yaml")]},
+    )
