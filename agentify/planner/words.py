@@ -44,6 +44,7 @@ _SYNONYMS = {
     "cat": "read",
     "say": "read",  # "what does notes.txt say?"
     "summarize": "read",  # a file is read to be summarized
+    "containing": "content",
     "picture": "screenshot",
     "capture": "screenshot",
     "rerun": "run",

@@ -109,8 +109,8 @@ FIGURES = [  # docs/planning.md's own-set figures: (set, with the 606 generated 
     ("routing-blind2", True, 37, 60),
     ("routing-blind3", False, 33, 50),
     ("routing-blind3", True, 32, 50),
-    ("routing-blind4", False, 38, 50),
-    ("routing-blind4", True, 36, 50),
+    ("routing-blind4", False, 39, 50),
+    ("routing-blind4", True, 37, 50),
 ]
 
 

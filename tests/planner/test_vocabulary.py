@@ -86,3 +86,8 @@ async def test_pronouns_are_small_words_not_words_a_tool_must_match() -> None:
         "read_multiple_files",
         {"paths": [str(EXAMPLES / "notes.txt"), str(EXAMPLES / "arbigent" / "arbigent-config.yaml")]},
     )
+
+
+async def test_a_file_containing_a_text_is_its_content() -> None:
+    todo = await plan("Create a file todo.md containing just the line '# TODO'")
+    assert (todo.tool, todo.arguments) == ("write_file", {"path": str(EXAMPLES / "todo.md"), "content": "# TODO"})
