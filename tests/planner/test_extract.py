@@ -195,6 +195,8 @@ def test_what_a_task_excludes_is_set_apart_up_to_the_end_of_its_sentence_and_nev
         return [(x.text, [m.value for m in x.values]) for x in found.left_out]
 
     assert excluded("run every scenario but checkout. Then list them") == [("but checkout", [])]
+    noise = "leave out '*.png'"  # a comma followed by more than an item of a list ends it
+    assert excluded(f"the tree of arbigent but {noise}, the screenshots are just noise") == [(noise, ["*.png"])]
     quoted = "except 'checkout. then logout'"
     assert excluded(f"run all scenarios {quoted}. And more") == [(quoted, ["checkout. then logout"])]
     assert excluded("read notes.txt, not arbigent/arbigent-config.yaml") == [
@@ -211,7 +213,8 @@ def test_an_order_in_words_fills_the_argument_named_for_the_order() -> None:
     biggest = fill(sizes, analyse(task("list them with their sizes, biggest first")))
     assert biggest.arguments == {"path": str(EXAMPLES), "sortBy": "size"}
     # Not an order whose direction a sort by size may not give, nor two orders at once.
-    for query in ("list the files with sizes, smallest first", "list files with sizes by name, biggest first"):
+    orders = ("smallest first", "by name, biggest first", "from smallest to largest", "largest last")
+    for query in (f"list the files with sizes, {order}" for order in orders):
         assert "sortBy" not in fill(sizes, analyse(task(query))).arguments, query
 
 

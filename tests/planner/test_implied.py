@@ -191,12 +191,13 @@ async def test_a_number_inside_a_goal_is_part_of_it_unless_an_argument_is_named_
     assert "'15'" in await refusal("make sure the About screen shows a version, give the agent at most 15 steps")
     assert "'5'" in await refusal("check that checkout takes at most 5 steps")
     # "no retries" is a number too: the agent's retries, or the app's?
-    assert "'no'" in await refusal("make sure the help page opens from the menu - no retries")
+    assert "'no retries'" in await refusal("make sure the help page opens from the menu - no retries")
     empty = "check that the cart shows no items"
     assert (await plan(empty)).arguments == {"goal": empty}
 
 
 async def test_a_check_may_say_where_before_what() -> None:
+    assert (await plan("check on the device that login still works")).tool == "run-arbigent-test-login"
     found = await plan("check on the device that a user can add a product to the wishlist")
     assert (found.tool, found.arguments) == (
         "run-arbigent-task",
@@ -238,6 +239,12 @@ EVERY_SCENARIO = [
         ("run every scenario but settings-language", ["settings-language"]),
         ("run all scenarios apart from checkout and logout", ["checkout", "logout"]),
         ("run the whole e2e suite, excluding 'checkout'", ["checkout"]),
+        ("run all the tests, and don't run checkout", ["checkout"]),
+        ("run all the tests and skip checkout", ["checkout"]),
+        (
+            "run all the tests except checkout, logout and login-wrong-password",
+            ["checkout", "logout", "login-wrong-password"],
+        ),
     ],
 )
 async def test_all_the_scenarios_but_those_the_task_excludes_are_the_other_ids(query: str, left_out: list[str]) -> None:
@@ -247,8 +254,8 @@ async def test_all_the_scenarios_but_those_the_task_excludes_are_the_other_ids(q
 
 
 async def test_what_the_task_excludes_is_never_what_it_runs() -> None:
-    kept = await plan("run checkout and login but not logout")
-    assert kept.arguments == {"scenarioIds": ["checkout", "login"]}
+    kept = await plan("run checkout and search-product but not logout")
+    assert kept.arguments == {"scenarioIds": ["checkout", "search-product"]}
     assert (await plan("list the files by size, not by name")).arguments == {"path": str(EXAMPLES), "sortBy": "size"}
 
 
@@ -264,6 +271,13 @@ async def test_what_the_task_excludes_is_never_what_it_runs() -> None:
         "list the directory, excluding screenshots",
         "search for *.md but not in arbigent",
         "read notes.txt instead of arbigent/arbigent-config.yaml",
+        "click e5 but not with shift",  # an optional list is never every other choice
+        "run all the tests except logout and the settings ones",  # more than the ids
+        "run all the tests except checkout and take a screenshot",
+        "list the files in arbigent by size rather than name and show hidden files",
+        "run login and every other scenario except checkout",  # every other, not login alone
+        "run the login tests, not login-wrong-password",  # the login tag's others, not the `login` scenario
+        "print the directory tree of arbigent instead of searching for *.png",  # a replacement, not a filter
     ],
 )
 async def test_an_exclusion_no_argument_can_honour_is_a_refusal_that_names_it(query: str) -> None:
@@ -272,11 +286,34 @@ async def test_an_exclusion_no_argument_can_honour_is_a_refusal_that_names_it(qu
 
 
 @pytest.mark.parametrize(
-    "query", ["don't run the login tests", "Do not delete notes.txt", "please never run the tests again"]
+    "query",
+    [
+        "don't run the login tests",
+        "Don’t run the login tests",
+        "Please, don't run the login tests",
+        "I don't want you to run the login tests",
+        "Do not delete notes.txt",
+        "please never run the tests again",
+    ],
 )
 async def test_a_task_that_says_what_not_to_do_is_never_planned(query: str) -> None:
     assert "what not to do" in await refusal(query)
-    assert (await plan("don't forget to run the login tests")).tool == "run-arbigent-test-login"
+
+
+@pytest.mark.parametrize(
+    ("query", "tool"),
+    [
+        ("don't forget to run the login tests", "run-arbigent-test-login"),
+        ("Never mind, list the files in arbigent", "list_directory"),
+        ('"Don\'t panic" - write that to notes.txt', "write_file"),
+        ("Other than that, run the login tests", "run-arbigent-test-login"),  # it opens its sentence: to the comma
+        ("list the e2e scenarios with their tags, don't run anything", "list-arbigent-scenarios"),  # read-only
+    ],
+)
+async def test_words_that_look_like_a_refusal_but_ask_for_something_are_planned(query: str, tool: str) -> None:
+    assert (await plan(query)).tool == tool
+    instead = await plan("Instead of running everything, run checkout")
+    assert instead.arguments == {"scenarioIds": ["checkout"]}
 
 
 async def test_the_words_of_a_value_are_no_marker_of_an_exclusion() -> None:

@@ -82,7 +82,7 @@ _DIRECTORY = re.compile(
 _PROJECT = re.compile(r"\b(?:the|this|our|my) (?:project|repo|repository|codebase)\b", re.IGNORECASE)
 _PARENT = re.compile(r"\b(?:the )?parent (?:folder|directory|dir)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\S+")
-_NONE = re.compile(r"\b(no|zero)\s+(?=[a-z])", re.IGNORECASE)
+_NONE = re.compile(r"\b(no|zero)\s+[a-z]+", re.IGNORECASE)  # "no retries": said as a whole, the number is "no"
 ECHO_SPAN = 60  # how far a path may follow the bare word it says again
 _JOINS = re.compile(r",|;|\b(?:and|or|plus)\b", re.IGNORECASE)
 _LETTERS = re.compile(r"[a-z]+")
@@ -220,8 +220,7 @@ def analyse(task: TaskInput, *, exclusions_apart: bool = False) -> Mentions:
     found = _join_located_paths(query, found)
     found = _without_echoes(query, found)
     spans = exclusions(query, [(m.start, m.end) for m, _ in found]) if exclusions_apart else []
-    left_out = tuple(Exclusion(query[s:e], s, e, tuple(m for m, _ in found if s <= m.start < e)) for s, e in spans)
-    found = [(m, hint) for m, hint in found if not any(s <= m.start < e for s, e in spans)]
+    found, left_out = _set_apart(query, found, spans)
     user = _cut(query, sorted([(m.start, m.end) for m, _ in found] + spans), lambda start, end: " ")
     paths = sum(1 for m, _ in found if m.kind == "path")
     hints = [word for _, hint in found for word in hint.split()]
@@ -230,6 +229,23 @@ def analyse(task: TaskInput, *, exclusions_apart: bool = False) -> Mentions:
     first = _LETTERS.search(query.lower())
     asks = first is not None and first.group(0) in ASKING
     return Mentions(query, items, user, tuple(hints), base, asks, left_out)
+
+
+def _set_apart(
+    query: str, found: list[tuple[Mention, str]], spans: list[tuple[int, int]]
+) -> tuple[list[tuple[Mention, str]], tuple[Exclusion, ...]]:
+    """The mentions outside `spans` (both sorted), and each span as an `Exclusion` with the mentions in it."""
+    kept: list[tuple[Mention, str]] = []
+    inside: list[list[Mention]] = [[] for _ in spans]
+    i = 0
+    for mention, hint in found:
+        while i < len(spans) and spans[i][1] <= mention.start:
+            i += 1
+        if i < len(spans) and spans[i][0] <= mention.start:
+            inside[i].append(mention)
+        else:
+            kept.append((mention, hint))
+    return kept, tuple(Exclusion(query[s:e], s, e, tuple(m)) for (s, e), m in zip(spans, inside, strict=True))
 
 
 def _cut(query: str, spans: list[tuple[int, int]], instead: Callable[[int, int], str]) -> str:
@@ -377,5 +393,5 @@ def goal_request(mentions: Mentions) -> Mentions | None:
     numbers = tuple(replace(m, inside=True) for m in mentions.items if m.kind == "number")
     # "no retries" is a number too, when an argument is named next to it ("make sure ..., no retries": `maxRetry`)
     zeros = _NONE.finditer(mentions.query, start)
-    numbers += tuple(Mention("number", m.group(1), 0, m.start(1), m.end(1), inside=True) for m in zeros)
+    numbers += tuple(Mention("number", m.group(0), 0, m.start(1), m.end(1), inside=True) for m in zeros)
     return Mentions(mentions.query, (goal, *numbers), mentions.query[:start], ("goal",), mentions.base)

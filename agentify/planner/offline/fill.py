@@ -61,11 +61,19 @@ DESTINATION_NAMES = frozenset({"destination", "dest"})
 PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
 DIRECTORY_WORDS = frozenset(words("directory folder dir tree search"))
 EXCLUDING = frozenset(words("exclude ignore"))  # the name of an argument for what to leave out
+INSTEAD = re.compile(r"\W*(?:instead|rather)\b", re.IGNORECASE)  # "instead of *.png": a replacement, not a filter
+OTHERS = frozenset("all every each everything other others rest".split())
+CHOOSING = ("enum", "enum_list")
 _BY_SIZE, _BY_TIME, _BY_NAME = (tuple(words(w)) for w in ("size", "date time modified mtime created updated", "name"))
 # Only orders whose direction a sort by that key gives: "smallest first" may well be the reverse.
 ORDERS = dict.fromkeys(("biggest", "largest"), _BY_SIZE) | dict.fromkeys(("newest", "latest"), _BY_TIME)
 ORDERS |= {"alphabetically": _BY_NAME, "alphabetical": _BY_NAME}
-_ORDER = re.compile(r"\b(" + "|".join(ORDERS) + r")\b", re.IGNORECASE)
+_ORDER = re.compile(
+    r"\b(alphabetical(?:ly)?|(?:"
+    + "|".join(k for k in ORDERS if not k.startswith("alpha"))
+    + r")(?=\s+(?:ones?\s+|files?\s+)?first\b))\b",
+    re.IGNORECASE,
+)
 WHOLE = {stem(w): stem("full") for w in ("whole", "entire")}  # a boolean's name in other words ("the whole page")
 FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "url": ("url",),
@@ -233,7 +241,7 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     placed = len(mentions.values) - len(pool)
     _fill_optional(properties, set(required), arguments, pool, mentions)
     pool += _named_inside(properties, set(required) | set(arguments), mentions)
-    left_out, others = leave_out(properties, arguments, mentions)
+    left_out, others = leave_out(properties, set(required), arguments, mentions)
     for name in required:
         value = arguments.get(name)
         if name not in arguments:
@@ -249,28 +257,32 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
 
 
 def leave_out(
-    properties: dict[str, dict[str, Any]], arguments: dict[str, Any], mentions: Mentions
+    properties: dict[str, dict[str, Any]], required: set[str], arguments: dict[str, Any], mentions: Mentions
 ) -> tuple[list[Any], list[str]]:
-    """The choices the task excludes that the arguments honour: a list of choices without them, all the others
-    when the task names none to keep ("run every scenario but checkout": also returned, by argument name), or a
-    single choice that the task sets to another value ("by size, not by name"); or the patterns it excludes, in the
-    one list of patterns to exclude (`excludePatterns`)."""
+    """The choices the task excludes that the arguments honour: a list of choices without them (when the task
+    does not also ask for all the others: "run login and every other scenario except checkout"), all the others
+    when the task names none to keep and the list is required ("run every scenario but checkout": also returned,
+    by argument name), or a single choice that the task sets to another value ("by size, not by name"); or the
+    patterns it excludes ("except", not "instead of"), in the one list of patterns to exclude
+    (`excludePatterns`)."""
     excluded = [words(x.text) for x in mentions.left_out]
+    others_too = bool(OTHERS.intersection(re.findall(r"[a-z]+", mentions.user_text.lower())))
     left_out: list[Any] = []
     others: list[str] = []
     for name, spec in properties.items() if excluded else ():
         kind = role(name, spec)
         options = enum_values(spec) if kind == "enum" else enum_values(spec.get("items") or {})
-        said = [o for o in options if kind in ("enum", "enum_list") and any(says(x, o) for x in excluded)]
+        said = list(dict.fromkeys(o for x in excluded for o in named_in(options, x))) if kind in CHOOSING else []
         value = arguments.get(name)
         kept = value if isinstance(value, list) else [] if value is None else [value]
-        if said and kind == "enum_list" and value is None and (rest := [o for o in options if o not in said]):
+        complement = kind == "enum_list" and value is None and name in required
+        if said and complement and (rest := [o for o in options if o not in said]):
             arguments[name] = rest
             left_out += said
             others.append(name)
-        elif said and kept and not any(v in said for v in kept):
+        elif said and kept and not any(v in said for v in kept) and not (kind == "enum_list" and others_too):
             left_out += said
-    globs = [m for x in mentions.left_out for m in x.values if m.kind == "glob"]
+    globs = [m for x in mentions.left_out if not INSTEAD.match(x.text) for m in x.values if m.kind == "glob"]
     excluding = [n for n, spec in properties.items() if EXCLUDING & set(words(n)) and role(n, spec) == "texts"]
     if globs and len(excluding) == 1 and excluding[0] not in arguments:  # "but leave out the *.png files"
         arguments[excluding[0]] = [m.value for m in globs]
@@ -278,10 +290,19 @@ def leave_out(
     return left_out, others
 
 
-def says(said: list[str], value: Any) -> bool:
-    """Whether the words `said` name the choice `value`: its words, in a row."""
-    target = words(value) if isinstance(value, str) else []
-    return bool(target) and any(said[i : i + len(target)] == target for i in range(len(said) - len(target) + 1))
+def named_in(options: list[Any], said: list[str]) -> list[Any]:
+    """The choices among `options` that the words `said` name, in the order said: each as its words in a row,
+    longer choices first and no word in two ("login-wrong-password" does not also name `login`)."""
+    used = [False] * len(said)
+    found: list[tuple[int, Any]] = []
+    for value in sorted((o for o in options if isinstance(o, str)), key=lambda o: -len(words(o))):
+        target = words(value)
+        for i in range(len(said) - len(target) + 1) if target else ():
+            if said[i : i + len(target)] == target and not any(used[i : i + len(target)]):
+                used[i : i + len(target)] = [True] * len(target)
+                found.append((i, value))
+                break
+    return list(dict.fromkeys(v for _, v in sorted(found, key=lambda f: f[0])))
 
 
 def _into_folder(arguments: dict[str, Any]) -> None:
@@ -395,17 +416,7 @@ def _by_value(name: str, values: list[Any], query: str) -> bool:
 def _named_values(spec: dict[str, Any], kind: Role, mentions: Mentions, pool: list[Mention]) -> list[Any]:
     """Enum values the query names (quoted or not), in the order it names them; longer values match first."""
     options = enum_values(spec) if kind == "enum" else enum_values(spec.get("items") or {})
-    query_words = _words_and_quotes(mentions)
-    found: list[tuple[int, Any]] = []
-    used = [False] * len(query_words)
-    for value in sorted((v for v in options if isinstance(v, str)), key=lambda v: -len(words(v))):
-        target = words(value)
-        for i in range(len(query_words) - len(target) + 1) if target else ():
-            if query_words[i : i + len(target)] == target and not any(used[i : i + len(target)]):
-                used[i : i + len(target)] = [True] * len(target)
-                found.append((i, value))
-                break
-    values = list(dict.fromkeys(v for _, v in sorted(found, key=lambda f: f[0])))
+    values = named_in(options, _words_and_quotes(mentions))
     named = {tuple(words(str(v))) for v in values}
     for quoted in [m for m in pool if m.kind == "quoted" and words(m.text) and tuple(words(m.text)) in named]:
         pool.remove(quoted)  # the choice took it ('Plus' for `plus`): it fills no other argument

@@ -13,7 +13,7 @@ import re
 
 from agentify.planner.catalog import CatalogTool
 from agentify.planner.offline.extract import Exclusion, Mentions
-from agentify.planner.offline.fill import Filling, says
+from agentify.planner.offline.fill import Filling, named_in
 from agentify.planner.words import SYNONYMS, stem, words
 
 ALL = frozenset({"all"})
@@ -21,20 +21,65 @@ ALL_WORDS = frozenset(stem(w) for w in "the a an full whole entire every complet
 EVERY = frozenset(words("each everything"))
 SOME = frozenset("some other only any few".split())  # words that ask for part of the choices, not all of them
 _WORD = re.compile(r"[a-z0-9]+")
+CONTEXT = re.compile(
+    r"\W*(?:instead\s+of|rather\s+than|(?:other\s+than|apart\s+from|aside\s+from)\s+(?:that|this)\b)", re.I
+)
+NEGATIVE = re.compile(r"\s*(?:don['’]?t|do\s+not)\b", re.IGNORECASE)
 
 
-def honours(
-    tool: CatalogTool, filling: Filling, exclusion: Exclusion, mentions: Mentions, names: list[frozenset[str]]
+MARKER_WORDS = frozenset(
+    words("except excluding exclude apart aside other than save but not including instead rather skip skipping")
+    + words("ignoring leave leaving out don't dont do")
+)
+FILLER = frozenset(words("one ones file files item items thing things"))
+
+
+def unhonoured(tool: CatalogTool, filling: Filling, mentions: Mentions, names: list[frozenset[str]]) -> tuple[str, ...]:
+    """What the task excludes that `filling` of `tool` does not leave out, as the task says it; `names`: the words
+    of the names of the other tools of its backend."""
+    if not mentions.left_out:
+        return ()
+    globs = {m.text for x in mentions.left_out for m in x.values if m.kind == "glob"}
+    left = {str(v) for v in filling.left_out}
+    choices = list(dict.fromkeys(v for v in filling.left_out if str(v) not in globs))
+    own = set(words(f"{tool.backend} {tool.tool.name} {' '.join(tool.input_schema.get('properties') or {})}"))
+    # what is kept must be as plain: "run the login tests, not login-wrong-password" keeps the tag's, not `login`
+    kept_plain = not any(set(words(str(v))) <= name for v in filling.chosen for name in names)
+    everything = kept_plain and (not filling.others or for_all(tool, filling.others, names, mentions))
+    read_only = tool.tool.annotations is not None and tool.tool.annotations.read_only_hint is True
+    return tuple(
+        x.text.strip(" ,")
+        for x in mentions.left_out
+        if not _honours(x, choices, left, own | MARKER_WORDS | FILLER, names, everything, read_only)
+    )
+
+
+def _honours(
+    exclusion: Exclusion,
+    choices: list[object],
+    left: set[str],
+    allowed: set[str],
+    names: list[frozenset[str]],
+    everything: bool,
+    read_only: bool,
 ) -> bool:
-    """Whether `filling` of `tool` leaves out what `exclusion` says; `names`: the words of the names of the other
-    tools of its backend."""
+    """Whether the arguments leave out what `exclusion` says: it names what they leave out and nothing else (but
+    the tool's own words and small ones), none of it also names another tool of the backend ("all the tests except
+    login": the `login` scenario, or the tests tagged login?), and every other choice is taken only when the task
+    asks for all of them. "don't run anything" asks nothing of a read-only tool, and a replacement ("instead of
+    running everything") or "other than that" nothing of any, when they name no value."""
     said = words(exclusion.text)
-    named = [v for v in filling.left_out if says(said, v)]
+    named = [str(v) for v in named_in(choices, said)] + [m.text for m in exclusion.values if m.text in left]
+    if not named:  # nothing to leave out by: only a replacement or "other than that" asks nothing of the plan
+        return not exclusion.values and (
+            bool(CONTEXT.match(exclusion.text)) or read_only and bool(NEGATIVE.match(exclusion.text))
+        )
+    spoken = {w for v in named for w in words(v)}
     return (
-        bool(named)
-        and all(any(words(m.text) == words(str(v)) for v in named) for m in exclusion.values)
-        and not any(set(words(str(v))) <= name for v in named for name in names)
-        and (not filling.others or for_all(tool, filling.others, names, mentions))
+        all(m.text in left or any(words(m.text) == words(v) for v in named) for m in exclusion.values)
+        and set(said) <= spoken | allowed
+        and not any(set(words(v)) <= name for v in named for name in names)
+        and everything
     )
 
 

@@ -1,49 +1,96 @@
 """What a task leaves out ("run all the scenarios except checkout") and what it says not to do ("don't run ...").
 
-- `exclusions` finds the parts of a task that leave something out: what follows "except (for)", "excluding",
-  "apart from", "aside from", "other than", "save for", "but not", "not including", "instead of", "rather than",
-  "skipping", "ignoring", "leave out", a comma and "not" ("by size, not by name"), or "but" after "all"/"every"/
-  "each" and at most two words ("every scenario but settings-language"), up to the end of the sentence or a
-  "then". A marker inside a value (a quoted text, a path) is none, and a part never ends inside a value.
-- `forbids` tells a task that opens by saying what not to do ("don't delete notes.txt", "never run the tests"):
-  the offline planner plans what to do, never the opposite of what the words say.
+- `exclusions` finds the parts of a task that leave something out. A part starts at one of these markers:
+  "except (for)", "excluding", "exclude", "apart from", "aside from", "other than", "save for", "but not",
+  "not including", "instead of", "rather than", "skipping", "ignoring", "leave out", "don't"/"do not" after
+  "and", "but" or a comma (not "don't worry", "don't mind", "don't know"...), "skip" after "and" or a comma, a
+  comma and "not" ("by size, not by name"), or "but" after "all"/"every"/"each" and at most two words ("every
+  scenario but settings-language"). It runs to the end of the sentence or a "then", or to a comma followed by
+  more than a short item of a list; a part that opens its sentence ("Instead of running everything, run
+  checkout") runs to its first comma. A marker inside a value (a quoted text, a path) is none, and a part never
+  ends inside a value.
+- `forbids` tells a task that opens by saying what not to do ("don't delete notes.txt", "never run the tests", "I
+  don't want you to ..."; not "don't forget to ..." nor "never mind, ..."): the offline planner plans what to do,
+  never the opposite of what the words say.
 
-The planner honours an exclusion only by the arguments (`fill.leave_out`): the other scenario ids for a list of
-them, another value the task names for a single choice, or the patterns it excludes in a list of patterns to
-exclude. Anything else a task excludes is a
-refusal, so that no plan ignores it.
+The planner honours an exclusion only by the arguments (`fill.leave_out`, `honour`): the other scenario ids for a
+list of them, another value the task names for a single choice, or the patterns it excludes in a list of patterns
+to exclude. Anything else a task excludes is a refusal, so that no plan ignores it.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 
+_APOSTROPHE = "['’]"
+_NOT_ASKED = "worry|mind|care|know|have|need|remember|forget|hesitate|think|want|like"  # "don't worry about ..."
 _MARKER = re.compile(
     r"\b(?:except(?:\s+for)?|excluding|exclude|apart\s+from|aside\s+from|other\s+than|save\s+for|but\s+not"
-    r"|not\s+including|instead\s+of|rather\s+than|skipping|ignoring|leav(?:e|ing)\s+out|(?:all|every|each)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)"
-    r"(?!\s+(?:also|then|first|please|only|just)\b))\b|,\s*not\b",
+    r"|not\s+including|instead\s+of|rather\s+than|skipping|ignoring|leav(?:e|ing)\s+out"
+    rf"|(?:,|\band|\bbut)\s+(?:please\s+)?(?P<dont>don{_APOSTROPHE}?t|do\s+not)(?!\s+(?:{_NOT_ASKED})\b)"
+    r"|(?:,|\band)\s*(?P<skip>skip)"
+    r"|(?:all|every|each)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)(?!\s+(?:also|then|first|please|only|just)\b))\b"
+    r"|,\s*not\b",
     re.IGNORECASE,
 )
+ITEM_WORDS = 3  # an item of a list of what is left out: "the settings ones", "logout and login"
 _END = re.compile(r"[;!?]|\.(?=\s|$)|\bthen\b", re.IGNORECASE)
-_FORBIDS = re.compile(r"^\W*(?:please\s+)?(?:don'?t|do\s+not|never|dont)\b(?!\s+(?:forget|hesitate)\b)", re.I)
+_FORBIDS = re.compile(
+    rf"^\s*(?:please\W+)?(?:i\s+(?:don{_APOSTROPHE}?t|do\s+not)\s+want|don{_APOSTROPHE}?t|do\s+not|never|avoid)\b"
+    r"(?!\s+(?:forget|hesitate|mind)\b)",
+    re.IGNORECASE,
+)
 
 
 def exclusions(query: str, values: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """The spans of `query` that leave something out, each from its marker to the end of its part; `values`: the
-    spans of the task's values (a marker inside one is none, and a part ends after the value it ends in)."""
+    spans of the task's values, sorted and not overlapping (a marker inside one is none, and a part ends after the
+    value it ends in)."""
+    starts = [s for s, _ in values]
+
+    def inside(position: int) -> int | None:
+        """The end of the value that `position` is strictly inside, if any."""
+        i = bisect.bisect_right(starts, position) - 1
+        return values[i][1] if i >= 0 and values[i][0] < position < values[i][1] else None
+
+    ends = [m.start() for m in _END.finditer(query)]
     spans: list[tuple[int, int]] = []
     for match in _MARKER.finditer(query):
-        if (spans and match.start() < spans[-1][1]) or any(s <= match.start() < e for s, e in values):
+        start = next((match.start(g) for g in ("but", "skip", "dont") if match.group(g)), match.start())
+        if (spans and start < spans[-1][1]) or inside(start) is not None:
             continue
-        end = _END.search(query, match.end())
-        stop = end.start() if end else len(query)
-        while (inside := next((e for s, e in values if s < stop < e), None)) is not None:
-            stop = inside
-            end = _END.search(query, stop)
-            stop = end.start() if end else len(query)
-        spans.append((match.start("but") if match.group("but") else match.start(), stop))
+        opens = _opens_sentence(query, start)
+        stop = _stop(query, match.end(), ends, opens)
+        while (end := inside(stop)) is not None:
+            stop = _stop(query, end, ends, opens)
+        spans.append((start, stop))
     return spans
+
+
+def _opens_sentence(query: str, start: int) -> bool:
+    """Whether only a sentence's end (or nothing) and marks precede `start`: a look back over the marks alone."""
+    i = start
+    while i > 0 and not query[i - 1].isalnum() and query[i - 1] not in ".;!?":
+        i -= 1
+    return i == 0 or query[i - 1] in ".;!?"
+
+
+def _stop(query: str, position: int, ends: list[int], opens: bool) -> int:
+    """Where the part from `position` ends (`ends`: where the sentences end, and each "then"): the sentence's end;
+    the first comma for a part that opens its sentence; else the first comma after which comes more than a short
+    item of a list ("except checkout, logout and login" goes on; "but leave out '*.png', the screenshots are just
+    noise" does not)."""
+    i = bisect.bisect_left(ends, position)
+    stop = ends[i] if i < len(ends) else len(query)
+    comma = query.find(",", position, stop)
+    while comma >= 0 and not opens:
+        following = query.find(",", comma + 1, stop)
+        if len(query[comma + 1 : following if following >= 0 else stop].split()) > ITEM_WORDS:
+            return comma
+        comma = following
+    return comma if comma >= 0 else stop
 
 
 def forbids(query: str) -> bool:

@@ -58,7 +58,7 @@ from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
 from agentify.planner.offline.clause import request_part
 from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, choices, fill, takes_goal, takes_value
-from agentify.planner.offline.honour import ALL, ALL_WORDS, honours
+from agentify.planner.offline.honour import ALL, ALL_WORDS, unhonoured
 from agentify.planner.offline.negation import forbids
 from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, stem, words
@@ -81,6 +81,7 @@ CONFIGURE = (
 
 GOAL_FILLER = frozenset(
     words("check verify confirm ensure make sure test tests pass passes work works still flow fine ok")
+    + words("app device phone emulator simulator")  # where: "check on the device that login still works"
 )
 
 
@@ -216,7 +217,7 @@ class OfflinePlanner:
     def _fill(self, tool: CatalogTool, mentions: Mentions) -> Filling:
         """`fill`, where an id the task writes that some tool of the catalog chooses among, and that `tool` has no
         argument for, is a value the plan would ignore ("run the settings tests except settings-language"), and so
-        is what the task excludes that the arguments do not leave out (`honours`)."""
+        is what the task excludes that the arguments do not leave out (`honour`)."""
         filling = fill(tool, mentions)
         ids = self._goals.ids if self._goals else frozenset()
         written = [m for m in _IDENTIFIER.finditer(mentions.user_text) if m.group(0).lower() in ids]
@@ -226,9 +227,7 @@ class OfflinePlanner:
             if not takes_value(tool, m.group(0))
         )
         names = self._goals.names_of(tool) if self._goals else []
-        excluded = tuple(
-            x.text.strip(" ,") for x in mentions.left_out if not honours(tool, filling, x, mentions, names)
-        )
+        excluded = unhonoured(tool, filling, mentions, names)
         return replace(filling, unplaced=filling.unplaced + ignored, ignored=excluded)
 
     def _by_rules(self, index: ToolIndex, catalog: Catalog, mentions: Mentions) -> Plan:
