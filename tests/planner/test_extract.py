@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentify.planner.offline.clause import request_part
 from agentify.planner.offline.extract import analyse
 from agentify.planner.offline.fill import fill
 from tests.planner.support import EXAMPLES, catalog_of, example_catalog, task, tool
@@ -228,24 +227,3 @@ def test_a_boolean_said_in_other_words_and_a_number_by_what_it_counts() -> None:
     read = example_catalog().find("filesystem", "read_text_file")
     assert read is not None
     assert fill(read, analyse(task("show the first 5 lines of notes.txt"))).arguments["head"] == 5
-
-
-def test_the_request_is_the_one_part_that_holds_the_values_when_the_rest_is_only_context() -> None:
-    def part(query: str) -> tuple[str, str] | None:
-        return request_part(analyse(task(query)))
-
-    assert part("before the next run overwrites it, move a.txt to b.txt") == (
-        "move a.txt to b.txt",
-        "before the next run overwrites it",
-    )
-    assert part("what model does it use? read notes.txt") == ("read notes.txt", "what model does it use")
-    for query in (
-        "read notes.txt",  # one part
-        "read notes.txt, then list the folder",  # a sequence
-        "if the tests failed, move a.txt to b.txt",  # a condition
-        "show the first lines of notes.txt, not the whole thing",  # the rest says something of the request
-        "compare notes.txt, with b.txt",  # the values are in two parts
-        "the list is long, my file is notes.txt",  # the part speaks of the user
-        "run the tests, the second one takes 5 minutes",  # a number alone is no request's value
-    ):
-        assert part(query) is None, query

@@ -333,30 +333,3 @@ async def test_the_patterns_a_task_excludes_go_to_the_list_of_patterns_to_exclud
         "pattern": "*.yaml",
         "excludePatterns": ["*-config.yaml", "*.yml"],
     }
-
-
-@pytest.mark.parametrize(
-    ("query", "tool", "arguments"),
-    [
-        (
-            "show me the first 20 lines of notes.txt, the whole thing is too long",
-            "read_text_file",
-            {"path": str(EXAMPLES / "notes.txt"), "head": 20},
-        ),
-        (
-            "before the next run overwrites it, move notes.txt to arbigent/notes-old.txt",
-            "move_file",
-            {"source": str(EXAMPLES / "notes.txt"), "destination": str(EXAMPLES / "arbigent" / "notes-old.txt")},
-        ),
-    ],
-)
-async def test_words_of_context_around_the_request_do_not_outvote_its_tool(
-    query: str, tool: str, arguments: dict[str, object]
-) -> None:
-    result = await plan(query)
-    assert (result.tool, result.arguments) == (tool, arguments)
-
-
-async def test_a_part_of_the_task_that_names_no_tool_is_no_request() -> None:
-    with pytest.raises(NoPlan):
-        await plan("notes.txt, delete it")

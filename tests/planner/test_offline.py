@@ -111,8 +111,8 @@ FIGURES = [  # docs/planning.md's own-set figures: (set, with the 606 generated 
     ("routing-blind3", True, 32, 50),
     ("routing-blind4", False, 39, 50),
     ("routing-blind4", True, 37, 50),
-    ("routing-blind5", False, 38, 50),
-    ("routing-blind5", True, 38, 50),
+    ("routing-blind5", False, 35, 50),
+    ("routing-blind5", True, 34, 50),
 ]
 
 

@@ -55,7 +55,6 @@ from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
 from agentify.planner.indexes import IndexCache
 from agentify.planner.offline import confidence
 from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
-from agentify.planner.offline.clause import request_part
 from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, choices, fill, takes_goal, takes_value
 from agentify.planner.offline.honour import ALL, ALL_WORDS, unhonoured
@@ -157,29 +156,7 @@ class OfflinePlanner:
         try:
             return self._by_rules(index, catalog, mentions)
         except PlannerUnavailable as refusal:
-            if (part := self._by_part(task, index, catalog, mentions)) is not None:
-                return part
             return self._when_confident(index, catalog, mentions, refusal)
-
-    def _by_part(self, task: TaskInput, index: ToolIndex, catalog: Catalog, mentions: Mentions) -> Plan | None:
-        """The rules' plan for the one part of the task that holds its request (`clause`), when the rest is context:
-        the part has words of its own, its tool is the one the whole task ranks first, and the rules plan nothing for
-        the rest (two requests are not one plan)."""
-        found = request_part(mentions)
-        if found is None:
-            return None
-        part, rest = (analyse(TaskInput(query=text, context=task.context), exclusions_apart=True) for text in found)
-        if not words(part.user_text):
-            return None  # "notes.txt, delete it": the part names no tool
-        for mentions_, wanted in ((rest, False), (part, True)):
-            try:
-                plan = self._by_rules(index, catalog, mentions_)
-            except PlannerUnavailable:
-                plan = None
-            if (plan is not None) != wanted:
-                return None
-        best = rank(index, mentions)[:1]  # the part confirms the whole task's best tool, which its context weakened
-        return plan if plan is not None and best and best[0].tool == catalog.find(plan.backend, plan.tool) else None
 
     def _when_confident(
         self, index: ToolIndex, catalog: Catalog, mentions: Mentions, refusal: PlannerUnavailable
