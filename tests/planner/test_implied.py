@@ -253,6 +253,13 @@ async def test_all_the_scenarios_but_those_the_task_excludes_are_the_other_ids(q
     assert (result.tool, result.arguments) == ("run-arbigent-scenarios", {"scenarioIds": kept})
 
 
+async def test_a_list_of_choices_is_never_the_ones_named_when_the_task_wants_all() -> None:
+    # Each ran only checkout before: a list of the one id said, the opposite of what was asked.
+    for query in ("run all the scenarios, but checkout first", "run everything but checkout", "run all minus checkout"):
+        with pytest.raises(NoPlan):
+            await plan(query)
+
+
 async def test_what_the_task_excludes_is_never_what_it_runs() -> None:
     kept = await plan("run checkout and search-product but not logout")
     assert kept.arguments == {"scenarioIds": ["checkout", "search-product"]}
@@ -278,6 +285,9 @@ async def test_what_the_task_excludes_is_never_what_it_runs() -> None:
         "run login and every other scenario except checkout",  # every other, not login alone
         "run the login tests, not login-wrong-password",  # the login tag's others, not the `login` scenario
         "print the directory tree of arbigent instead of searching for *.png",  # a replacement, not a filter
+        "show the console messages, except errors",  # `level` is `info` by default, which includes errors
+        "list the scenarios, but don't show login-wrong-password",  # a filter, not an action it never takes
+        "list arbigent, don't include the png files",
     ],
 )
 async def test_an_exclusion_no_argument_can_honour_is_a_refusal_that_names_it(query: str) -> None:
@@ -294,6 +304,12 @@ async def test_an_exclusion_no_argument_can_honour_is_a_refusal_that_names_it(qu
         "I don't want you to run the login tests",
         "Do not delete notes.txt",
         "please never run the tests again",
+        "ok so don't run the login tests",
+        "no need to run the login tests",
+        "you must not run the login tests",
+        "never mind the login tests",
+        "run the login tests. Actually don't.",
+        "move notes.txt to old.txt, or don't, I'm not sure",
     ],
 )
 async def test_a_task_that_says_what_not_to_do_is_never_planned(query: str) -> None:

@@ -199,16 +199,21 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     missing: list[str] = []
     pool = list(mentions.values)
     chosen: list[Any] = []
+    defaulted: set[str] = set()  # the arguments that took their schema's default: not a value the task set
+    tokens = set(re.findall(r"[a-z]+", mentions.user_text.lower()))
     for name in required:
         if roles[name] in ("enum", "enum_list"):
             values = _named_values(specs[name], roles[name], mentions, pool)
-            if len(values) == 1 or (values and roles[name] == "enum_list"):
+            if values and roles[name] == "enum_list" and OTHERS & tokens:  # "run all the scenarios, but checkout first"
+                missing.append(f"`{name}` (the task asks for all and names {', '.join(map(str, values))}: say which)")
+            elif len(values) == 1 or (values and roles[name] == "enum_list"):
                 arguments[name] = values if roles[name] == "enum_list" else values[0]
                 chosen += values
             elif values:
                 missing.append(f"`{name}` (the task names several of its values: {', '.join(map(str, values))})")
-        if name not in arguments and "default" in specs[name]:
+        if name not in arguments and "default" in specs[name] and not any(name in m for m in missing):
             arguments[name] = specs[name]["default"]
+            defaulted.add(name)
     query_words = set(words(mentions.user_text))
     for name in (n for n in required if roles[n] == "boolean" and n not in arguments):
         if set(words(name)) <= query_words:
@@ -241,7 +246,7 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     placed = len(mentions.values) - len(pool)
     _fill_optional(properties, set(required), arguments, pool, mentions)
     pool += _named_inside(properties, set(required) | set(arguments), mentions)
-    left_out, others = leave_out(properties, set(required), arguments, mentions)
+    left_out, others = leave_out(properties, set(required), arguments, mentions, defaulted)
     for name in required:
         value = arguments.get(name)
         if name not in arguments:
@@ -257,7 +262,11 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
 
 
 def leave_out(
-    properties: dict[str, dict[str, Any]], required: set[str], arguments: dict[str, Any], mentions: Mentions
+    properties: dict[str, dict[str, Any]],
+    required: set[str],
+    arguments: dict[str, Any],
+    mentions: Mentions,
+    defaulted: set[str],
 ) -> tuple[list[Any], list[str]]:
     """The choices the task excludes that the arguments honour: a list of choices without them (when the task
     does not also ask for all the others: "run login and every other scenario except checkout"), all the others
@@ -273,9 +282,9 @@ def leave_out(
         kind = role(name, spec)
         options = enum_values(spec) if kind == "enum" else enum_values(spec.get("items") or {})
         said = list(dict.fromkeys(o for x in excluded for o in named_in(options, x))) if kind in CHOOSING else []
-        value = arguments.get(name)
+        value = None if name in defaulted else arguments.get(name)  # a default is no other value the task set
         kept = value if isinstance(value, list) else [] if value is None else [value]
-        complement = kind == "enum_list" and value is None and name in required
+        complement = kind == "enum_list" and name not in arguments and name in required
         if said and complement and (rest := [o for o in options if o not in said]):
             arguments[name] = rest
             left_out += said

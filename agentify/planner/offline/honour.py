@@ -24,7 +24,12 @@ _WORD = re.compile(r"[a-z0-9]+")
 CONTEXT = re.compile(
     r"\W*(?:instead\s+of|rather\s+than|(?:other\s+than|apart\s+from|aside\s+from)\s+(?:that|this)\b)", re.I
 )
-NEGATIVE = re.compile(r"\s*(?:don['’]?t|do\s+not)\b", re.IGNORECASE)
+# "don't run anything": an action a read-only tool never takes, not a filter ("don't show login-wrong-password")
+NEGATIVE = re.compile(
+    r"\s*(?:don['’]?t|do\s+not)\s+(?:run|execute|start|launch|change|modify|edit|write|save|delete|remove|touch)"
+    r"\s+(?:anything|any\s+tests?|it|them|the\s+tests?)\s*$",
+    re.IGNORECASE,
+)
 
 
 MARKER_WORDS = frozenset(

@@ -1,17 +1,18 @@
 """What a task leaves out ("run all the scenarios except checkout") and what it says not to do ("don't run ...").
 
 - `exclusions` finds the parts of a task that leave something out. A part starts at one of these markers:
-  "except (for)", "excluding", "exclude", "apart from", "aside from", "other than", "save for", "but not",
-  "not including", "instead of", "rather than", "skipping", "ignoring", "leave out", "don't"/"do not" after
-  "and", "but" or a comma (not "don't worry", "don't mind", "don't know"...), "skip" after "and" or a comma, a
-  comma and "not" ("by size, not by name"), or "but" after "all"/"every"/"each" and at most two words ("every
-  scenario but settings-language"). It runs to the end of the sentence or a "then", or to a comma followed by
-  more than a short item of a list; a part that opens its sentence ("Instead of running everything, run
-  checkout") runs to its first comma. A marker inside a value (a quoted text, a path) is none, and a part never
-  ends inside a value.
-- `forbids` tells a task that opens by saying what not to do ("don't delete notes.txt", "never run the tests", "I
-  don't want you to ..."; not "don't forget to ..." nor "never mind, ..."): the offline planner plans what to do,
-  never the opposite of what the words say.
+  "except (for)", "excluding", "exclude", "minus", "omit(ting)", "apart from", "aside from", "other than", "save
+  for", "but not", "not including", "instead of", "rather than", "skipping", "ignoring", "leave out", "don't"/"do
+  not" after "and", "but" or a comma (not "don't worry", "don't mind", "don't know"...), "skip" after "and" or a
+  comma, a comma and "not" ("by size, not by name"), or "but" after "all"/"every"/"each"/"everything" and at most
+  two words ("every scenario but settings-language"). It runs to the end of the sentence or a "then", or to a
+  comma followed by more than a short item of a list; a part that opens its sentence ("Instead of running
+  everything, run checkout") runs to its first comma. A marker inside a value (a quoted text, a path) is none, and
+  a part never ends inside a value.
+- `forbids` tells a task that opens by saying what not to do ("don't delete notes.txt", "ok so don't ...",
+  "never run the tests", "I don't want you to ...", "no need to ...", "never mind the login tests"; not "don't
+  forget to ..." nor "never mind, ..."), says "you must not ...", or takes its request back ("..., or don't",
+  "Actually don't."): the offline planner plans what to do, never the opposite of what the words say.
 
 The planner honours an exclusion only by the arguments (`fill.leave_out`, `honour`): the other scenario ids for a
 list of them, another value the task names for a single choice, or the patterns it excludes in a list of patterns
@@ -27,19 +28,23 @@ from collections.abc import Sequence
 _APOSTROPHE = "['’]"
 _NOT_ASKED = "worry|mind|care|know|have|need|remember|forget|hesitate|think|want|like"  # "don't worry about ..."
 _MARKER = re.compile(
-    r"\b(?:except(?:\s+for)?|excluding|exclude|apart\s+from|aside\s+from|other\s+than|save\s+for|but\s+not"
+    r"\b(?:except(?:\s+for)?|excluding|exclude|minus|omit(?:ting)?|apart\s+from|aside\s+from|other\s+than|save\s+for|but\s+not"
     r"|not\s+including|instead\s+of|rather\s+than|skipping|ignoring|leav(?:e|ing)\s+out"
     rf"|(?:,|\band|\bbut)\s+(?:please\s+)?(?P<dont>don{_APOSTROPHE}?t|do\s+not)(?!\s+(?:{_NOT_ASKED})\b)"
     r"|(?:,|\band)\s*(?P<skip>skip)"
-    r"|(?:all|every|each)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)(?!\s+(?:also|then|first|please|only|just)\b))\b"
+    r"|(?:all|every|each|everything)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)(?!\s+(?:also|then|first|please|only|just)\b))\b"
     r"|,\s*not\b",
     re.IGNORECASE,
 )
 ITEM_WORDS = 3  # an item of a list of what is left out: "the settings ones", "logout and login"
 _END = re.compile(r"[;!?]|\.(?=\s|$)|\bthen\b", re.IGNORECASE)
 _FORBIDS = re.compile(
-    rf"^\s*(?:please\W+)?(?:i\s+(?:don{_APOSTROPHE}?t|do\s+not)\s+want|don{_APOSTROPHE}?t|do\s+not|never|avoid)\b"
-    r"(?!\s+(?:forget|hesitate|mind)\b)",
+    rf"^\s*(?:(?:please|pls|ok|okay|so|hey|um|well|actually)\W+)*(?:i\s+(?:don{_APOSTROPHE}?t|do\s+not)\s+want"
+    rf"|don{_APOSTROPHE}?t|do\s+not|never|avoid|no\s+need\s+to|never\s+mind\s+(?!,))\b"
+    r"(?!\s+(?:forget|hesitate|mind)\b)"
+    # anywhere: "you must not run ...", "..., or don't", "Actually don't."
+    rf"|\byou\s+(?:must|should)(?:\s+not|n{_APOSTROPHE}t)\s+(?!forget)"
+    rf"|\b(?:or|actually|no|then)\W+don{_APOSTROPHE}?t\s*(?:[.!,;]|$)",
     re.IGNORECASE,
 )
 
@@ -94,5 +99,5 @@ def _stop(query: str, position: int, ends: list[int], opens: bool) -> int:
 
 
 def forbids(query: str) -> bool:
-    """Whether the task opens by saying what not to do."""
-    return _FORBIDS.match(query) is not None
+    """Whether the task says what not to do: it opens so, or takes its request back ("..., or don't")."""
+    return _FORBIDS.search(query) is not None
