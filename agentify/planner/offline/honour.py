@@ -1,10 +1,14 @@
 """Whether a plan leaves out what its task excludes (`Mentions.left_out`, found by `negation.exclusions`).
 
-A plan honours an exclusion only through the choices of its tool's arguments (`fill.leave_out`): the exclusion
-names a choice they leave out, each value said in it is such a choice, and none of them also names another tool of
-the backend ("all the tests except login": the `login` scenario, or the tests tagged login?). A list that took
-every choice but the excluded ones is right only when the task asks for all of them (`for_all`): "run all the
-tests except checkout", not "run the settings tests except settings-language".
+A plan honours an exclusion only through its arguments (`fill.leave_out`): the exclusion names the choices or
+patterns they leave out and says nothing else but the tool's own words and small ones ("except the checkout
+scenario", "but leave out the *.png files"; not "except logout and the settings ones"); no choice it names, nor
+any the plan keeps, also names another tool of the backend ("all the tests except login": the `login` scenario, or
+the tests tagged login?); and a list that took every choice but the excluded ones is right only when the task asks
+for all of them (`for_all`): "run all the tests except checkout", not "run the settings tests except
+settings-language". An exclusion that names nothing asks nothing only when it is a replacement or "other than
+that" ("Instead of running everything, run checkout"), or an action a read-only tool never takes ("don't run
+anything").
 """
 
 from __future__ import annotations
@@ -20,23 +24,20 @@ ALL = frozenset({"all"})
 ALL_WORDS = frozenset(stem(w) for w in "the a an full whole entire every complete again".split())  # "all" said
 EVERY = frozenset(words("each everything"))
 SOME = frozenset("some other only any few".split())  # words that ask for part of the choices, not all of them
-_WORD = re.compile(r"[a-z0-9]+")
+MARKER_WORDS = frozenset(
+    words("except excluding exclude minus omit omitting apart aside other than save but not including instead")
+    + words("rather skip skipping ignoring leave leaving out don't dont do all every each everything")
+)
+FILLER = frozenset(words("one ones file files item items thing things"))
 CONTEXT = re.compile(
     r"\W*(?:instead\s+of|rather\s+than|(?:other\s+than|apart\s+from|aside\s+from)\s+(?:that|this)\b)", re.I
 )
-# "don't run anything": an action a read-only tool never takes, not a filter ("don't show login-wrong-password")
-NEGATIVE = re.compile(
+NEGATIVE = re.compile(  # an action a read-only tool never takes, not a filter ("don't show login-wrong-password")
     r"\s*(?:don['’]?t|do\s+not)\s+(?:run|execute|start|launch|change|modify|edit|write|save|delete|remove|touch)"
     r"\s+(?:anything|any\s+tests?|it|them|the\s+tests?)\s*$",
     re.IGNORECASE,
 )
-
-
-MARKER_WORDS = frozenset(
-    words("except excluding exclude apart aside other than save but not including instead rather skip skipping")
-    + words("ignoring leave leaving out don't dont do")
-)
-FILLER = frozenset(words("one ones file files item items thing things"))
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 def unhonoured(tool: CatalogTool, filling: Filling, mentions: Mentions, names: list[frozenset[str]]) -> tuple[str, ...]:

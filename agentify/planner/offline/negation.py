@@ -28,11 +28,12 @@ from collections.abc import Sequence
 _APOSTROPHE = "['’]"
 _NOT_ASKED = "worry|mind|care|know|have|need|remember|forget|hesitate|think|want|like"  # "don't worry about ..."
 _MARKER = re.compile(
-    r"\b(?:except(?:\s+for)?|excluding|exclude|minus|omit(?:ting)?|apart\s+from|aside\s+from|other\s+than|save\s+for|but\s+not"
-    r"|not\s+including|instead\s+of|rather\s+than|skipping|ignoring|leav(?:e|ing)\s+out"
+    r"\b(?:except(?:\s+for)?|excluding|exclude|minus|omit(?:ting)?|apart\s+from|aside\s+from|other\s+than"
+    r"|save\s+for|but\s+not|not\s+including|instead\s+of|rather\s+than|skipping|ignoring|leav(?:e|ing)\s+out"
     rf"|(?:,|\band|\bbut)\s+(?:please\s+)?(?P<dont>don{_APOSTROPHE}?t|do\s+not)(?!\s+(?:{_NOT_ASKED})\b)"
     r"|(?:,|\band)\s*(?P<skip>skip)"
-    r"|(?:all|every|each|everything)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)(?!\s+(?:also|then|first|please|only|just)\b))\b"
+    r"|(?:all|every|each|everything)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)"
+    r"(?!\s+(?:also|then|first|please|only|just)\b))\b"
     r"|,\s*not\b",
     re.IGNORECASE,
 )
