@@ -61,7 +61,7 @@ DESTINATION_NAMES = frozenset({"destination", "dest"})
 PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
 DIRECTORY_WORDS = frozenset(words("directory folder dir tree search"))
 EXCLUDING = frozenset(words("exclude ignore"))  # the name of an argument for what to leave out
-INSTEAD = re.compile(r"\W*(?:instead|rather)\b", re.IGNORECASE)  # "instead of *.png": a replacement, not a filter
+INSTEAD = re.compile(r"(?:instead|rather)\b", re.IGNORECASE)  # "instead of *.png": a replacement, not a filter
 OTHERS = frozenset("all every each everything other others rest".split())
 CHOOSING = ("enum", "enum_list")
 _BY_SIZE, _BY_TIME, _BY_NAME = (tuple(words(w)) for w in ("size", "date time modified mtime created updated", "name"))
@@ -291,7 +291,8 @@ def leave_out(
             others.append(name)
         elif said and kept and not any(v in said for v in kept) and not (kind == "enum_list" and others_too):
             left_out += said
-    globs = [m for x in mentions.left_out if not INSTEAD.match(x.text) for m in x.values if m.kind == "glob"]
+    filters = [x for x in mentions.left_out if not INSTEAD.match(x.text.lstrip(" ,"))]  # "instead of" replaces
+    globs = [m for x in filters for m in x.values if m.kind == "glob"]
     excluding = [n for n, spec in properties.items() if EXCLUDING & set(words(n)) and role(n, spec) == "texts"]
     if globs and len(excluding) == 1 and excluding[0] not in arguments:  # "but leave out the *.png files"
         arguments[excluding[0]] = [m.value for m in globs]

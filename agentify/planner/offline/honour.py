@@ -30,10 +30,10 @@ MARKER_WORDS = frozenset(
 )
 FILLER = frozenset(words("one ones file files item items thing things"))
 CONTEXT = re.compile(
-    r"\W*(?:instead\s+of|rather\s+than|(?:other\s+than|apart\s+from|aside\s+from)\s+(?:that|this)\b)", re.I
+    r"(?:instead\s+of|rather\s+than|(?:other\s+than|apart\s+from|aside\s+from)\s+(?:that|this)\b)", re.I
 )
 NEGATIVE = re.compile(  # an action a read-only tool never takes, not a filter ("don't show login-wrong-password")
-    r"\s*(?:don['’]?t|do\s+not)\s+(?:run|execute|start|launch|change|modify|edit|write|save|delete|remove|touch)"
+    r"(?:don['’]?t|do\s+not)\s+(?:run|execute|start|launch|change|modify|edit|write|save|delete|remove|touch)"
     r"\s+(?:anything|any\s+tests?|it|them|the\s+tests?)\s*$",
     re.IGNORECASE,
 )
@@ -74,12 +74,10 @@ def _honours(
     login": the `login` scenario, or the tests tagged login?), and every other choice is taken only when the task
     asks for all of them. "don't run anything" asks nothing of a read-only tool, and a replacement ("instead of
     running everything") or "other than that" nothing of any, when they name no value."""
-    said = words(exclusion.text)
+    said, text = words(exclusion.text), exclusion.text.lstrip(" ,")
     named = [str(v) for v in named_in(choices, said)] + [m.text for m in exclusion.values if m.text in left]
     if not named:  # nothing to leave out by: only a replacement or "other than that" asks nothing of the plan
-        return not exclusion.values and (
-            bool(CONTEXT.match(exclusion.text)) or read_only and bool(NEGATIVE.match(exclusion.text))
-        )
+        return not exclusion.values and (bool(CONTEXT.match(text)) or read_only and bool(NEGATIVE.match(text)))
     spoken = {w for v in named for w in words(v)}
     return (
         all(m.text in left or any(words(m.text) == words(v) for v in named) for m in exclusion.values)
