@@ -18,7 +18,8 @@ from agentify.planner import NeedsArguments, Plan
 from agentify.planner.catalog import CatalogTool
 from agentify.planner.form import NotAskable, form_schema
 from agentify.planner.offline.extract import as_url, resolve_path
-from agentify.planner.offline.fill import Filling, Role, role
+from agentify.planner.offline.fill import Filling
+from agentify.planner.offline.roles import Role, role
 
 NO_BASE = "give an absolute path, or send currentWorkingDirectory (the working directory) with the task"
 
@@ -31,7 +32,7 @@ class Ask:
     filling: Filling
     why: str
     roles: Mapping[str, Role]
-    """The role of each argument to ask for (`fill.role`): a path or URL answer is read as the task's own."""
+    """The role of each argument to ask for (`roles.role`): a path or URL answer is read as the task's own."""
 
     @property
     def missing(self) -> Missing:

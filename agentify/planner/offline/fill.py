@@ -26,40 +26,20 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from agentify.planner.catalog import CatalogTool, enum_values
 from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path, without_exclusions
-from agentify.planner.offline.vocabulary import KEY_NAMES, PLAIN_TEXT_NAMES, REF_NAMES
+from agentify.planner.offline.roles import Role, named_in, reads_directories, role
+from agentify.planner.offline.vocabulary import PLAIN_TEXT_NAMES
 from agentify.planner.words import stem, words
 
-Role = Literal[
-    "url",
-    "path",
-    "paths",
-    "pattern",
-    "text",
-    "texts",
-    "number",
-    "enum",
-    "enum_list",
-    "ref",
-    "key",
-    "boolean",
-    "goal",
-    "other",
-]
 WINDOW = 3  # words on each side of a value that may name its optional argument
 NEAR = 120  # characters on each side that are read for them: linear in the task, however many values it holds
-URL_NAMES = frozenset({"url", "uri", "href", "link", "address"})
-PATH_NAMES = frozenset({"path", "file", "filename", "filepath", "file_path", "source", "destination", "src", "dest"})
-PATH_NAMES |= frozenset({"dir", "directory", "folder", "root", "cwd"})
 MOVING = frozenset(words("move mv"))
 RENAMING = frozenset(words("rename"))  # "rename notes.txt to docs": the new name, even when a folder has it
 SOURCE_NAMES = frozenset({"source", "src"})
 DESTINATION_NAMES = frozenset({"destination", "dest"})
-PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
-DIRECTORY_WORDS = frozenset(words("directory folder dir tree search"))
 EXCLUDING = frozenset(words("exclude ignore"))  # the name of an argument for what to leave out
 INSTEAD = re.compile(r"(?:instead|rather)\b", re.IGNORECASE)  # "instead of *.png": a replacement, not a filter
 OTHERS = frozenset("all every each everything other others rest".split())
@@ -85,83 +65,6 @@ FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "key": ("key", "quoted"),
     "goal": ("goal", "quoted"),
 }
-
-
-def role(name: str, spec: dict[str, Any]) -> Role:
-    """What kind of value an argument takes, from its schema and name."""
-    declared = spec.get("type")
-    kinds = set(declared) if isinstance(declared, list) else {declared}
-    items: dict[str, Any] = spec["items"] if isinstance(spec.get("items"), dict) else {}
-    lowered = name.lower()
-    if enum_values(spec):
-        return "enum"
-    if "array" in kinds and enum_values(items):
-        return "enum_list"
-    if kinds == {"boolean"}:
-        return "boolean"
-    if "string" in kinds and (lowered in REF_NAMES or lowered.endswith(tuple(REF_NAMES))):
-        return "ref"
-    if "string" in kinds and lowered in KEY_NAMES:
-        return "key"
-    if "string" in kinds:
-        if lowered == "goal":
-            return "goal"
-        if lowered in URL_NAMES or lowered.endswith("url") or spec.get("format") in ("uri", "url"):
-            return "url"
-        if lowered in PATH_NAMES or lowered.endswith(("path", "dir", "directory")):
-            return "path"
-        return "pattern" if lowered in PATTERN_NAMES else "text"
-    if "array" in kinds and items.get("type") == "string" and lowered.endswith(("paths", "files")):
-        return "paths"
-    if "array" in kinds and items.get("type") == "string":
-        return "texts"
-    return "number" if kinds & {"number", "integer"} else "other"
-
-
-def takes_goal(tool: CatalogTool) -> bool:
-    """A tool with a required string argument `goal`: a task in plain words."""
-    spec = (tool.input_schema.get("properties") or {}).get("goal")
-    return (
-        "goal" in (tool.input_schema.get("required") or []) and isinstance(spec, dict) and role("goal", spec) == "goal"
-    )
-
-
-def choices(tool: CatalogTool) -> list[Any]:
-    """The values that `tool`'s required enum arguments choose among (a test runner's scenario ids)."""
-    properties = tool.input_schema.get("properties") or {}
-    values: list[Any] = []
-    for name in tool.input_schema.get("required") or []:
-        spec = properties.get(name)
-        if not isinstance(spec, dict):
-            continue
-        kind = role(name, spec)
-        if kind == "enum":
-            values += enum_values(spec)
-        elif kind == "enum_list":
-            values += enum_values(spec.get("items") or {})
-    return values
-
-
-def takes_value(tool: CatalogTool, value: str) -> bool:
-    """Whether an argument of `tool` could hold `value`: one that chooses among it, or a free text."""
-    for spec in (tool.input_schema.get("properties") or {}).values():
-        if not isinstance(spec, dict):
-            continue
-        options = enum_values(spec) or enum_values(spec.get("items") or {})
-        declared = spec.get("type")
-        kinds = declared if isinstance(declared, list) else [declared]
-        if any(str(o).lower() == value.lower() for o in options) or (not options and "string" in kinds):
-            return True
-    return False
-
-
-def reads_directories(tool: CatalogTool) -> bool:
-    """A read-only tool whose name says it works on a folder (`list_directory`, `directory_tree`) or searches one
-    (`search_files`): a task that names no path means the working directory ("list the files", "search for
-    *.md")."""
-    annotations = tool.tool.annotations
-    read_only = annotations is not None and annotations.read_only_hint is True
-    return read_only and not DIRECTORY_WORDS.isdisjoint(words(tool.tool.name))
 
 
 @dataclass(frozen=True)
@@ -298,21 +201,6 @@ def leave_out(
         arguments[excluding[0]] = [m.value for m in globs]
         left_out += [m.text for m in globs]
     return left_out, others
-
-
-def named_in(options: list[Any], said: list[str]) -> list[Any]:
-    """The choices among `options` that the words `said` name, in the order said: each as its words in a row,
-    longer choices first and no word in two ("login-wrong-password" does not also name `login`)."""
-    used = [False] * len(said)
-    found: list[tuple[int, Any]] = []
-    for value in sorted((o for o in options if isinstance(o, str)), key=lambda o: -len(words(o))):
-        target = words(value)
-        for i in range(len(said) - len(target) + 1) if target else ():
-            if said[i : i + len(target)] == target and not any(used[i : i + len(target)]):
-                used[i : i + len(target)] = [True] * len(target)
-                found.append((i, value))
-                break
-    return list(dict.fromkeys(v for _, v in sorted(found, key=lambda f: f[0])))
 
 
 def _into_folder(arguments: dict[str, Any]) -> None:

@@ -17,7 +17,8 @@ import re
 
 from agentify.planner.catalog import CatalogTool
 from agentify.planner.offline.extract import Exclusion, Mentions
-from agentify.planner.offline.fill import Filling, named_in
+from agentify.planner.offline.fill import Filling
+from agentify.planner.offline.roles import named_in
 from agentify.planner.words import SYNONYMS, stem, words
 
 ALL = frozenset({"all"})

@@ -56,9 +56,10 @@ from agentify.planner.indexes import IndexCache
 from agentify.planner.offline import confidence
 from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
 from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, goal_request
-from agentify.planner.offline.fill import Filling, choices, fill, takes_goal, takes_value
+from agentify.planner.offline.fill import Filling, fill
 from agentify.planner.offline.honour import ALL, ALL_WORDS, unhonoured
 from agentify.planner.offline.negation import forbids
+from agentify.planner.offline.roles import choices, takes_goal, takes_value
 from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, stem, words
 
