@@ -204,7 +204,7 @@ class OfflinePlanner:
             for m in written
             if not takes_value(tool, m.group(0))
         )
-        names = self._goals.names_of(tool) if self._goals else []
+        names = self._goals.names_of(tool) if self._goals and mentions.left_out else []  # only exclusions need them
         excluded = unhonoured(tool, filling, mentions, names)
         return replace(filling, unplaced=filling.unplaced + ignored, ignored=excluded)
 
