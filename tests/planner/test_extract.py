@@ -54,6 +54,14 @@ def test_a_run_of_digits_too_long_for_a_number_is_no_value_and_no_crash() -> Non
     assert mentioned("wait 30 seconds") == [("number", 30)]
 
 
+def test_a_number_said_in_words_is_one_before_what_it_counts_only() -> None:
+    assert mentioned("show the last twenty lines of notes.txt")[0] == ("number", 20)
+    assert mentioned("wait five seconds") == [("number", 5)]
+    # "two bedrooms" may be words an API takes as they are, "the one" is no count, and "one" is never a number
+    assert mentioned("find a flat with two bedrooms") == []
+    assert mentioned("wait one second") == []
+
+
 def test_a_folder_said_beside_a_path_in_it_is_one_place_unless_the_task_joins_them() -> None:
     config = str(EXAMPLES / "arbigent" / "arbigent-config.yaml")
     assert mentioned("the arbigent config file arbigent/arbigent-config.yaml") == [("path", config)]

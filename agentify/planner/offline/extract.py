@@ -6,9 +6,9 @@ active document's folder; "this file" and "here" mean the active document and th
 directory, "the project" (or repo) the working directory too, "the parent folder" the one above
 it; a bare word is a path when it follows "named"/"called", or when it exists and follows "in",
 "of", "from"... or a file verb ("ls docs"), or precedes "folder"; a bare word said again in a path of
-the task is that path), glob patterns, numbers (`1280x720` is two; a number inside a goal in plain
-words stays part of it), email addresses (a text), element refs (`e5`) and key names where a key is named
-(`vocabulary.py`).
+the task is that path), glob patterns, numbers (`1280x720` is two; "twenty" before what it counts, `COUNTED`,
+is 20; a number inside a goal in plain words stays part of it), email addresses (a text), element refs (`e5`)
+and key names where a key is named (`vocabulary.py`).
 It also gives the terms to rank tools with: the user's own words, without the mentions (so
 `arbigent/arbigent-project.yaml` does not read as a request for the arbigent tools), plus, at
 `HINT_WEIGHT`, the kind of argument each mention fills ("url"; "path", "directory"; "path",
@@ -89,6 +89,20 @@ _LETTERS = re.compile(r"[a-z]+")
 # The look-behinds let a name (or a number) start only where a run of its characters starts: linear in search.
 _FILE_NAME = re.compile(r"(?<![\w.@+-])(?:[\w@+-][\w.@+-]*)?\w\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z0-9][\w.-]*")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# Numbers said in words before what they count ("the last twenty lines", "wait five seconds"): not "one" ("the one
+# of them"), nor before other nouns ("two bedrooms" is a room count an API may take as words or leave to the text).
+NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"
+        " eighteen nineteen twenty".split(),
+        start=2,
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "hundred": 100}
+COUNTED = frozenset(
+    "lines seconds secs minutes mins milliseconds ms steps retries tries attempts times pixels px results rows"
+    " entries levels".split()
+)
 _SIZE = re.compile(r"(?<!\d)(\d+)[x×](\d+)")
 _FOLDER_WORD = re.compile(r"(?<!\s)\s+(folder|directory|dir)$")
 _EDGE = "\"'`,;:!?()[]{}<>"
@@ -326,6 +340,8 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
         return Mention("glob", token, token, start, end), "pattern"
     if _NUMBER.fullmatch(token) and len(token) <= MAX_DIGITS:
         return Mention("number", token, float(token) if "." in token else int(token), start, end), ""
+    if token.lower() in NUMBER_WORDS and after in COUNTED:
+        return Mention("number", token, NUMBER_WORDS[token.lower()], start, end), ""
     if "@" in token or token.lower() in NOT_PATHS:
         return None
     resolved = resolve_path(token, base)
