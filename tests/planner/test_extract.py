@@ -230,6 +230,11 @@ def test_a_boolean_said_in_other_words_and_a_number_by_what_it_counts() -> None:
     wait = example_catalog().find("browser", "browser_wait_for")
     assert shot is not None and wait is not None
     assert fill(shot, analyse(task("a screenshot of the whole scrollable page"))).arguments["fullPage"] is True
+    assert fill(shot, analyse(task("a screenshot without the full page"))).arguments["fullPage"] is False
+    requests = example_catalog().find("browser", "browser_network_requests")
+    assert requests is not None  # `static` is required, with a default of false: saying it is not the default
+    for query, static in (("the requests, including static resources", True), ("the requests, no static ones", False)):
+        assert fill(requests, analyse(task(query))).arguments["static"] is static, query
     assert fill(wait, analyse(task("pause the browser for 5 seconds so the page settles"))).arguments == {"time": 5}
     # What a number counts names its argument only when no word near it names one: "the first 5 lines" is `head`.
     read = example_catalog().find("filesystem", "read_text_file")

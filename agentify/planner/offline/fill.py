@@ -15,9 +15,10 @@
   it ("give the agent at most 15 steps"), the value is reported as not placed.
 - a destination that is an existing folder takes the source's name in it ("move draft.md into the
   arbigent folder": `arbigent/draft.md`).
-- a boolean argument is true when the task says its name; a required list of strings takes the
-  quoted texts; a quoted text no word names an argument for goes to the one optional argument
-  with a plain text name (see `vocabulary.py`), unless a word near it names another text argument.
+- a boolean argument is true when the task says its name, false when "no", "without"... comes just
+  before it (`boolean_said`); a required list of strings takes the quoted texts; a quoted text no
+  word names an argument for goes to the one optional argument with a plain text name (see
+  `vocabulary.py`), unless a word near it names another text argument.
 What it could not fill, and the mentions it could not place, are reported, not dropped.
 """
 
@@ -55,6 +56,7 @@ _ORDER = re.compile(
     re.IGNORECASE,
 )
 WHOLE = {stem(w): stem("full") for w in ("whole", "entire")}  # a boolean's name in other words ("the whole page")
+NEGATORS = frozenset(words("no not without excluding exclude except skip omit"))  # "without the full page"
 FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "url": ("url",),
     "path": ("path", "quoted"),
@@ -117,10 +119,10 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
         if name not in arguments and "default" in specs[name] and not any(name in m for m in missing):
             arguments[name] = specs[name]["default"]
             defaulted.add(name)
-    query_words = set(words(mentions.user_text))
-    for name in (n for n in required if roles[n] == "boolean" and n not in arguments):
-        if set(words(name)) <= query_words:
-            arguments[name] = True
+    for name in (n for n in required if roles[n] == "boolean" and (n not in arguments or n in defaulted)):
+        if (said := boolean_said(name, mentions)) is not None:  # "including static resources": not its default
+            arguments[name] = said
+            defaulted.discard(name)
     for wanted in ("url", "path", "ref", "key", "pattern", "text", "number", "goal"):
         names = [n for n in required if roles[n] == wanted and n not in arguments]
         for kind in FOR_ROLE[wanted] if names else ():
@@ -162,6 +164,17 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     own = set() if _takes_paths(properties) else set(words(f"{tool.backend} {tool.tool.name}"))
     unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own))
     return Filling(arguments, tuple(missing), unplaced, placed, absent, tuple(chosen), tuple(left_out), tuple(others))
+
+
+def boolean_said(name: str, mentions: Mentions) -> bool | None:
+    """A boolean argument as the task says it: true when it says the argument's name ("including static
+    resources", "the whole page" for `fullPage`), false when "no", "not", "without"... comes just before it
+    ("without the full page"), None when it does not say it."""
+    named = set(words(name))
+    said = [WHOLE.get(w, w) for w in words(mentions.user_text)]
+    if not named or not named <= set(said):
+        return None
+    return not any(w in named and i and said[i - 1] in NEGATORS for i, w in enumerate(said))
 
 
 def leave_out(
@@ -245,7 +258,6 @@ def _fill_optional(
 ) -> None:
     optional = {n: s for n, s in properties.items() if n not in required and n not in arguments}
     query_words = set(words(mentions.user_text))
-    whole = {WHOLE[w] for w in query_words if w in WHOLE}
     for name, spec in optional.items():
         if role(name, spec) == "enum":
             values = _named_values(spec, "enum", mentions, pool)
@@ -255,8 +267,8 @@ def _fill_optional(
             said = set(words(name)) <= query_words or phrases or _by_value(name, values, mentions.query)
             if len(values) == 1 and said or ordered and set(values) <= set(ordered):
                 arguments[name] = (values or ordered)[0]
-        elif role(name, spec) == "boolean" and words(name) and set(words(name)) <= query_words | whole:
-            arguments[name] = True
+        elif role(name, spec) == "boolean" and (stated := boolean_said(name, mentions)) is not None:
+            arguments[name] = stated
     for mention in list(pool):
         before = words(mentions.query[max(0, mention.start - NEAR) : mention.start])[-WINDOW:]
         after = words(mentions.query[mention.end : mention.end + NEAR])[:WINDOW]
