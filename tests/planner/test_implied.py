@@ -241,6 +241,8 @@ EVERY_SCENARIO = [
         ("run the whole e2e suite, excluding 'checkout'", ["checkout"]),
         ("run all the tests, and don't run checkout", ["checkout"]),
         ("run all the tests and skip checkout", ["checkout"]),
+        ("run all the tests but skip checkout", ["checkout"]),
+        ("run all tests without checkout", ["checkout"]),  # "without" names a choice: it ran every test
         (
             "run all the tests except checkout, logout and login-wrong-password",
             ["checkout", "logout", "login-wrong-password"],
@@ -276,7 +278,6 @@ async def test_what_the_task_excludes_is_never_what_it_runs() -> None:
         "run some tests except checkout",
         "run all the tests except the flaky ones",  # nothing to leave out by
         "list the directory, excluding screenshots",
-        "search for *.md but not in arbigent",
         "read notes.txt instead of arbigent/arbigent-config.yaml",
         "click e5 but not with shift",  # an optional list is never every other choice
         "run all the tests except logout and the settings ones",  # more than the ids
@@ -288,6 +289,8 @@ async def test_what_the_task_excludes_is_never_what_it_runs() -> None:
         "show the console messages, except errors",  # `level` is `info` by default, which includes errors
         "list the scenarios, but don't show login-wrong-password",  # a filter, not an action it never takes
         "list arbigent, don't include the png files",
+        "run the login tests but skip logout",  # the login tag's other scenario: a tag-aware runner's job
+        "run the login tests, but ignore logout",
     ],
 )
 async def test_an_exclusion_no_argument_can_honour_is_a_refusal_that_names_it(query: str) -> None:
@@ -324,6 +327,8 @@ async def test_a_task_that_says_what_not_to_do_is_never_planned(query: str) -> N
         ('"Don\'t panic" - write that to notes.txt', "write_file"),
         ("Other than that, run the login tests", "run-arbigent-test-login"),  # it opens its sentence: to the comma
         ("list the e2e scenarios with their tags, don't run anything", "list-arbigent-scenarios"),  # read-only
+        ("list the scenarios without running them", "list-arbigent-scenarios"),  # "without" names no choice
+        ("take a screenshot without scrolling", "browser_take_screenshot"),
     ],
 )
 async def test_words_that_look_like_a_refusal_but_ask_for_something_are_planned(query: str, tool: str) -> None:
@@ -343,6 +348,13 @@ async def test_the_patterns_a_task_excludes_go_to_the_list_of_patterns_to_exclud
         "directory_tree",
         {"path": str(EXAMPLES / "arbigent"), "excludePatterns": ["*.png"]},
     )
+    # a quoted name, or a name said before "folder": as written (the server matches it at any depth or at the top)
+    tree = await plan("Print a recursive tree of arbigent, excluding 'arbigent-result'.")
+    assert tree.arguments == {"path": str(EXAMPLES / "arbigent"), "excludePatterns": ["arbigent-result"]}
+    png = await plan("search for *.png in arbigent but ignore the tmp folder")
+    assert png.arguments == {"path": str(EXAMPLES / "arbigent"), "pattern": "*.png", "excludePatterns": ["tmp"]}
+    markdown = await plan("search for *.md but not in arbigent")
+    assert markdown.arguments == {"path": str(EXAMPLES), "pattern": "*.md", "excludePatterns": ["arbigent"]}
     found = await plan("search for *.yaml in arbigent, excluding *-config.yaml and *.yml")
     assert found.arguments == {
         "path": str(EXAMPLES / "arbigent"),

@@ -164,9 +164,10 @@ class Mentions:
         return terms
 
 
-def analyse(task: TaskInput, *, exclusions_apart: bool = False) -> Mentions:
+def analyse(task: TaskInput, *, exclusions_apart: bool = False, choices: frozenset[str] = frozenset()) -> Mentions:
     """The mentions of `task`; `exclusions_apart`: what it excludes is set apart (`Mentions.left_out`), its words
-    and values no part of the request (the offline planner's; a search keeps them, as words of the topic)."""
+    and values no part of the request (the offline planner's; a search keeps them, as words of the topic);
+    `choices`: what the catalog's tools choose among, lowercased (`negation.exclusions`)."""
     context = task.context or TaskContext()
     document = document_path(context.active_document_uri)
     document = document if document and os.path.isabs(document) else None
@@ -233,7 +234,7 @@ def analyse(task: TaskInput, *, exclusions_apart: bool = False) -> Mentions:
     found.sort(key=lambda item: item[0].start)
     found = _join_located_paths(query, found)
     found = _without_echoes(query, found)
-    spans = exclusions(query, [(m.start, m.end) for m, _ in found]) if exclusions_apart else []
+    spans = exclusions(query, [(m.start, m.end) for m, _ in found], choices) if exclusions_apart else []
     found, left_out = _set_apart(query, found, spans)
     user = _cut(query, sorted([(m.start, m.end) for m, _ in found] + spans), lambda start, end: " ")
     paths = sum(1 for m, _ in found if m.kind == "path")

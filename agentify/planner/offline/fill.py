@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentify.planner.catalog import CatalogTool, enum_values
-from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path, without_exclusions
+from agentify.planner.offline.extract import Exclusion, Kind, Mention, Mentions, resolve_path, without_exclusions
 from agentify.planner.offline.roles import Role, named_in, reads_directories, role
 from agentify.planner.offline.vocabulary import PLAIN_TEXT_NAMES
 from agentify.planner.words import stem, words
@@ -44,6 +44,8 @@ DESTINATION_NAMES = frozenset({"destination", "dest"})
 EXCLUDING = frozenset(words("exclude ignore"))  # the name of an argument for what to leave out
 INSTEAD = re.compile(r"(?:instead|rather)\b", re.IGNORECASE)  # "instead of *.png": a replacement, not a filter
 OTHERS = frozenset("all every each everything other others rest".split())
+# "the tmp folder": the look-behind starts a name only where a run of its characters starts (linear in search)
+_FOLDER_NAMED = re.compile(r"(?<![\w.-])([\w.-]+)\s+(?:folders?|directory|directories|dir)\b", re.IGNORECASE)
 CHOOSING = ("enum", "enum_list")
 _BY_SIZE, _BY_TIME, _BY_NAME = (tuple(words(w)) for w in ("size", "date time modified mtime created updated", "name"))
 # Only orders whose direction a sort by that key gives: "smallest first" may well be the reverse.
@@ -208,12 +210,21 @@ def leave_out(
         elif said and kept and not any(v in said for v in kept) and not (kind == "enum_list" and others_too):
             left_out += said
     filters = [x for x in mentions.left_out if not INSTEAD.match(x.text.lstrip(" ,"))]  # "instead of" replaces
-    globs = [m for x in filters for m in x.values if m.kind == "glob"]
+    named = [p for x in filters for p in patterns(x)]
     excluding = [n for n, spec in properties.items() if EXCLUDING & set(words(n)) and role(n, spec) == "texts"]
-    if globs and len(excluding) == 1 and excluding[0] not in arguments:  # "but leave out the *.png files"
-        arguments[excluding[0]] = [m.value for m in globs]
-        left_out += [m.text for m in globs]
+    if named and len(excluding) == 1 and excluding[0] not in arguments:  # "but leave out the *.png files"
+        arguments[excluding[0]] = named
+        left_out += named
     return left_out, others
+
+
+def patterns(exclusion: Exclusion) -> list[str]:
+    """What an exclusion names that a list of patterns to exclude can hold, as the task writes it: its globs,
+    quoted names and paths ("excluding 'arbigent-result'"), and a name said before "folder" ("but ignore the tmp
+    folder")."""
+    written = [m.text for m in exclusion.values if m.kind == "glob" or m.kind in ("quoted", "path")]
+    folders = [m.group(1) for m in _FOLDER_NAMED.finditer(exclusion.text) if words(m.group(1))]
+    return list(dict.fromkeys(t.strip() for t in written + folders if t.strip() and not re.search(r"\s", t.strip())))
 
 
 def _into_folder(arguments: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ import re
 
 from agentify.planner.catalog import CatalogTool
 from agentify.planner.offline.extract import Exclusion, Mentions
-from agentify.planner.offline.fill import Filling
+from agentify.planner.offline.fill import Filling, patterns
 from agentify.planner.offline.roles import named_in
 from agentify.planner.words import SYNONYMS, stem, words
 
@@ -27,9 +27,9 @@ EVERY = frozenset(words("each everything"))
 SOME = frozenset("some other only any few".split())  # words that ask for part of the choices, not all of them
 MARKER_WORDS = frozenset(
     words("except excluding exclude minus omit omitting apart aside other than save but not including instead")
-    + words("rather skip skipping ignoring leave leaving out don't dont do all every each everything")
+    + words("rather skip skipping ignore ignoring leave leaving out don't dont do all every each everything without")
 )
-FILLER = frozenset(words("one ones file files item items thing things"))
+FILLER = frozenset(words("one ones file files item items thing things stuff folder folders directory directories dir"))
 CONTEXT = re.compile(
     r"(?:instead\s+of|rather\s+than|(?:other\s+than|apart\s+from|aside\s+from)\s+(?:that|this)\b)", re.I
 )
@@ -46,9 +46,9 @@ def unhonoured(tool: CatalogTool, filling: Filling, mentions: Mentions, names: l
     of the names of the other tools of its backend."""
     if not mentions.left_out:
         return ()
-    globs = {m.text for x in mentions.left_out for m in x.values if m.kind == "glob"}
+    written = {p for x in mentions.left_out for p in patterns(x)}
     left = {str(v) for v in filling.left_out}
-    choices = list(dict.fromkeys(v for v in filling.left_out if str(v) not in globs))
+    choices = list(dict.fromkeys(v for v in filling.left_out if str(v) not in written))
     own = set(words(f"{tool.backend} {tool.tool.name} {' '.join(tool.input_schema.get('properties') or {})}"))
     # what is kept must be as plain: "run the login tests, not login-wrong-password" keeps the tag's, not `login`
     kept_plain = not any(set(words(str(v))) <= name for v in filling.chosen for name in names)
@@ -76,7 +76,7 @@ def _honours(
     asks for all of them. "don't run anything" asks nothing of a read-only tool, and a replacement ("instead of
     running everything") or "other than that" nothing of any, when they name no value."""
     said, text = words(exclusion.text), exclusion.text.lstrip(" ,")
-    named = [str(v) for v in named_in(choices, said)] + [m.text for m in exclusion.values if m.text in left]
+    named = [str(v) for v in named_in(choices, said)] + [p for p in patterns(exclusion) if p in left]
     if not named:  # nothing to leave out by: only a replacement or "other than that" asks nothing of the plan
         return not exclusion.values and (bool(CONTEXT.match(text)) or read_only and bool(NEGATIVE.match(text)))
     spoken = {w for v in named for w in words(v)}

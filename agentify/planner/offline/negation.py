@@ -3,9 +3,10 @@
 - `exclusions` finds the parts of a task that leave something out. A part starts at one of these markers:
   "except (for)", "excluding", "exclude", "minus", "omit(ting)", "apart from", "aside from", "other than", "save
   for", "but not", "not including", "instead of", "rather than", "skipping", "ignoring", "leave out", "don't"/"do
-  not" after "and", "but" or a comma (not "don't worry", "don't mind", "don't know"...), "skip" after "and" or a
-  comma, a comma and "not" ("by size, not by name"), or "but" after "all"/"every"/"each"/"everything" and at most
-  two words ("every scenario but settings-language"). It runs to the end of the sentence or a "then", or to a
+  not" after "and", "but" or a comma (not "don't worry", "don't mind", "don't know"...), "skip" or "ignore" after
+  "and", "but" or a comma, "without" when its part names a choice of the catalog's tools ("run all tests without
+  checkout"), a comma and "not" ("by size, not by name"), or "but" after "all"/"every"/"each"/"everything" and
+  at most two words ("every scenario but settings-language"). It runs to the end of the sentence or a "then", or to a
   comma followed by more than a short item of a list; a part that opens its sentence ("Instead of running
   everything, run checkout") runs to its first comma. A marker inside a value (a quoted text, a path) is none, and
   a part never ends inside a value.
@@ -31,12 +32,14 @@ _MARKER = re.compile(
     r"\b(?:except(?:\s+for)?|excluding|exclude|minus|omit(?:ting)?|apart\s+from|aside\s+from|other\s+than"
     r"|save\s+for|but\s+not|not\s+including|instead\s+of|rather\s+than|skipping|ignoring|leav(?:e|ing)\s+out"
     rf"|(?:,|\band|\bbut)\s+(?:please\s+)?(?P<dont>don{_APOSTROPHE}?t|do\s+not)(?!\s+(?:{_NOT_ASKED})\b)"
-    r"|(?:,|\band)\s*(?P<skip>skip)"
+    r"|(?:,|\band|\bbut)\s*(?P<skip>skip|ignore)"
+    r"|(?P<without>without)"
     r"|(?:all|every|each|everything)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)"
     r"(?!\s+(?:also|then|first|please|only|just)\b))\b"
     r"|,\s*not\b",
     re.IGNORECASE,
 )
+_CHOICE = re.compile(r"[\w-]+")
 ITEM_WORDS = 3  # an item of a list of what is left out: "the settings ones", "logout and login"
 _END = re.compile(r"[;!?]|\.(?=\s|$)|\bthen\b", re.IGNORECASE)
 _FORBIDS = re.compile(
@@ -50,10 +53,13 @@ _FORBIDS = re.compile(
 )
 
 
-def exclusions(query: str, values: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+def exclusions(
+    query: str, values: Sequence[tuple[int, int]], choices: frozenset[str] = frozenset()
+) -> list[tuple[int, int]]:
     """The spans of `query` that leave something out, each from its marker to the end of its part; `values`: the
     spans of the task's values, sorted and not overlapping (a marker inside one is none, and a part ends after the
-    value it ends in)."""
+    value it ends in); `choices`: what the catalog's tools choose among, lowercased, the only things a "without"
+    part leaves out ("run all tests without checkout"; "read the file without the header" is a request)."""
     starts = [s for s, _ in values]
 
     def inside(position: int) -> int | None:
@@ -71,6 +77,8 @@ def exclusions(query: str, values: Sequence[tuple[int, int]]) -> list[tuple[int,
         stop = _stop(query, match.end(), ends, opens)
         while (end := inside(stop)) is not None:
             stop = _stop(query, end, ends, opens)
+        if match.group("without") and not choices.intersection(_CHOICE.findall(query[start:stop].lower())):
+            continue
         spans.append((start, stop))
     return spans
 

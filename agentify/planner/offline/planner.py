@@ -95,8 +95,10 @@ class _Goals:
     taken: bool
     names: tuple[frozenset[str], ...]
     values: tuple[frozenset[str], ...]
+    choices: frozenset[str] = frozenset()
+    """Every choice of the catalog's tools, lowercased."""
     ids: frozenset[str] = frozenset()
-    """Every choice of the catalog's tools written as an id ("settings-language"), lowercased."""
+    """The choices written as an id ("settings-language")."""
     tool_names: tuple[tuple[str, str, frozenset[str]], ...] = ()
     """Each tool's backend, name and the words of its name."""
 
@@ -111,9 +113,10 @@ class _Goals:
         tests = [t for t in tools if t.backend in runners and not takes_goal(t)]
         values = (frozenset(words(str(value))) for t in tests for value in choices(t))
         names = tuple(frozenset(words(t.tool.name)) for t in tests)
-        ids = frozenset(str(v).lower() for t in tools for v in choices(t) if _IDENTIFIER.fullmatch(str(v)))
+        every = frozenset(str(v).lower() for t in tools for v in choices(t))
+        ids = frozenset(v for v in every if _IDENTIFIER.fullmatch(v))
         named = tuple((t.backend, t.name, frozenset(words(t.tool.name))) for t in tools)
-        return cls(index, bool(runners), names, tuple(v for v in values if v), ids, named)
+        return cls(index, bool(runners), names, tuple(v for v in values if v), every, ids, named)
 
     def named(self, goal: Mentions) -> bool:
         """Whether X is what the runner already runs: the words of a tool's name ("check that login works": the
@@ -143,10 +146,10 @@ class OfflinePlanner:
                 "the task says what not to do, and the offline planner plans only what to do: say what to run "
                 "instead (or nothing needs to be done)."
             )
-        mentions = analyse(task, exclusions_apart=True)
         index = self._indexes.get(catalog)
         if self._goals is None or self._goals.index is not index:
             self._goals = _Goals.of(index)
+        mentions = analyse(task, exclusions_apart=True, choices=self._goals.choices)
         if self._goals.taken and (goal := goal_request(mentions)) is not None:
             # What the runner has for X is found by X alone: "check" and "works" would rank every test alike.
             # An ad-hoc goal is found by its kind alone: "check that the page loads" is not a tool named "check".
