@@ -104,6 +104,8 @@ async def test_a_folder_named_beside_a_path_in_it_or_as_the_backend_is_a_word_no
     path = str(EXAMPLES / "arbigent" / "arbigent-config.yaml")
     assert (config.tool, config.arguments) == ("read_text_file", {"path": path, "tail": 20})
     assert (await plan("which scenarios are in the arbigent project?")).tool == "list-arbigent-scenarios"
+    # The working directory itself ("this project") is where any tool works: no value a pathless tool leaves out.
+    assert (await plan("what test scenarios does this project have?")).tool == "list-arbigent-scenarios"
     # A folder that is neither is still a value the tool cannot take: refused, not ignored.
     assert "which argument should take 'eval'" in await refusal("list the arbigent scenarios in eval")
 

@@ -162,10 +162,17 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
             missing.append(f"`{name}` (a path the context cannot resolve: send the working directory or the open file)")
             arguments.pop(name)
     absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
-    # "the arbigent scenarios": a folder named as the tool is, for a tool that takes no path at all
-    own = set() if _takes_paths(properties) else set(words(f"{tool.backend} {tool.tool.name}"))
-    unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own))
+    # For a tool that takes no path at all, "the arbigent scenarios" (a folder named as the tool is) and "what
+    # scenarios does this project have?" (the working directory itself) say where, not what.
+    pathless = not _takes_paths(properties)
+    own = set(words(f"{tool.backend} {tool.tool.name}")) if pathless else set()
+    here = mentions.base if pathless and mentions.base else None
+    unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own) and not _is_place(m, here))
     return Filling(arguments, tuple(missing), unplaced, placed, absent, tuple(chosen), tuple(left_out), tuple(others))
+
+
+def _is_place(mention: Mention, here: str | None) -> bool:
+    return here is not None and mention.kind == "path" and mention.value == os.path.normpath(here)
 
 
 def boolean_said(name: str, mentions: Mentions) -> bool | None:
