@@ -14,7 +14,7 @@ STOP_WORDS = frozenset(
     me my i you your we our us please can could would will should do does did what whats which who whom whose
     how when where why
     there their then than so if into onto via about up out some any just also only other such each
-    tell give want need let lets now inside within over both sure still really""".split()
+    tell give want need let lets now inside within over both sure still really pls plz u thx thanks""".split()
 )
 # Words people use for what tools call otherwise; each also counts (at half weight) as its synonyms.
 _SYNONYMS = {

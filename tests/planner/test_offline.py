@@ -91,26 +91,46 @@ async def test_filled_arguments_must_pass_the_tools_schema() -> None:
     assert "does not match" in await refusal('open ticket "shop twelve"', catalog)
 
 
+async def test_quoted_texts_in_pairs_are_the_replacements_of_an_edit() -> None:
+    pair = await plan('in notes.txt change "example workspace" to "demo workspace" pls')
+    assert (pair.tool, pair.arguments) == (
+        "edit_file",
+        {"path": str(EXAMPLES / "notes.txt"), "edits": [{"oldText": "example workspace", "newText": "demo workspace"}]},
+    )
+    two = await plan("edit notes.txt: replace 'milk' with 'bread' and 'eggs' with 'ham'")
+    assert two.arguments["edits"] == [{"oldText": "milk", "newText": "bread"}, {"oldText": "eggs", "newText": "ham"}]
+    # Any list of objects that each require an old and a new text, whatever their names.
+    item = {"type": "object", "properties": {"search": {"type": "string"}, "replace": {"type": "string"}}}
+    edits = {"type": "array", "items": item | {"required": ["search", "replace"]}}
+    patch = tool("patch", "Replace text in a file", {"file": {"type": "string"}, "changes": edits}, "file", "changes")
+    other = await plan("in notes.txt replace 'a' with 'b'", catalog_of(patch))
+    assert other.arguments["changes"] == [{"search": "a", "replace": "b"}]
+    # An odd one out, or other words between two texts, is no pair: asked, not guessed.
+    for query in ("in notes.txt replace 'milk' with 'bread' and 'eggs'", "in notes.txt replace 'milk', then 'bread'"):
+        with pytest.raises(NoPlan):
+            await plan(query)
+
+
 async def test_an_empty_catalog_is_no_plan() -> None:
     with pytest.raises(NoPlan):
         await plan("read notes.txt", Catalog([]))
 
 
 FIGURES = [  # docs/planning.md's own-set figures: (set, with the 606 generated tools, right, shortlisted)
-    ("routing", False, 45, 50),
-    ("routing", True, 43, 50),
+    ("routing", False, 46, 50),
+    ("routing", True, 44, 50),
     ("routing-fresh", False, 54, 55),
     ("routing-fresh", True, 53, 55),
     ("routing-heldout", False, 18, 20),
     ("routing-heldout", True, 18, 20),
     ("routing-implied", False, 45, 50),
     ("routing-implied", True, 45, 50),
-    ("routing-blind", False, 36, 60),
-    ("routing-blind", True, 33, 59),
-    ("routing-blind2", False, 37, 60),
-    ("routing-blind2", True, 37, 60),
-    ("routing-blind3", False, 33, 50),
-    ("routing-blind3", True, 32, 50),
+    ("routing-blind", False, 37, 60),
+    ("routing-blind", True, 34, 59),
+    ("routing-blind2", False, 38, 60),
+    ("routing-blind2", True, 38, 60),
+    ("routing-blind3", False, 34, 50),
+    ("routing-blind3", True, 33, 50),
     ("routing-blind4", False, 39, 50),
     ("routing-blind4", True, 37, 50),
     ("routing-blind5", False, 35, 50),

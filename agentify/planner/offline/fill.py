@@ -31,7 +31,7 @@ from typing import Any
 
 from agentify.planner.catalog import CatalogTool, enum_values
 from agentify.planner.offline.extract import Exclusion, Kind, Mention, Mentions, resolve_path, without_exclusions
-from agentify.planner.offline.roles import Role, named_in, reads_directories, role
+from agentify.planner.offline.roles import Role, named_in, reads_directories, replacement_names, role
 from agentify.planner.offline.vocabulary import PLAIN_TEXT_NAMES
 from agentify.planner.words import stem, words
 
@@ -44,6 +44,7 @@ DESTINATION_NAMES = frozenset({"destination", "dest"})
 EXCLUDING = frozenset(words("exclude ignore"))  # the name of an argument for what to leave out
 INSTEAD = re.compile(r"(?:instead|rather)\b", re.IGNORECASE)  # "instead of *.png": a replacement, not a filter
 OTHERS = frozenset("all every each everything other others rest".split())
+_BETWEEN = re.compile(r"with|to|for|by|into|->|→", re.IGNORECASE)  # "replace 'a' with 'b'"
 # "the tmp folder": the look-behind starts a name only where a run of its characters starts (linear in search)
 _FOLDER_NAMED = re.compile(r"(?<![\w.-])([\w.-]+)\s+(?:folders?|directory|directories|dir)\b", re.IGNORECASE)
 CHOOSING = ("enum", "enum_list")
@@ -136,6 +137,11 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
                     quoted_path = wanted == "path" and mention.kind == "quoted"
                     arguments[name] = resolve_path(mention.text, mentions.base) if quoted_path else mention.value
                 break
+    for name in (n for n in required if roles[n] == "replacements"):
+        if (pairs := _replacements(pool, mentions.query)) is not None:
+            old, new = replacement_names(specs[name]) or ("", "")
+            arguments[name] = [{old: a.value, new: b.value} for a, b in pairs]
+            pool = [m for m in pool if not any(m is a or m is b for a, b in pairs)]
     unfilled = [n for n in required if roles[n] == "path" and n not in arguments]
     if len(unfilled) == 1 and mentions.base and not any(m.kind == "path" for m in mentions.items):
         if reads_directories(tool):
@@ -169,6 +175,16 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     here = mentions.base if pathless and mentions.base else None
     unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own) and not _is_place(m, here))
     return Filling(arguments, tuple(missing), unplaced, placed, absent, tuple(chosen), tuple(left_out), tuple(others))
+
+
+def _replacements(pool: list[Mention], query: str) -> list[tuple[Mention, Mention]] | None:
+    """The quoted texts of the task in pairs, each 'old' then 'new' with only "with", "to", "for"... between them
+    ("change 'example workspace' to 'demo workspace'"), when every quoted text is in one."""
+    quoted = [m for m in pool if m.kind == "quoted"]
+    pairs = list(zip(quoted[::2], quoted[1::2], strict=False))
+    if not quoted or len(quoted) % 2 or not all(_BETWEEN.fullmatch(query[a.end : b.start].strip()) for a, b in pairs):
+        return None
+    return pairs
 
 
 def _is_place(mention: Mention, here: str | None) -> bool:
@@ -370,6 +386,7 @@ def _missing(name: str, spec: dict[str, Any], kind: Role) -> str:
         "key": "a key name, such as Enter",
         "boolean": "true or false (say its name)",
         "goal": 'a request like "check that ..." or a quoted text',
+        "replacements": "quoted texts in pairs: replace 'old' with 'new'",
         "enum": "one of " + ", ".join(map(str, enum_values(spec))),
         "enum_list": "one or more of " + ", ".join(map(str, enum_values(spec.get("items") or {}))),
     }.get(kind, "a value")

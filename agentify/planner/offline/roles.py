@@ -2,7 +2,7 @@
 the vocabulary that `fill` puts a task's values into and that the planner weighs tools by.
 
 - `role`: a URL, a path or several, a pattern, a text or several, a number, a choice or several, an element ref, a
-  key, a boolean, a goal in plain words, or something else;
+  key, a boolean, a goal in plain words, replacements of one text by another, or something else;
 - `choices`, `takes_value`, `takes_goal`, `reads_directories`: what a tool offers as a whole;
 - `named_in`: the choices a run of words names.
 """
@@ -29,6 +29,7 @@ Role = Literal[
     "key",
     "boolean",
     "goal",
+    "replacements",
     "other",
 ]
 URL_NAMES = frozenset({"url", "uri", "href", "link", "address"})
@@ -36,6 +37,8 @@ PATH_NAMES = frozenset({"path", "file", "filename", "filepath", "file_path", "so
 PATH_NAMES |= frozenset({"dir", "directory", "folder", "root", "cwd"})
 PATTERN_NAMES = frozenset({"pattern", "glob", "regex", "query"})
 DIRECTORY_WORDS = frozenset(words("directory folder dir tree search"))
+OLD_WORDS = frozenset(words("old from search find original before"))  # `oldText`: what a replacement replaces
+NEW_WORDS = frozenset(words("new to replace replacement after"))  # `newText`: what it puts there
 
 
 def role(name: str, spec: dict[str, Any]) -> Role:
@@ -66,7 +69,24 @@ def role(name: str, spec: dict[str, Any]) -> Role:
         return "paths"
     if "array" in kinds and items.get("type") == "string":
         return "texts"
+    if "array" in kinds and replacement_names(spec) is not None:
+        return "replacements"
     return "number" if kinds & {"number", "integer"} else "other"
+
+
+def replacement_names(spec: dict[str, Any]) -> tuple[str, str] | None:
+    """The names of what a replacement replaces and what it puts there, for a list of objects that each require
+    exactly those two texts (`edits: [{oldText, newText}]`)."""
+    items: dict[str, Any] = spec["items"] if isinstance(spec.get("items"), dict) else {}
+    properties: dict[str, Any] = items["properties"] if isinstance(items.get("properties"), dict) else {}
+    required = [n for n in items.get("required") or [] if isinstance(n, str)]
+    if items.get("type") != "object" or len(required) != 2:
+        return None
+    if not all(isinstance(properties.get(n), dict) and properties[n].get("type") == "string" for n in required):
+        return None
+    old = [n for n in required if words(n)[:1] and words(n)[0] in OLD_WORDS]
+    new = [n for n in required if words(n)[:1] and words(n)[0] in NEW_WORDS]
+    return (old[0], new[0]) if len(old) == 1 and len(new) == 1 and old != new else None
 
 
 def takes_goal(tool: CatalogTool) -> bool:
