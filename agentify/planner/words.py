@@ -49,6 +49,9 @@ _SYNONYMS = {
     "capture": "screenshot",
     "rerun": "run",
     "suite": "test",
+    "full": "all",  # "the full test suite"
+    "whole": "all",
+    "entire": "all",
     "e2e": "test",
     "check": "test",
     "verify": "test",

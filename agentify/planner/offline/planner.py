@@ -360,14 +360,24 @@ def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, filler: 
 def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, filler: Filler) -> CatalogTool | None:
     """When the best tool can neither be called nor take the path or URL the task gives ("open notes.txt": not
     `browser_navigate`, which needs a URL), or cannot leave out what the task excludes ("run all the tests except
-    checkout": not the tool for all of them), the best of the tools within `WIDE` of it that can be called with
-    every value the task gives, as they are (not as a list of one), when it is the only one or leads the next by
-    `MARGIN`. Never a destructive one: a tool that ranks lower is not taken to change anything."""
+    checkout": not the tool for all of them), the best of the tools within `WIDE` of it (or of its backend, when
+    they leave out what the task excludes) that can be called with every value the task gives, as they are (not as
+    a list of one), when it is the only one or leads the next by `MARGIN`. Never a destructive one: a tool that
+    ranks lower is not taken to change anything."""
     best = filler(ranked[0].tool, mentions)
     if not (best.missing and any(m.kind in PLACES for m in best.unplaced)) and not best.ignored:
         return None  # a number or a quoted text could be meant for the best tool in a way it does not take
-    close = [r for r in ranked[1:] if r.score * WIDE > ranked[0].score and r.tool.name not in index.destructive]
+    top = ranked[0]
+    # A tool of the same backend that leaves out what the task excludes is close however it ranks ("run the whole
+    # suite, excluding checkout": the scenario runner, far below the tool for all on "whole" and "suite").
+    close = [
+        r
+        for r in ranked[1:]
+        if (r.score * WIDE > top.score or (best.ignored and r.tool.backend == top.tool.backend))
+        and r.tool.name not in index.destructive
+    ]
     fillings = [(r, filler(r.tool, mentions)) for r in close]
+    fillings = [(r, f) for r, f in fillings if r.score * WIDE > top.score or f.left_out]
     taking = [(r, f) for r, f in fillings if f.complete and f.placed == len(mentions.values)]
     taking = [(r, f) for r, f in taking if not _list_of_one(f)] or taking
     if len(taking) == 1 or (taking and taking[0][0].score >= MARGIN * taking[1][0].score):
