@@ -61,6 +61,14 @@ _SYNONYMS = {
     "passing": "test",
     "hit": "press",
     "tap": "press",
+    "pause": "wait",
+    "pick": "select",
+    "choose": "select",
+    "shut": "close",
+    "quit": "close",
+    "field": "element",  # "the search field"
+    "popup": "dialog",
+    "alert": "dialog",
     "structure": "tree",
     "hierarchy": "tree",
 }

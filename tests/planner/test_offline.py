@@ -137,7 +137,7 @@ FIGURES = [  # docs/planning.md's own-set figures: (set, with the 606 generated 
     ("routing-blind3", False, 34, 50),
     ("routing-blind3", True, 34, 50),
     ("routing-blind4", False, 40, 50),
-    ("routing-blind4", True, 38, 50),
+    ("routing-blind4", True, 39, 50),
     ("routing-blind5", False, 35, 50),
     ("routing-blind5", True, 35, 50),
 ]

@@ -29,6 +29,16 @@ FRESH = REPO / "examples" / "eval" / "routing-fresh.jsonl"
         ("accept the dialog", "browser_handle_dialog", {"accept": True}),
         ("wait for 'Order confirmed' to appear", "browser_wait_for", {"text": "Order confirmed"}),
         ("select 'Large' in the dropdown e9", "browser_select_option", {"target": "e9", "values": ["Large"]}),
+        # everyday words for what the tools call otherwise
+        ("Pick 'Germany' in the dropdown e9.", "browser_select_option", {"target": "e9", "values": ["Germany"]}),
+        ("Pause for 5 seconds so the page can finish loading.", "browser_wait_for", {"time": 5}),
+        ("Shut down the browser page, I'm done with it.", "browser_close", {}),
+        ("accept the alert", "browser_handle_dialog", {"accept": True}),
+        (
+            "Type 'coffee mug' into the search field e5 and submit it.",
+            "browser_type",
+            {"target": "e5", "text": "coffee mug", "submit": True},
+        ),
     ],
 )
 async def test_arguments_the_words_name_are_filled(query: str, tool: str, arguments: dict[str, object]) -> None:

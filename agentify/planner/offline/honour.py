@@ -29,7 +29,8 @@ MARKER_WORDS = frozenset(
     words("except excluding exclude minus omit omitting apart aside other than save but not including instead")
     + words("rather skip skipping ignore ignoring leave leaving out don't dont do all every each everything without")
 )
-FILLER = frozenset(words("one ones file files item items thing things stuff folder folders directory directories dir"))
+FILLER = frozenset(words("one ones file files item items thing things stuff noise"))
+FILLER |= frozenset(words("folder folders directory directories dir"))
 CONTEXT = re.compile(
     r"(?:instead\s+of|rather\s+than|(?:other\s+than|apart\s+from|aside\s+from)\s+(?:that|this)\b)", re.I
 )
