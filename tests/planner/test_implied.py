@@ -293,6 +293,7 @@ async def test_what_the_task_excludes_is_never_what_it_runs() -> None:
         "list arbigent, don't include the png files",
         "run the login tests but skip logout",  # the login tag's other scenario: a tag-aware runner's job
         "run the login tests, but ignore logout",
+        "which scenarios would the smoke test run, and in what order? don't start anything",  # it ran them
     ],
 )
 async def test_an_exclusion_no_argument_can_honour_is_a_refusal_that_names_it(query: str) -> None:

@@ -3,13 +3,13 @@
 - `exclusions` finds the parts of a task that leave something out. A part starts at one of these markers:
   "except (for)", "excluding", "exclude", "minus", "omit(ting)", "apart from", "aside from", "other than", "save
   for", "but not", "not including", "instead of", "rather than", "skipping", "ignoring", "leave out", "don't"/"do
-  not" after "and", "but" or a comma (not "don't worry", "don't mind", "don't know"...), "skip" or "ignore" after
-  "and", "but" or a comma, "without" when its part names a choice of the catalog's tools ("run all tests without
-  checkout"), a comma and "not" ("by size, not by name"), or "but" after "all"/"every"/"each"/"everything" and
-  at most two words ("every scenario but settings-language"). It runs to the end of the sentence or a "then", or to a
-  comma followed by more than a short item of a list; a part that opens its sentence ("Instead of running
-  everything, run checkout") runs to its first comma. A marker inside a value (a quoted text, a path) is none, and
-  a part never ends inside a value.
+  not" after "and", "but", a comma or a sentence's end (not "don't worry", "don't mind", "don't know"...), "skip"
+  or "ignore" after "and", "but" or a comma, "without" when its part names a choice of the catalog's tools ("run
+  all tests without checkout"), a comma and "not" ("by size, not by name"), or "but" after "all"/"every"/"each"/
+  "everything" and at most two words ("every scenario but settings-language"). It runs to the end of the sentence
+  or a "then", or to a comma followed by more than a short item of a list; a part that opens its sentence
+  ("Instead of running everything, run checkout") runs to its first comma. A marker inside a value (a quoted text,
+  a path) is none, and a part never ends inside a value.
 - `forbids` tells a task that opens by saying what not to do ("don't delete notes.txt", "ok so don't ...",
   "never run the tests", "I don't want you to ...", "no need to ...", "never mind the login tests"; not "don't
   forget to ..." nor "never mind, ..."), says "you must not ...", or takes its request back ("..., or don't",
@@ -31,7 +31,7 @@ _NOT_ASKED = "worry|mind|care|know|have|need|remember|forget|hesitate|think|want
 _MARKER = re.compile(
     r"\b(?:except(?:\s+for)?|excluding|exclude|minus|omit(?:ting)?|apart\s+from|aside\s+from|other\s+than"
     r"|save\s+for|but\s+not|not\s+including|instead\s+of|rather\s+than|skipping|ignoring|leav(?:e|ing)\s+out"
-    rf"|(?:,|\band|\bbut)\s+(?:please\s+)?(?P<dont>don{_APOSTROPHE}?t|do\s+not)(?!\s+(?:{_NOT_ASKED})\b)"
+    rf"|(?:[,.;!?]|\band|\bbut)\s+(?:please\s+)?(?P<dont>don{_APOSTROPHE}?t|do\s+not)(?!\s+(?:{_NOT_ASKED})\b)"
     r"|(?:,|\band|\bbut)\s*(?P<skip>skip|ignore)"
     r"|(?P<without>without)"
     r"|(?:all|every|each|everything)(?:\s+[a-z-]+){0,2}?\s+(?P<but>but)"
