@@ -116,6 +116,13 @@ async def test_quoted_texts_in_pairs_are_the_replacements_of_an_edit() -> None:
             await plan(query)
 
 
+async def test_a_search_with_nothing_to_search_for_is_no_plan() -> None:
+    # browser_find takes `text` or `regex`, neither required: an empty call would search for nothing
+    message = await refusal("What's on the current web page? Give me its element tree with refs.")
+    assert "`text` or `regex` (what to search for" in message
+    assert (await plan("find 'Add to cart' on the page")).arguments == {"text": "Add to cart"}
+
+
 async def test_an_empty_catalog_is_no_plan() -> None:
     with pytest.raises(NoPlan):
         await plan("read notes.txt", Catalog([]))

@@ -44,6 +44,8 @@ DESTINATION_NAMES = frozenset({"destination", "dest"})
 EXCLUDING = frozenset(words("exclude ignore"))  # the name of an argument for what to leave out
 INSTEAD = re.compile(r"(?:instead|rather)\b", re.IGNORECASE)  # "instead of *.png": a replacement, not a filter
 OTHERS = frozenset("all every each everything other others rest".split())
+SEARCHING = frozenset(words("find search grep lookup"))  # a tool named for searching needs something to search for
+TERM_NAMES = frozenset({"text", "regex", "query", "q", "pattern", "term", "keyword", "keywords", "search"})
 _BETWEEN = re.compile(r"with|to|for|by|into|->|→", re.IGNORECASE)  # "replace 'a' with 'b'"
 # "the tmp folder": the look-behind starts a name only where a run of its characters starts (linear in search)
 _FOLDER_NAMED = re.compile(r"(?<![\w.-])([\w.-]+)\s+(?:folders?|directory|directories|dir)\b", re.IGNORECASE)
@@ -167,6 +169,9 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
         elif value is None or (isinstance(value, list) and None in value):
             missing.append(f"`{name}` (a path the context cannot resolve: send the working directory or the open file)")
             arguments.pop(name)
+    terms = [n for n, spec in properties.items() if n.lower() in TERM_NAMES and role(n, spec) in ("text", "pattern")]
+    if SEARCHING & set(words(tool.tool.name)) and terms and not arguments:  # "Give me its element tree": no search
+        missing.append(f"{' or '.join(f'`{n}`' for n in terms)} (what to search for: quote it)")
     absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
     # For a tool that takes no path at all, "the arbigent scenarios" (a folder named as the tool is) and "what
     # scenarios does this project have?" (the working directory itself) say where, not what.
