@@ -205,6 +205,8 @@ async def test_a_check_may_say_where_before_what() -> None:
         "run-arbigent-task",
         {"goal": "check on the device that a user can add a product to the wishlist"},
     )
+    shop = "Check in the shop app that the cart screen has a 'Continue shopping' button."
+    assert (await plan(shop)).tool == "run-arbigent-task"  # where, in two words
 
 
 async def test_ids_the_task_writes_choose_among_close_tools() -> None:

@@ -57,7 +57,7 @@ MAX_DIGITS = 30  # a longer run of digits is no number an argument takes (and in
 HINT_WEIGHT = 0.5  # a kind of argument is evidence, but less than a word the user chose
 _GOAL_REQUEST = re.compile(
     r"^\s*(?:please\s+)?(?:(?:check|verify|confirm|ensure|test)(?:\s+(?:on|in|with|using|at)\s+(?:(?:the|my|our|a)\s+)?"
-    r"[\w-]+)?\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",  # "check (on the device) that ..."
+    r"[\w-]+(?:\s+[\w-]+)?)?\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",  # "check (in the shop app) that ..."
     re.IGNORECASE,
 )
 
