@@ -215,6 +215,13 @@ async def test_ids_the_task_writes_choose_among_close_tools() -> None:
         "run-arbigent-scenarios",
         {"scenarioIds": ["login-wrong-password", "settings-dark-mode"]},
     )
+    # The tool that takes the id, when the task says what it does ("run"); "show me" does not say "run".
+    for query in ("run login-wrong-password on its own", "Can you run logout on its own?"):
+        alone = await plan(query)
+        assert (alone.tool, len(alone.arguments["scenarioIds"])) == ("run-arbigent-scenarios", 1), query
+    for query in ("show me settings-language", "delete settings-language", "list settings-language"):
+        with pytest.raises(NoPlan):
+            await plan(query)
 
 
 async def test_a_folder_named_as_the_tool_is_still_a_value_for_a_tool_that_takes_paths(tmp_path: Path) -> None:

@@ -93,6 +93,8 @@ class Filling:
     """The list arguments that took every choice but those the task excludes, since it names none to keep."""
     ignored: tuple[str, ...] = ()
     """What the task excludes that the plan would not leave out ("except the flaky ones"), as the task says it."""
+    stray_ids: tuple[str, ...] = ()
+    """The ids the task writes that some tool chooses among and this one cannot take (also in `unplaced`)."""
 
     @property
     def complete(self) -> bool:

@@ -209,7 +209,8 @@ class OfflinePlanner:
         )
         names = self._goals.names_of(tool) if self._goals and mentions.left_out else []  # only exclusions need them
         excluded = unhonoured(tool, filling, mentions, names)
-        return replace(filling, unplaced=filling.unplaced + ignored, ignored=excluded)
+        stray = tuple(m.text for m in ignored)
+        return replace(filling, unplaced=filling.unplaced + ignored, ignored=excluded, stray_ids=stray)
 
     def _by_rules(self, index: ToolIndex, catalog: Catalog, mentions: Mentions) -> Plan:
         missing = _missing_fit(catalog.missing, mentions.user_text)
@@ -339,6 +340,9 @@ def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, filler: 
     callable_ = [t for t in contenders if fillings[t.name].complete]
     if callable_ == [best.tool]:
         return best.tool, "the only close match that can be called with what the task says"
+    stray = fillings[best.tool.name].stray_ids
+    if len(callable_) == 1 and stray and _same_verb(callable_[0], best.tool, stray, mentions, index):
+        return callable_[0], "the only close match that takes the ids the task writes"
     taking = [t for t in callable_ if fillings[t.name].placed]
     if len(taking) == 1 and fillings[taking[0].name].placed == len(mentions.values):
         return taking[0], "the only close match that takes every value the task mentions"
@@ -366,7 +370,8 @@ def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, f
     ranks lower is not taken to change anything."""
     best = filler(ranked[0].tool, mentions)
     if not (best.missing and any(m.kind in PLACES for m in best.unplaced)) and not best.ignored:
-        return None  # a number or a quoted text could be meant for the best tool in a way it does not take
+        if not best.stray_ids:
+            return None  # a number or a quoted text could be meant for the best tool in a way it does not take
     top = ranked[0]
     # A tool of the same backend that leaves out what the task excludes is close however it ranks ("run the whole
     # suite, excluding checkout": the scenario runner, far below the tool for all on "whole" and "suite").
@@ -378,11 +383,25 @@ def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, f
     ]
     fillings = [(r, filler(r.tool, mentions)) for r in close]
     fillings = [(r, f) for r, f in fillings if r.score * WIDE > top.score or f.left_out]
+    if best.stray_ids:  # "run login-wrong-password on its own": the tool that takes it, if the task says its verb
+        fillings = [(r, f) for r, f in fillings if _same_verb(r.tool, top.tool, best.stray_ids, mentions, index)]
     taking = [(r, f) for r, f in fillings if f.complete and f.placed == len(mentions.values)]
     taking = [(r, f) for r, f in taking if not _list_of_one(f)] or taking
     if len(taking) == 1 or (taking and taking[0][0].score >= MARGIN * taking[1][0].score):
         return taking[0][0].tool
     return None
+
+
+def _same_verb(
+    tool: CatalogTool, best: CatalogTool, ids: tuple[str, ...], mentions: Mentions, index: ToolIndex
+) -> bool:
+    """Whether `tool`, which takes the `ids` the task writes that the `best` tool cannot, says what the task asks
+    to do as `best` does: the words of `best`'s name the task says (but the ids' own) are words of `tool`'s name,
+    and it says one at least ("run login-wrong-password on its own": `run-arbigent-scenarios`; "show me
+    settings-language" says no word of it, and is not run)."""
+    said = _said(mentions) - {w for i in ids for w in words(i)}
+    own = index.name_words[tool.name]
+    return bool(said & own) and said & index.name_words[best.name] <= own
 
 
 def _the_one_for_all(
