@@ -24,7 +24,7 @@ _SYNONYMS = {
     "go": "navigate",
     "visit": "navigate",
     "browse": "navigate",
-    "load": "navigate",
+    "load": "navigate read",
     "website": "page browser",
     "webpage": "page browser",
     "site": "page browser",

@@ -59,7 +59,7 @@ from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, 
 from agentify.planner.offline.fill import Filling, fill
 from agentify.planner.offline.honour import ALL, ALL_WORDS, unhonoured
 from agentify.planner.offline.negation import forbids
-from agentify.planner.offline.roles import choices, takes_goal, takes_value
+from agentify.planner.offline.roles import choices, role, takes_goal, takes_value
 from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, stem, words
 
@@ -369,9 +369,10 @@ def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, f
     a list of one), when it is the only one or leads the next by `MARGIN`. Never a destructive one: a tool that
     ranks lower is not taken to change anything."""
     best = filler(ranked[0].tool, mentions)
-    if not (best.missing and any(m.kind in PLACES for m in best.unplaced)) and not best.ignored:
-        if not best.stray_ids:
-            return None  # a number or a quoted text could be meant for the best tool in a way it does not take
+    places = {m.kind for m in best.unplaced if m.kind in PLACES}
+    placeless = places and not _takes_places(ranked[0].tool)  # "Load a.yaml and b.yaml": not navigate_back
+    if not (places and (best.missing or placeless)) and not best.ignored and not best.stray_ids:
+        return None  # a number or a quoted text could be meant for the best tool in a way it does not take
     top = ranked[0]
     # A tool of the same backend that leaves out what the task excludes is close however it ranks ("run the whole
     # suite, excluding checkout": the scenario runner, far below the tool for all on "whole" and "suite").
@@ -390,6 +391,12 @@ def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, f
     if len(taking) == 1 or (taking and taking[0][0].score >= MARGIN * taking[1][0].score):
         return taking[0][0].tool
     return None
+
+
+def _takes_places(tool: CatalogTool) -> bool:
+    """Whether `tool` has an argument for a path or a URL."""
+    properties = tool.input_schema.get("properties") or {}
+    return any(isinstance(s, dict) and role(n, s) in ("path", "paths", "url") for n, s in properties.items())
 
 
 def _same_verb(
