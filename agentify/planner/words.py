@@ -42,6 +42,7 @@ _SYNONYMS = {
     "display": "read",
     "print": "read",
     "cat": "read",
+    "dump": "read",
     "say": "read",  # "what does notes.txt say?"
     "summarize": "read",  # a file is read to be summarized
     "containing": "content",
