@@ -33,7 +33,7 @@ def cases_file(tmp_path: Path) -> Path:
     cases: list[tuple[str, str, dict[str, Any]]] = [
         ("read notes.txt", "read_text_file", {"path": "notes.txt"}),
         ("list the files in docs", listing, {"path": "docs"}),
-        ("replace 'milk' with 'bread' in notes.txt", "edit_file", {}),
+        ("change milk to bread in notes.txt", "edit_file", {}),  # an edit in plain words: refused offline
     ]
     context = {"currentWorkingDirectory": "workspace"}
     lines = [
