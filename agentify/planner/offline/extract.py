@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from agentify.planner import TaskContext, TaskInput
 from agentify.planner.offline.negation import exclusions
-from agentify.planner.offline.vocabulary import is_ref, key_name
+from agentify.planner.offline.vocabulary import COUNTED, NUMBER_WORDS, is_ref, key_name
 from agentify.planner.prompt import document_path
 from agentify.planner.words import STOP_WORDS, query_terms, words
 
@@ -89,20 +89,6 @@ _LETTERS = re.compile(r"[a-z]+")
 # The look-behinds let a name (or a number) start only where a run of its characters starts: linear in search.
 _FILE_NAME = re.compile(r"(?<![\w.@+-])(?:[\w@+-][\w.@+-]*)?\w\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z0-9][\w.-]*")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-# Numbers said in words before what they count ("the last twenty lines", "wait five seconds"): not "one" ("the one
-# of them"), nor before other nouns ("two bedrooms" is a room count an API may take as words or leave to the text).
-NUMBER_WORDS = {
-    w: n
-    for n, w in enumerate(
-        "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"
-        " eighteen nineteen twenty".split(),
-        start=2,
-    )
-} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "hundred": 100}
-COUNTED = frozenset(
-    "lines seconds secs minutes mins milliseconds ms steps retries tries attempts times pixels px results rows"
-    " entries levels".split()
-)
 _SIZE = re.compile(r"(?<!\d)(\d+)[x×](\d+)")
 _FOLDER_WORD = re.compile(r"(?<!\s)\s+(folder|directory|dir)$")
 _EDGE = "\"'`,;:!?()[]{}<>"

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentify.planner.catalog import CatalogTool, enum_values
-from agentify.planner.offline.extract import Exclusion, Kind, Mention, Mentions, resolve_path, without_exclusions
+from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path, without_exclusions
+from agentify.planner.offline.left_out import OTHERS, leave_out
 from agentify.planner.offline.roles import Role, named_in, reads_directories, replacement_names, role
 from agentify.planner.offline.vocabulary import PLAIN_TEXT_NAMES
 from agentify.planner.words import stem, words
@@ -41,15 +42,9 @@ MOVING = frozenset(words("move mv"))
 RENAMING = frozenset(words("rename"))  # "rename notes.txt to docs": the new name, even when a folder has it
 SOURCE_NAMES = frozenset({"source", "src"})
 DESTINATION_NAMES = frozenset({"destination", "dest"})
-EXCLUDING = frozenset(words("exclude ignore"))  # the name of an argument for what to leave out
-INSTEAD = re.compile(r"(?:instead|rather)\b", re.IGNORECASE)  # "instead of *.png": a replacement, not a filter
-OTHERS = frozenset("all every each everything other others rest".split())
 SEARCHING = frozenset(words("find search grep lookup"))  # a tool named for searching needs something to search for
 TERM_NAMES = frozenset({"text", "regex", "query", "q", "pattern", "term", "keyword", "keywords", "search"})
 _BETWEEN = re.compile(r"with|to|for|by|into|->|→", re.IGNORECASE)  # "replace 'a' with 'b'"
-# "the tmp folder": the look-behind starts a name only where a run of its characters starts (linear in search)
-_FOLDER_NAMED = re.compile(r"(?<![\w.-])([\w.-]+)\s+(?:folders?|directory|directories|dir)\b", re.IGNORECASE)
-CHOOSING = ("enum", "enum_list")
 _BY_SIZE, _BY_TIME, _BY_NAME = (tuple(words(w)) for w in ("size", "date time modified mtime created updated", "name"))
 # Only orders whose direction a sort by that key gives: "smallest first" may well be the reverse.
 ORDERS = dict.fromkeys(("biggest", "largest"), _BY_SIZE) | dict.fromkeys(("newest", "latest"), _BY_TIME)
@@ -207,54 +202,6 @@ def boolean_said(name: str, mentions: Mentions) -> bool | None:
     if not named or not named <= set(said):
         return None
     return not any(w in named and i and said[i - 1] in NEGATORS for i, w in enumerate(said))
-
-
-def leave_out(
-    properties: dict[str, dict[str, Any]],
-    required: set[str],
-    arguments: dict[str, Any],
-    mentions: Mentions,
-    defaulted: set[str],
-) -> tuple[list[Any], list[str]]:
-    """The choices the task excludes that the arguments honour: a list of choices without them (when the task
-    does not also ask for all the others: "run login and every other scenario except checkout"), all the others
-    when the task names none to keep and the list is required ("run every scenario but checkout": also returned,
-    by argument name), or a single choice that the task sets to another value ("by size, not by name"); or the
-    patterns it excludes ("except", not "instead of"), in the one list of patterns to exclude
-    (`excludePatterns`)."""
-    excluded = [words(x.text) for x in mentions.left_out]
-    others_too = bool(OTHERS.intersection(re.findall(r"[a-z]+", mentions.user_text.lower())))
-    left_out: list[Any] = []
-    others: list[str] = []
-    for name, spec in properties.items() if excluded else ():
-        kind = role(name, spec)
-        options = enum_values(spec) if kind == "enum" else enum_values(spec.get("items") or {})
-        said = list(dict.fromkeys(o for x in excluded for o in named_in(options, x))) if kind in CHOOSING else []
-        value = None if name in defaulted else arguments.get(name)  # a default is no other value the task set
-        kept = value if isinstance(value, list) else [] if value is None else [value]
-        complement = kind == "enum_list" and name not in arguments and name in required
-        if said and complement and (rest := [o for o in options if o not in said]):
-            arguments[name] = rest
-            left_out += said
-            others.append(name)
-        elif said and kept and not any(v in said for v in kept) and not (kind == "enum_list" and others_too):
-            left_out += said
-    filters = [x for x in mentions.left_out if not INSTEAD.match(x.text.lstrip(" ,"))]  # "instead of" replaces
-    named = [p for x in filters for p in patterns(x)]
-    excluding = [n for n, spec in properties.items() if EXCLUDING & set(words(n)) and role(n, spec) == "texts"]
-    if named and len(excluding) == 1 and excluding[0] not in arguments:  # "but leave out the *.png files"
-        arguments[excluding[0]] = named
-        left_out += named
-    return left_out, others
-
-
-def patterns(exclusion: Exclusion) -> list[str]:
-    """What an exclusion names that a list of patterns to exclude can hold, as the task writes it: its globs,
-    quoted names and paths ("excluding 'arbigent-result'"), and a name said before "folder" ("but ignore the tmp
-    folder")."""
-    written = [m.text for m in exclusion.values if m.kind == "glob" or m.kind in ("quoted", "path")]
-    folders = [m.group(1) for m in _FOLDER_NAMED.finditer(exclusion.text) if words(m.group(1))]
-    return list(dict.fromkeys(t.strip() for t in written + folders if t.strip() and not re.search(r"\s", t.strip())))
 
 
 def _into_folder(arguments: dict[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """Whether a plan leaves out what its task excludes (`Mentions.left_out`, found by `negation.exclusions`).
 
-A plan honours an exclusion only through its arguments (`fill.leave_out`): the exclusion names the choices or
+A plan honours an exclusion only through its arguments (`left_out.leave_out`): the exclusion names the choices or
 patterns they leave out and says nothing else but the tool's own words and small ones ("except the checkout
 scenario", "but leave out the *.png files"; not "except logout and the settings ones"); no choice it names, nor
 any the plan keeps, also names another tool of the backend ("all the tests except login": the `login` scenario, or
@@ -17,7 +17,8 @@ import re
 
 from agentify.planner.catalog import CatalogTool
 from agentify.planner.offline.extract import Exclusion, Mentions
-from agentify.planner.offline.fill import Filling, patterns
+from agentify.planner.offline.fill import Filling
+from agentify.planner.offline.left_out import patterns
 from agentify.planner.offline.roles import named_in
 from agentify.planner.words import SYNONYMS, stem, words
 

@@ -15,7 +15,7 @@
   forget to ..." nor "never mind, ..."), says "you must not ...", or takes its request back ("..., or don't",
   "Actually don't."): the offline planner plans what to do, never the opposite of what the words say.
 
-The planner honours an exclusion only by the arguments (`fill.leave_out`, `honour`): the other scenario ids for a
+The planner honours an exclusion only by the arguments (`left_out.leave_out`, `honour`): the other scenario ids for a
 list of them, another value the task names for a single choice, or the patterns it excludes in a list of patterns
 to exclude. Anything else a task excludes is a refusal, so that no plan ignores it.
 """

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from agentify.errors import BackendUnavailable, NoPlan, PlannerUnavailable
@@ -59,14 +59,14 @@ from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, 
 from agentify.planner.offline.fill import Filling, fill
 from agentify.planner.offline.honour import ALL, ALL_WORDS, unhonoured
 from agentify.planner.offline.negation import forbids
-from agentify.planner.offline.roles import choices, role, takes_goal, takes_value
+from agentify.planner.offline.offered import IDENTIFIER, Offered, without_filler
+from agentify.planner.offline.roles import role, takes_value
 from agentify.planner.retrieval import Ranked, ToolIndex
 from agentify.planner.words import SYNONYMS, query_terms, stem, words
 
 MARGIN = 1.25
 PLACES = ("path", "url")
 _WORD = re.compile(r"[a-z0-9]+")
-_IDENTIFIER = re.compile(r"(?<![\w./-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w/-])")
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
 CANDIDATES = 3
 SHORT = 160
@@ -79,64 +79,12 @@ CONFIGURE = (
 )
 
 
-GOAL_FILLER = frozenset(
-    words("check verify confirm ensure make sure test tests pass passes work works still flow fine ok")
-    + words("app device phone emulator simulator")  # where: "check on the device that login still works"
-)
-
-
-@dataclass(frozen=True)
-class _Goals:
-    """What "check that X works" needs from a catalog, derived once per index: whether a tool takes a goal in
-    plain words, and what the other tools of its backend (the test runner) already run: their names' words,
-    and the values they choose among (scenario ids)."""
-
-    index: ToolIndex
-    taken: bool
-    names: tuple[frozenset[str], ...]
-    values: tuple[frozenset[str], ...]
-    choices: frozenset[str] = frozenset()
-    """Every choice of the catalog's tools, lowercased."""
-    ids: frozenset[str] = frozenset()
-    """The choices written as an id ("settings-language")."""
-    tool_names: tuple[tuple[str, str, frozenset[str]], ...] = ()
-    """Each tool's backend, name and the words of its name."""
-
-    def names_of(self, tool: CatalogTool) -> list[frozenset[str]]:
-        """The words of the names of the other tools of `tool`'s backend."""
-        return [w for backend, name, w in self.tool_names if backend == tool.backend and name != tool.name]
-
-    @classmethod
-    def of(cls, index: ToolIndex) -> _Goals:
-        tools = list(index.catalog.tools.values())
-        runners = {t.backend for t in tools if takes_goal(t)}
-        tests = [t for t in tools if t.backend in runners and not takes_goal(t)]
-        values = (frozenset(words(str(value))) for t in tests for value in choices(t))
-        names = tuple(frozenset(words(t.tool.name)) for t in tests)
-        every = frozenset(str(v).lower() for t in tools for v in choices(t))
-        ids = frozenset(v for v in every if _IDENTIFIER.fullmatch(v))
-        named = tuple((t.backend, t.name, frozenset(words(t.tool.name))) for t in tools)
-        return cls(index, bool(runners), names, tuple(v for v in values if v), every, ids, named)
-
-    def named(self, goal: Mentions) -> bool:
-        """Whether X is what the runner already runs: the words of a tool's name ("check that login works": the
-        login tests) or exactly a value's ("check that the checkout still works": the checkout scenario, but not
-        "check that the checkout shows 3 items"), so it goes there, not to an ad-hoc goal."""
-        said = set(words(goal.query))
-        rest = said - GOAL_FILLER
-        return bool(rest) and (any(rest <= name for name in self.names) or any(rest <= v <= said for v in self.values))
-
-
-def _without_filler(text: str) -> str:
-    return " ".join(token for token in text.split() if set(words(token)) - GOAL_FILLER)
-
-
 class OfflinePlanner:
     name = "offline"
 
     def __init__(self, indexes: IndexCache | None = None) -> None:
         self._indexes = indexes or IndexCache()
-        self._goals: _Goals | None = None
+        self._offered: Offered | None = None
 
     async def plan(self, task: TaskInput, catalog: Catalog) -> Plan:
         if not catalog.tools:
@@ -147,15 +95,15 @@ class OfflinePlanner:
                 "instead (or nothing needs to be done)."
             )
         index = self._indexes.get(catalog)
-        if self._goals is None or self._goals.index is not index:
-            self._goals = _Goals.of(index)
-        mentions = analyse(task, exclusions_apart=True, choices=self._goals.choices)
-        if self._goals.taken and (goal := goal_request(mentions)) is not None:
+        if self._offered is None or self._offered.index is not index:
+            self._offered = Offered.of(index)
+        mentions = analyse(task, exclusions_apart=True, choices=self._offered.choices)
+        if self._offered.taken and (goal := goal_request(mentions)) is not None:
             # What the runner has for X is found by X alone: "check" and "works" would rank every test alike.
             # An ad-hoc goal is found by its kind alone: "check that the page loads" is not a tool named "check".
-            named = self._goals.named(goal)
+            named = self._offered.named(goal)
             mentions = replace(
-                mentions if named else goal, user_text=_without_filler((mentions if named else goal).user_text)
+                mentions if named else goal, user_text=without_filler((mentions if named else goal).user_text)
             )
         try:
             return self._by_rules(index, catalog, mentions)
@@ -200,14 +148,14 @@ class OfflinePlanner:
         argument for, is a value the plan would ignore ("run the settings tests except settings-language"), and so
         is what the task excludes that the arguments do not leave out (`honour`)."""
         filling = fill(tool, mentions)
-        ids = self._goals.ids if self._goals else frozenset()
-        written = [m for m in _IDENTIFIER.finditer(mentions.user_text) if m.group(0).lower() in ids]
+        ids = self._offered.ids if self._offered else frozenset()
+        written = [m for m in IDENTIFIER.finditer(mentions.user_text) if m.group(0).lower() in ids]
         ignored = tuple(
             Mention("quoted", m.group(0), m.group(0), m.start(), m.end())
             for m in written
             if not takes_value(tool, m.group(0))
         )
-        names = self._goals.names_of(tool) if self._goals and mentions.left_out else []  # only exclusions need them
+        names = self._offered.names_of(tool) if self._offered and mentions.left_out else []  # only exclusions need them
         excluded = unhonoured(tool, filling, mentions, names)
         stray = tuple(m.text for m in ignored)
         return replace(filling, unplaced=filling.unplaced + ignored, ignored=excluded, stray_ids=stray)

@@ -45,6 +45,21 @@ _KEYS = {
 _MODIFIERS = {"control": "Control", "ctrl": "Control", "shift": "Shift", "alt": "Alt", "meta": "Meta", "cmd": "Meta"}
 _FUNCTION_KEY = re.compile(r"f([1-9]|1[0-2])")
 
+# Numbers said in words before what they count ("the last twenty lines", "wait five seconds"): not "one" ("the one
+# of them"), nor before other nouns ("two bedrooms" is a room count an API may take as words or leave to the text).
+NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"
+        " eighteen nineteen twenty".split(),
+        start=2,
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "hundred": 100}
+COUNTED = frozenset(
+    "lines seconds secs minutes mins milliseconds ms steps retries tries attempts times pixels px results rows"
+    " entries levels".split()
+)
+
 
 def is_ref(token: str) -> bool:
     return REF.fullmatch(token) is not None
