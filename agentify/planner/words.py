@@ -63,6 +63,8 @@ _SYNONYMS = {
     "hit": "press",
     "tap": "press",
     "pause": "wait",
+    "hang": "wait",  # "hang on 5 seconds"
+    "permitted": "allowed",
     "pick": "select",
     "choose": "select",
     "shut": "close",

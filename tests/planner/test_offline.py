@@ -162,6 +162,8 @@ FIGURES = [  # docs/planning.md's own-set figures: (set, with the 606 generated 
     ("routing-blind6", True, 33, 50),
     ("routing-blind7", False, 40, 50),
     ("routing-blind7", True, 38, 50),
+    ("routing-blind8", False, 25, 49),
+    ("routing-blind8", True, 24, 49),
 ]
 # The one documented wrong plan: with a Notion backend among the 653 tools, "search the page" is notion_search.
 KNOWN_WRONG = {("routing-blind6", True): ["where's the 'Add to cart' button on this page? search the page for it"]}

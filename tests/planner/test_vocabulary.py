@@ -32,6 +32,8 @@ FRESH = REPO / "examples" / "eval" / "routing-fresh.jsonl"
         # everyday words for what the tools call otherwise
         ("Pick 'Germany' in the dropdown e9.", "browser_select_option", {"target": "e9", "values": ["Germany"]}),
         ("Pause for 5 seconds so the page can finish loading.", "browser_wait_for", {"time": 5}),
+        ("hang on 5 seconds, the page is still loading", "browser_wait_for", {"time": 5}),
+        ("which directories are you actually permitted to touch?", "list_allowed_directories", {}),
         ("Shut down the browser page, I'm done with it.", "browser_close", {}),
         ("accept the alert", "browser_handle_dialog", {"accept": True}),
         (
