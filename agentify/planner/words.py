@@ -49,10 +49,8 @@ _SYNONYMS = {
     "picture": "screenshot",
     "capture": "screenshot",
     "rerun": "run",
+    "kick": "run",  # "kick off the smoke tests"
     "suite": "test",
-    "full": "all",  # "the full test suite"
-    "whole": "all",
-    "entire": "all",
     "e2e": "test",
     "check": "test",
     "verify": "test",

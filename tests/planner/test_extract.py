@@ -60,6 +60,9 @@ def test_a_number_said_in_words_is_one_before_what_it_counts_only() -> None:
     # "two bedrooms" may be words an API takes as they are, "the one" is no count, and "one" is never a number
     assert mentioned("find a flat with two bedrooms") == []
     assert mentioned("wait one second") == []
+    assert mentioned("the last twenty five lines")[0] == ("number", 25)  # not 5, as a review found
+    assert mentioned("the last two hundred lines")[0] == ("number", 200)
+    assert mentioned("the last five twenty lines")[0] == ("quoted", "twenty")  # no number: a value nothing takes
 
 
 def test_a_folder_said_beside_a_path_in_it_is_one_place_unless_the_task_joins_them() -> None:
@@ -233,8 +236,22 @@ def test_a_boolean_said_in_other_words_and_a_number_by_what_it_counts() -> None:
     assert fill(shot, analyse(task("a screenshot without the full page"))).arguments["fullPage"] is False
     requests = example_catalog().find("browser", "browser_network_requests")
     assert requests is not None  # `static` is required, with a default of false: saying it is not the default
-    for query, static in (("the requests, including static resources", True), ("the requests, no static ones", False)):
+    said = {
+        "the requests, including static resources": True,
+        "the requests, static assets like images and scripts included": True,
+        "the requests, no static ones": False,
+        # from a review: each of these gave `static: true`, the opposite
+        "the requests with static=false": False,
+        "the requests, static: false": False,
+        "the requests, hide static resources": False,
+        "the requests, filter out static resources": False,
+        "only non-static requests": False,
+        "the requests that aren't static": False,
+    }
+    for query, static in said.items():
         assert fill(requests, analyse(task(query))).arguments["static"] is static, query
+    for query in ("a screenshot, I don't need the full page", "a screenshot, fullPage false"):
+        assert fill(shot, analyse(task(query))).arguments["fullPage"] is False, query
     assert fill(wait, analyse(task("pause the browser for 5 seconds so the page settles"))).arguments == {"time": 5}
     # What a number counts names its argument only when no word near it names one: "the first 5 lines" is `head`.
     read = example_catalog().find("filesystem", "read_text_file")

@@ -104,8 +104,12 @@ async def test_a_folder_named_beside_a_path_in_it_or_as_the_backend_is_a_word_no
     path = str(EXAMPLES / "arbigent" / "arbigent-config.yaml")
     assert (config.tool, config.arguments) == ("read_text_file", {"path": path, "tail": 20})
     assert (await plan("which scenarios are in the arbigent project?")).tool == "list-arbigent-scenarios"
-    # The working directory itself ("this project") is where any tool works: no value a pathless tool leaves out.
+    # The project itself ("this project") is where a read-only tool with no path looks: no value it leaves out.
     assert (await plan("what test scenarios does this project have?")).tool == "list-arbigent-scenarios"
+    # Not for a tool that acts, nor for "this folder" (a review: "close the browser and delete this folder" closed it)
+    for query in ("close the browser and delete this folder", "list the scenarios and copy them to this folder"):
+        with pytest.raises(NoPlan):
+            await plan(query)
     # A folder that is neither is still a value the tool cannot take: refused, not ignored.
     assert "which argument should take 'eval'" in await refusal("list the arbigent scenarios in eval")
 
@@ -206,7 +210,9 @@ async def test_a_check_may_say_where_before_what() -> None:
         {"goal": "check on the device that a user can add a product to the wishlist"},
     )
     shop = "Check in the shop app that the cart screen has a 'Continue shopping' button."
-    assert (await plan(shop)).tool == "run-arbigent-task"  # where, in two words
+    assert (await plan(shop)).tool == "run-arbigent-task"  # where, in two words, the second naming the device
+    with pytest.raises(NoPlan):  # not "the config file" (a review: it sent the app's agent to read a file)
+        await plan("check in the config file that the model is gpt-4")
 
 
 async def test_ids_the_task_writes_choose_among_close_tools() -> None:
@@ -219,7 +225,13 @@ async def test_ids_the_task_writes_choose_among_close_tools() -> None:
     for query in ("run login-wrong-password on its own", "Can you run logout on its own?"):
         alone = await plan(query)
         assert (alone.tool, len(alone.arguments["scenarioIds"])) == ("run-arbigent-scenarios", 1), query
-    for query in ("show me settings-language", "delete settings-language", "list settings-language"):
+    # ... and only when the ids are all it takes: "the login ones" is the login tag, logout too (a review)
+    for query in (
+        "show me settings-language",
+        "delete settings-language",
+        "list settings-language",
+        "run the login ones and login-wrong-password",
+    ):
         with pytest.raises(NoPlan):
             await plan(query)
 
@@ -303,6 +315,12 @@ async def test_what_the_task_excludes_is_never_what_it_runs() -> None:
         "run the login tests but skip logout",  # the login tag's other scenario: a tag-aware runner's job
         "run the login tests, but ignore logout",
         "which scenarios would the smoke test run, and in what order? don't start anything",  # it ran them
+        # from a review: each of these excluded the wrong thing, or the opposite of what was asked
+        "search for *.yaml in the project but ignore hidden folders",
+        "search for *.md except in nested folders",
+        "print the directory tree but skip all but the arbigent folder",
+        "search for *.yaml, excluding files other than those in the arbigent folder",
+        f"search for *.md but skip {EXAMPLES / 'arbigent'}",  # the server matches relative paths only
     ],
 )
 async def test_an_exclusion_no_argument_can_honour_is_a_refusal_that_names_it(query: str) -> None:
@@ -360,10 +378,10 @@ async def test_the_patterns_a_task_excludes_go_to_the_list_of_patterns_to_exclud
         "directory_tree",
         {"path": str(EXAMPLES / "arbigent"), "excludePatterns": ["*.png"]},
     )
-    # a quoted name, or a name said before "folder": as written (the server matches it at any depth or at the top)
+    # a quoted name or a relative path, as written (the server matches it at any depth or at the top)
     tree = await plan("Print a recursive tree of arbigent, excluding 'arbigent-result'.")
     assert tree.arguments == {"path": str(EXAMPLES / "arbigent"), "excludePatterns": ["arbigent-result"]}
-    png = await plan("search for *.png in arbigent but ignore the tmp folder")
+    png = await plan("search for *.png in arbigent but ignore the 'tmp' folder")
     assert png.arguments == {"path": str(EXAMPLES / "arbigent"), "pattern": "*.png", "excludePatterns": ["tmp"]}
     markdown = await plan("search for *.md but not in arbigent")
     assert markdown.arguments == {"path": str(EXAMPLES), "pattern": "*.md", "excludePatterns": ["arbigent"]}

@@ -55,9 +55,10 @@ ASKING = frozenset({"what", "which"})
 ASKED = ("list", "read")
 MAX_DIGITS = 30  # a longer run of digits is no number an argument takes (and int() refuses 4,300 digits)
 HINT_WEIGHT = 0.5  # a kind of argument is evidence, but less than a word the user chose
+# "check (on the device / in the shop app) that ...": where, in one word or a second that names the device
 _GOAL_REQUEST = re.compile(
     r"^\s*(?:please\s+)?(?:(?:check|verify|confirm|ensure|test)(?:\s+(?:on|in|with|using|at)\s+(?:(?:the|my|our|a)\s+)?"
-    r"[\w-]+(?:\s+[\w-]+)?)?\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",  # "check (in the shop app) that ..."
+    r"[\w-]+(?:\s+(?:app|device|phone|emulator|simulator))?)?\s+(?:that|whether|if)|make\s+sure(?:\s+that)?)\s+\S",
     re.IGNORECASE,
 )
 
@@ -309,6 +310,17 @@ def _without_echoes(query: str, found: list[tuple[Mention, str]]) -> list[tuple[
     return kept[::-1]
 
 
+def _in_words(token: str, before: list[str]) -> int | None:
+    """The number `token` ends, with the word before it: "twenty five" is 25, "two hundred" 200; None for words
+    that make no number together ("five twenty")."""
+    value, previous = NUMBER_WORDS[token], NUMBER_WORDS.get(before[-1]) if before else None
+    if previous is None:
+        return value
+    if previous >= 20 and previous % 10 == 0 and value < 10:
+        return previous + value
+    return previous * value if value == 100 and previous < 10 else None
+
+
 def _quoted(text: str, start: int, end: int, base: str | None) -> tuple[Mention, str]:
     """A quoted URL, glob or path keeps its kind; any other quoted text is a text."""
     url = as_url(text)
@@ -327,8 +339,9 @@ def _token(token: str, start: int, base: str | None, before: list[str], after: s
         return Mention("glob", token, token, start, end), "pattern"
     if _NUMBER.fullmatch(token) and len(token) <= MAX_DIGITS:
         return Mention("number", token, float(token) if "." in token else int(token), start, end), ""
-    if token.lower() in NUMBER_WORDS and after in COUNTED:
-        return Mention("number", token, NUMBER_WORDS[token.lower()], start, end), ""
+    if token.lower() in NUMBER_WORDS and after in COUNTED:  # "five twenty lines": a value no argument takes
+        value = _in_words(token.lower(), before)
+        return Mention("number" if value is not None else "quoted", token, value or token, start, end), ""
     if "@" in token or token.lower() in NOT_PATHS:
         return None
     resolved = resolve_path(token, base)

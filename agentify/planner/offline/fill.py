@@ -32,7 +32,7 @@ from typing import Any
 from agentify.planner.catalog import CatalogTool, enum_values
 from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path, without_exclusions
 from agentify.planner.offline.left_out import OTHERS, leave_out
-from agentify.planner.offline.roles import Role, named_in, reads_directories, replacement_names, role
+from agentify.planner.offline.roles import Role, named_in, reads_directories, replacement_names, role, takes_role
 from agentify.planner.offline.vocabulary import PLAIN_TEXT_NAMES
 from agentify.planner.words import stem, words
 
@@ -42,6 +42,9 @@ MOVING = frozenset(words("move mv"))
 RENAMING = frozenset(words("rename"))  # "rename notes.txt to docs": the new name, even when a folder has it
 SOURCE_NAMES = frozenset({"source", "src"})
 DESTINATION_NAMES = frozenset({"destination", "dest"})
+PREVIEWING = frozenset(words("preview previewing diff"))
+DRY = frozenset(words("dry preview"))  # `dryRun`
+PROJECT_WORDS = frozenset({"project", "repo", "repository", "codebase"})
 SEARCHING = frozenset(words("find search grep lookup"))  # a tool named for searching needs something to search for
 TERM_NAMES = frozenset({"text", "regex", "query", "q", "pattern", "term", "keyword", "keywords", "search"})
 _BETWEEN = re.compile(r"with|to|for|by|into|->|→", re.IGNORECASE)  # "replace 'a' with 'b'"
@@ -56,7 +59,14 @@ _ORDER = re.compile(
     re.IGNORECASE,
 )
 WHOLE = {stem(w): stem("full") for w in ("whole", "entire")}  # a boolean's name in other words ("the whole page")
-NEGATORS = frozenset(words("no not without excluding exclude except skip omit"))  # "without the full page"
+# Right before a boolean's name ("without the full page", "non-static", "I don't need the full page") or within a
+# few words after it ("fullPage false"), these say false; a required boolean's default gives way only to an
+# affirming word.
+NEGATORS = frozenset(words("no not without non hide hiding drop dropping aren isn don doesn"))
+NEGATED_AFTER = frozenset(words("false off excluded disabled"))
+AFFIRMING = frozenset(words("include including includes show showing plus enable enabled"))
+AFFIRMED_AFTER = frozenset(words("true included enabled"))
+AFTER_WINDOW = 5  # "static assets like images and scripts included"
 FOR_ROLE: dict[str, tuple[Kind, ...]] = {
     "url": ("url",),
     "path": ("path", "quoted"),
@@ -122,7 +132,7 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
             arguments[name] = specs[name]["default"]
             defaulted.add(name)
     for name in (n for n in required if roles[n] == "boolean" and (n not in arguments or n in defaulted)):
-        if (said := boolean_said(name, mentions)) is not None:  # "including static resources": not its default
+        if (said := boolean_said(name, mentions, over_default=name in defaulted)) is not None:
             arguments[name] = said
             defaulted.discard(name)
     for wanted in ("url", "path", "ref", "key", "pattern", "text", "number", "goal"):
@@ -166,15 +176,23 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
         elif value is None or (isinstance(value, list) and None in value):
             missing.append(f"`{name}` (a path the context cannot resolve: send the working directory or the open file)")
             arguments.pop(name)
+    read_only = tool.tool.annotations is not None and tool.tool.annotations.read_only_hint is True
+    # "preview replacing ...", "show me the diff of ...": a dry run, or no call to a tool that says it destroys
+    if PREVIEWING & set(words(mentions.user_text)):
+        dry = [n for n, spec in properties.items() if role(n, spec) == "boolean" and DRY & set(words(n))]
+        if dry:
+            arguments[dry[0]] = True
+        elif tool.tool.annotations is not None and tool.tool.annotations.destructive_hint is True:
+            missing.append("a dry run (the task asks for a preview, and the tool has no argument for one)")
     terms = [n for n, spec in properties.items() if n.lower() in TERM_NAMES and role(n, spec) in ("text", "pattern")]
     if SEARCHING & set(words(tool.tool.name)) and terms and not arguments:  # "Give me its element tree": no search
         missing.append(f"{' or '.join(f'`{n}`' for n in terms)} (what to search for: quote it)")
     absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
     # For a tool that takes no path at all, "the arbigent scenarios" (a folder named as the tool is) and "what
     # scenarios does this project have?" (the working directory itself) say where, not what.
-    pathless = not _takes_paths(properties)
+    pathless = not takes_role(properties, "path", "paths")
     own = set(words(f"{tool.backend} {tool.tool.name}")) if pathless else set()
-    here = mentions.base if pathless and mentions.base else None
+    here = mentions.base if pathless and read_only and mentions.base else None
     unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own) and not _is_place(m, here))
     return Filling(arguments, tuple(missing), unplaced, placed, absent, tuple(chosen), tuple(left_out), tuple(others))
 
@@ -190,18 +208,26 @@ def _replacements(pool: list[Mention], query: str) -> list[tuple[Mention, Mentio
 
 
 def _is_place(mention: Mention, here: str | None) -> bool:
-    return here is not None and mention.kind == "path" and mention.value == os.path.normpath(here)
+    """Whether `mention` is the project as a whole ("this project", "our repo"), the working directory `here`."""
+    project = PROJECT_WORDS.intersection(mention.text.lower().split())
+    return here is not None and bool(project) and mention.kind == "path" and mention.value == os.path.normpath(here)
 
 
-def boolean_said(name: str, mentions: Mentions) -> bool | None:
-    """A boolean argument as the task says it: true when it says the argument's name ("including static
-    resources", "the whole page" for `fullPage`), false when "no", "not", "without"... comes just before it
-    ("without the full page"), None when it does not say it."""
+def boolean_said(name: str, mentions: Mentions, *, over_default: bool = False) -> bool | None:
+    """A boolean argument as the task says it: true when it says the argument's name ("the whole page" for
+    `fullPage`), false when `NEGATORS` come just before it or `NEGATED_AFTER` just after ("without the full page",
+    "static=false"), None when it does not say it. `over_default`: the argument has its schema's default, which
+    only an affirming word sets true ("including static resources"; not "filter out static resources")."""
     named = set(words(name))
     said = [WHOLE.get(w, w) for w in words(mentions.user_text)]
     if not named or not named <= set(said):
         return None
-    return not any(w in named and i and said[i - 1] in NEGATORS for i, w in enumerate(said))
+    spots = [i for i, w in enumerate(said) if w in named]
+    before = {said[i - 1] for i in spots if i and said[i - 1] not in named}
+    after = {w for i in spots for w in said[i + 1 : i + 1 + AFTER_WINDOW] if w not in named}
+    if before & NEGATORS or after & NEGATED_AFTER:
+        return False
+    return None if over_default and not (before & AFFIRMING or after & AFFIRMED_AFTER) else True
 
 
 def _into_folder(arguments: dict[str, Any]) -> None:
@@ -226,10 +252,6 @@ def _named_inside(properties: dict[str, dict[str, Any]], taken: set[str], mentio
         unnamed = {id(m) for m in left}
         return [m for m in inside if id(m) not in unnamed]
     return []
-
-
-def _takes_paths(properties: dict[str, dict[str, Any]]) -> bool:
-    return any(role(n, spec) in ("path", "paths") for n, spec in properties.items())
 
 
 def _for_email(name: str, spec: dict[str, Any]) -> bool:

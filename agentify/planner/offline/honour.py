@@ -30,6 +30,7 @@ MARKER_WORDS = frozenset(
     words("except excluding exclude minus omit omitting apart aside other than save but not including instead")
     + words("rather skip skipping ignore ignoring leave leaving out don't dont do all every each everything without")
 )
+TURNS = frozenset("but other except apart besides only".split())  # a second turn after an exclusion's marker
 FILLER = frozenset(words("one ones file files item items thing things stuff noise"))
 FILLER |= frozenset(words("folder folders directory directories dir"))
 CONTEXT = re.compile(
@@ -75,9 +76,12 @@ def _honours(
     """Whether the arguments leave out what `exclusion` says: it names what they leave out and nothing else (but
     the tool's own words and small ones), none of it also names another tool of the backend ("all the tests except
     login": the `login` scenario, or the tests tagged login?), and every other choice is taken only when the task
-    asks for all of them. "don't run anything" asks nothing of a read-only tool, and a replacement ("instead of
+    asks for all of them; and it turns only once (not "skip all but the arbigent folder"). "don't run anything"
+    asks nothing of a read-only tool, and a replacement ("instead of
     running everything") or "other than that" nothing of any, when they name no value."""
     said, text = words(exclusion.text), exclusion.text.lstrip(" ,")
+    if TURNS.intersection(_WORD.findall(text.lower())[1:]):  # "skip all but the arbigent folder": turned twice
+        return False
     named = [str(v) for v in named_in(choices, said)] + [p for p in patterns(exclusion) if p in left]
     if not named:  # nothing to leave out by: only a replacement or "other than that" asks nothing of the plan
         return not exclusion.values and (bool(CONTEXT.match(text)) or read_only and bool(NEGATIVE.match(text)))

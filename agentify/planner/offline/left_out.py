@@ -16,8 +16,6 @@ from agentify.planner.words import words
 EXCLUDING = frozenset(words("exclude ignore"))  # the name of an argument for what to leave out
 INSTEAD = re.compile(r"(?:instead|rather)\b", re.IGNORECASE)  # "instead of *.png": a replacement, not a filter
 OTHERS = frozenset("all every each everything other others rest".split())
-# "the tmp folder": the look-behind starts a name only where a run of its characters starts (linear in search)
-_FOLDER_NAMED = re.compile(r"(?<![\w.-])([\w.-]+)\s+(?:folders?|directory|directories|dir)\b", re.IGNORECASE)
 CHOOSING = ("enum", "enum_list")
 
 
@@ -62,8 +60,8 @@ def leave_out(
 
 def patterns(exclusion: Exclusion) -> list[str]:
     """What an exclusion names that a list of patterns to exclude can hold, as the task writes it: its globs,
-    quoted names and paths ("excluding 'arbigent-result'"), and a name said before "folder" ("but ignore the tmp
-    folder")."""
-    written = [m.text for m in exclusion.values if m.kind == "glob" or m.kind in ("quoted", "path")]
-    folders = [m.group(1) for m in _FOLDER_NAMED.finditer(exclusion.text) if words(m.group(1))]
-    return list(dict.fromkeys(t.strip() for t in written + folders if t.strip() and not re.search(r"\s", t.strip())))
+    quoted names and relative paths ("excluding 'arbigent-result'", "but not in arbigent"). An absolute path is
+    none: the server matches patterns against paths relative to where it searches."""
+    written = (m.text.strip() for m in exclusion.values if m.kind in ("glob", "quoted", "path"))
+    relative = (t.removeprefix("./") for t in written if t and not t.startswith(("/", "~", "\\")))
+    return list(dict.fromkeys(t for t in relative if t and not re.search(r"\s", t)))

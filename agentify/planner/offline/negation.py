@@ -69,15 +69,17 @@ def exclusions(
 
     ends = [m.start() for m in _END.finditer(query)]
     spans: list[tuple[int, int]] = []
+    passed = 0  # the end of the last "without" part that named no choice: those within it name none either
     for match in _MARKER.finditer(query):
         start = next((match.start(g) for g in ("but", "skip", "dont") if match.group(g)), match.start())
-        if (spans and start < spans[-1][1]) or inside(start) is not None:
+        if (spans and start < spans[-1][1]) or inside(start) is not None or (match.group("without") and start < passed):
             continue
         opens = _opens_sentence(query, start)
         stop = _stop(query, match.end(), ends, opens)
         while (end := inside(stop)) is not None:
             stop = _stop(query, end, ends, opens)
         if match.group("without") and not choices.intersection(_CHOICE.findall(query[start:stop].lower())):
+            passed = stop
             continue
         spans.append((start, stop))
     return spans

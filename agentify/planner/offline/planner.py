@@ -57,12 +57,12 @@ from agentify.planner.offline import confidence
 from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
 from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, fill
-from agentify.planner.offline.honour import ALL, ALL_WORDS, unhonoured
+from agentify.planner.offline.honour import ALL, ALL_WORDS, SOME, unhonoured
 from agentify.planner.offline.negation import forbids
 from agentify.planner.offline.offered import IDENTIFIER, Offered, without_filler
-from agentify.planner.offline.roles import role, takes_value
+from agentify.planner.offline.roles import takes_role, takes_value
 from agentify.planner.retrieval import Ranked, ToolIndex
-from agentify.planner.words import SYNONYMS, query_terms, stem, words
+from agentify.planner.words import STOP_WORDS, SYNONYMS, query_terms, stem, words
 
 MARGIN = 1.25
 PLACES = ("path", "url")
@@ -289,7 +289,11 @@ def _choose(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, filler: 
     if callable_ == [best.tool]:
         return best.tool, "the only close match that can be called with what the task says"
     stray = fillings[best.tool.name].stray_ids
-    if len(callable_) == 1 and stray and _same_verb(callable_[0], best.tool, stray, mentions, index):
+    if (
+        len(callable_) == 1
+        and stray
+        and _takes_ids(callable_[0], fillings[callable_[0].name], best.tool, stray, mentions, index)
+    ):
         return callable_[0], "the only close match that takes the ids the task writes"
     taking = [t for t in callable_ if fillings[t.name].placed]
     if len(taking) == 1 and fillings[taking[0].name].placed == len(mentions.values):
@@ -316,12 +320,13 @@ def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, f
     they leave out what the task excludes) that can be called with every value the task gives, as they are (not as
     a list of one), when it is the only one or leads the next by `MARGIN`. Never a destructive one: a tool that
     ranks lower is not taken to change anything."""
-    best = filler(ranked[0].tool, mentions)
-    places = {m.kind for m in best.unplaced if m.kind in PLACES}
-    placeless = places and not _takes_places(ranked[0].tool)  # "Load a.yaml and b.yaml": not navigate_back
+    top = ranked[0]
+    best = filler(top.tool, mentions)
+    places = any(m.kind in PLACES for m in best.unplaced)
+    # "read a.yaml and b.yaml in one go" ranked browser_navigate_back first, which takes no path at all
+    placeless = places and not takes_role(top.tool.input_schema.get("properties") or {}, "path", "paths", "url")
     if not (places and (best.missing or placeless)) and not best.ignored and not best.stray_ids:
         return None  # a number or a quoted text could be meant for the best tool in a way it does not take
-    top = ranked[0]
     # A tool of the same backend that leaves out what the task excludes is close however it ranks ("run the whole
     # suite, excluding checkout": the scenario runner, far below the tool for all on "whole" and "suite").
     close = [
@@ -333,7 +338,7 @@ def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, f
     fillings = [(r, filler(r.tool, mentions)) for r in close]
     fillings = [(r, f) for r, f in fillings if r.score * WIDE > top.score or f.left_out]
     if best.stray_ids:  # "run login-wrong-password on its own": the tool that takes it, if the task says its verb
-        fillings = [(r, f) for r, f in fillings if _same_verb(r.tool, top.tool, best.stray_ids, mentions, index)]
+        fillings = [(r, f) for r, f in fillings if _takes_ids(r.tool, f, top.tool, best.stray_ids, mentions, index)]
     taking = [(r, f) for r, f in fillings if f.complete and f.placed == len(mentions.values)]
     taking = [(r, f) for r, f in taking if not _list_of_one(f)] or taking
     if len(taking) == 1 or (taking and taking[0][0].score >= MARGIN * taking[1][0].score):
@@ -341,19 +346,16 @@ def _takes_instead(ranked: list[Ranked], mentions: Mentions, index: ToolIndex, f
     return None
 
 
-def _takes_places(tool: CatalogTool) -> bool:
-    """Whether `tool` has an argument for a path or a URL."""
-    properties = tool.input_schema.get("properties") or {}
-    return any(isinstance(s, dict) and role(n, s) in ("path", "paths", "url") for n, s in properties.items())
-
-
-def _same_verb(
-    tool: CatalogTool, best: CatalogTool, ids: tuple[str, ...], mentions: Mentions, index: ToolIndex
+def _takes_ids(
+    tool: CatalogTool, filling: Filling, best: CatalogTool, ids: tuple[str, ...], mentions: Mentions, index: ToolIndex
 ) -> bool:
-    """Whether `tool`, which takes the `ids` the task writes that the `best` tool cannot, says what the task asks
-    to do as `best` does: the words of `best`'s name the task says (but the ids' own) are words of `tool`'s name,
-    and it says one at least ("run login-wrong-password on its own": `run-arbigent-scenarios`; "show me
-    settings-language" says no word of it, and is not run)."""
+    """Whether `tool` takes exactly the `ids` the task writes that the `best` tool cannot (no other choice: "run the
+    login ones and login-wrong-password" also says the login tag), and says what the task asks to do as `best`
+    does: the words of `best`'s name the task says (but the ids' own) are words of `tool`'s name, and it says one
+    at least ("run login-wrong-password on its own": `run-arbigent-scenarios`; "show me settings-language" says no
+    word of it, and is not run)."""
+    if {str(v).lower() for v in filling.chosen} != {i.lower() for i in ids}:
+        return False
     said = _said(mentions) - {w for i in ids for w in words(i)}
     own = index.name_words[tool.name]
     return bool(said & own) and said & index.name_words[best.name] <= own
@@ -364,7 +366,8 @@ def _the_one_for_all(
 ) -> CatalogTool | None:
     """ "run the tests" names the family `run-arbigent-test-*` and no member of it: the one whose name the task
     says but for "all", when no contender's whole name is said and the task says nothing more than that name and
-    words for all ("run the full test suite"); "run the flaky tests" or "the test of the checkout" say more."""
+    words for all, and its backend's ("run the full (Arbigent) test suite"); "run the flaky tests" or "the test of
+    the checkout" say more."""
     said = _said(mentions)
     if any(index.name_words[t.name] <= said for t in contenders):
         return None
@@ -372,9 +375,10 @@ def _the_one_for_all(
     if len(family) != 1:
         return None
     name = index.name_words[family[0].name]
-    every = {stem(w) for w in _WORD.findall(mentions.user_text.lower())}  # stop words too: "run some tests"
+    # small words too, those that ask for part of them ("run some tests"), not "please" or "the"
+    every = {stem(w) for w in _WORD.findall(mentions.user_text.lower()) if w not in STOP_WORDS or w in SOME}
     rest = {s for s in every if s not in name and name.isdisjoint(SYNONYMS.get(s, ()))}
-    return family[0] if rest <= ALL_WORDS else None
+    return family[0] if rest <= ALL_WORDS | set(words(family[0].backend)) else None  # "the full Arbigent suite"
 
 
 def _missing_fit(missing: tuple[MissingBackend, ...], text: str) -> tuple[MissingBackend, int] | None:

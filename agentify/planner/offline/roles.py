@@ -74,6 +74,11 @@ def role(name: str, spec: dict[str, Any]) -> Role:
     return "number" if kinds & {"number", "integer"} else "other"
 
 
+def takes_role(properties: dict[str, Any], *roles: Role) -> bool:
+    """Whether an argument of `properties` takes one of `roles` ("path", "url"...)."""
+    return any(isinstance(spec, dict) and role(name, spec) in roles for name, spec in properties.items())
+
+
 def replacement_names(spec: dict[str, Any]) -> tuple[str, str] | None:
     """The names of what a replacement replaces and what it puts there, for a list of objects that each require
     exactly those two texts (`edits: [{oldText, newText}]`)."""
@@ -84,8 +89,9 @@ def replacement_names(spec: dict[str, Any]) -> tuple[str, str] | None:
         return None
     if not all(isinstance(properties.get(n), dict) and properties[n].get("type") == "string" for n in required):
         return None
-    old = [n for n in required if words(n)[:1] and words(n)[0] in OLD_WORDS]
-    new = [n for n in required if words(n)[:1] and words(n)[0] in NEW_WORDS]
+    first = {n: (words(n) or [""])[0] for n in required}
+    old = [n for n in required if first[n] in OLD_WORDS]
+    new = [n for n in required if first[n] in NEW_WORDS]
     return (old[0], new[0]) if len(old) == 1 and len(new) == 1 and old != new else None
 
 
