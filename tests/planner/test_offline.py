@@ -123,6 +123,8 @@ async def test_quoted_texts_in_pairs_are_the_replacements_of_an_edit() -> None:
         "show the diff for replacing 'a' with 'b' in notes.txt",
     ):
         assert (await plan(query)).arguments["dryRun"] is True, query
+    with pytest.raises(NoPlan):  # one file at a time: edit_file on a folder fails
+        await plan("replace 'foo' with 'bar' in every file in arbigent")
     # An odd one out, or other words between two texts, is no pair: asked, not guessed.
     for query in ("in notes.txt replace 'milk' with 'bread' and 'eggs'", "in notes.txt replace 'milk', then 'bread'"):
         with pytest.raises(NoPlan):

@@ -151,6 +151,8 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
             old, new = replacement_names(specs[name]) or ("", "")
             arguments[name] = [{old: a.value, new: b.value} for a, b in pairs]
             pool = [m for m in pool if not any(m is a or m is b for a, b in pairs)]
+            if any(roles.get(n) == "path" and isinstance(v, str) and os.path.isdir(v) for n, v in arguments.items()):
+                missing.append(f"`{name}` (replacements are made in one file: name the file, not a folder)")
     unfilled = [n for n in required if roles[n] == "path" and n not in arguments]
     if len(unfilled) == 1 and mentions.base and not any(m.kind == "path" for m in mentions.items):
         if reads_directories(tool):
