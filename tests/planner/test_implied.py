@@ -213,6 +213,9 @@ async def test_a_check_may_say_where_before_what() -> None:
     assert (await plan(shop)).tool == "run-arbigent-task"  # where, in two words, the second naming the device
     with pytest.raises(NoPlan):  # not "the config file" (a review: it sent the app's agent to read a file)
         await plan("check in the config file that the model is gpt-4")
+    # A check is never a tool that says it changes things, but the test runner's (a review: it created a folder).
+    message = await refusal("verify in the examples folder that notes.txt exists")
+    assert "asks to check something" in message and "create_directory" in message
 
 
 async def test_ids_the_task_writes_choose_among_close_tools() -> None:

@@ -36,6 +36,8 @@ class Offered:
     """The choices written as an id ("settings-language")."""
     tool_names: tuple[tuple[str, str, frozenset[str]], ...] = ()
     """Each tool's backend, name and the words of its name."""
+    runners: frozenset[str] = frozenset()
+    """The backends with a tool that takes a goal in plain words: test runners, whose tools run checks."""
 
     def names_of(self, tool: CatalogTool) -> list[frozenset[str]]:
         """The words of the names of the other tools of `tool`'s backend."""
@@ -51,7 +53,7 @@ class Offered:
         every = frozenset(str(v).lower() for t in tools for v in choices(t))
         ids = frozenset(v for v in every if IDENTIFIER.fullmatch(v))
         named = tuple((t.backend, t.name, frozenset(words(t.tool.name))) for t in tools)
-        return cls(index, bool(runners), names, tuple(v for v in values if v), every, ids, named)
+        return cls(index, bool(runners), names, tuple(v for v in values if v), every, ids, named, frozenset(runners))
 
     def named(self, goal: Mentions) -> bool:
         """Whether X is what the runner already runs: the words of a tool's name ("check that login works": the

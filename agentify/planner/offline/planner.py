@@ -66,6 +66,7 @@ from agentify.planner.words import STOP_WORDS, SYNONYMS, query_terms, stem, word
 
 MARGIN = 1.25
 PLACES = ("path", "url")
+CHECKING = re.compile(r"\s*(?:please\s+)?(?:check|verify|confirm|ensure|make\s+sure)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+")
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
 CANDIDATES = 3
@@ -106,9 +107,25 @@ class OfflinePlanner:
                 mentions if named else goal, user_text=without_filler((mentions if named else goal).user_text)
             )
         try:
-            return self._by_rules(index, catalog, mentions)
+            planned = self._by_rules(index, catalog, mentions)
         except PlannerUnavailable as refusal:
-            return self._when_confident(index, catalog, mentions, refusal)
+            planned = self._when_confident(index, catalog, mentions, refusal)
+        return self._as_check(planned, task, catalog)
+
+    def _as_check(self, planned: Plan, task: TaskInput, catalog: Catalog) -> Plan:
+        """A task that asks to check something ("verify in the examples folder that notes.txt exists") is never
+        planned to a tool that declares it changes things (`readOnlyHint: false`), but a test runner's: a review
+        found it creating a folder."""
+        tool = catalog.get(f"{planned.backend}__{planned.tool}")
+        runners = self._offered.runners if self._offered else frozenset()
+        if tool is None or not CHECKING.match(task.query) or planned.backend in runners:
+            return planned
+        if tool.tool.annotations is None or tool.tool.annotations.read_only_hint is not False:
+            return planned  # only a tool that says it changes things is no answer to a check
+        raise NoPlan(
+            f"the task asks to check something, and the closest tool, {_label(tool)}, may change it: the offline "
+            f"planner (no model is configured) plans a check only with a tool that reads. {CONFIGURE}"
+        )
 
     def _when_confident(
         self, index: ToolIndex, catalog: Catalog, mentions: Mentions, refusal: PlannerUnavailable
