@@ -218,6 +218,13 @@ async def test_a_check_may_say_where_before_what() -> None:
     assert "asks to check something" in message and "create_directory" in message
 
 
+async def test_a_task_that_asks_to_stop_something_never_starts_it() -> None:
+    # each ran the tests it names (older than the round; a review found it)
+    for query in ("stop the login tests", "cancel the smoke run", "pause the smoke run", "kill the login tests"):
+        assert "asks to stop something" in await refusal(query), query
+    assert (await plan("pause for 5 seconds")).tool == "browser_wait_for"
+
+
 async def test_ids_the_task_writes_choose_among_close_tools() -> None:
     both = await plan("run login-wrong-password and settings-dark-mode")
     assert (both.tool, both.arguments) == (

@@ -66,6 +66,8 @@ from agentify.planner.words import STOP_WORDS, SYNONYMS, query_terms, stem, word
 
 MARGIN = 1.25
 PLACES = ("path", "url")
+STOPPING = frozenset(words("stop stopping cancel abort kill pause halt interrupt terminate"))
+STARTING = frozenset(words("run start launch execute"))
 CHECKING = re.compile(r"\s*(?:please\s+)?(?:check|verify|confirm|ensure|make\s+sure)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+")
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
@@ -110,7 +112,7 @@ class OfflinePlanner:
             planned = self._by_rules(index, catalog, mentions)
         except PlannerUnavailable as refusal:
             planned = self._when_confident(index, catalog, mentions, refusal)
-        return self._as_check(planned, task, catalog)
+        return self._as_check(_not_stopping(planned, task, catalog), task, catalog)
 
     def _as_check(self, planned: Plan, task: TaskInput, catalog: Catalog) -> Plan:
         """A task that asks to check something ("verify in the examples folder that notes.txt exists") is never
@@ -210,6 +212,18 @@ class OfflinePlanner:
                 asked if isinstance(asked, Ask) else None,
             )
         return _plan(chosen, filling.arguments, why, catalog)
+
+
+def _not_stopping(planned: Plan, task: TaskInput, catalog: Catalog) -> Plan:
+    """A task that asks to stop something ("stop the login tests", "pause the smoke run") is never planned to a
+    tool named for starting it: a review found both running the tests."""
+    tool = catalog.get(f"{planned.backend}__{planned.tool}")
+    if tool is None or not (STOPPING & set(words(task.query)) and STARTING & set(words(tool.tool.name))):
+        return planned
+    raise NoPlan(
+        f"the task asks to stop something, and the closest tool, {_label(tool)}, starts it: the offline planner (no "
+        f"model is configured) has no tool that stops it. {CONFIGURE}"
+    )
 
 
 def _said(mentions: Mentions) -> set[str]:
