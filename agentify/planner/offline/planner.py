@@ -55,6 +55,7 @@ from agentify.planner.catalog import Catalog, CatalogTool, MissingBackend
 from agentify.planner.indexes import IndexCache
 from agentify.planner.offline import confidence
 from agentify.planner.offline.asking import Ask, Unfilled, asking, needs
+from agentify.planner.offline.contrary import contrary
 from agentify.planner.offline.extract import ASKED, Mention, Mentions, analyse, goal_request
 from agentify.planner.offline.fill import Filling, fill
 from agentify.planner.offline.honour import ALL, ALL_WORDS, SOME, unhonoured
@@ -66,9 +67,6 @@ from agentify.planner.words import STOP_WORDS, SYNONYMS, query_terms, stem, word
 
 MARGIN = 1.25
 PLACES = ("path", "url")
-STOPPING = frozenset(words("stop stopping cancel abort kill pause halt interrupt terminate"))
-STARTING = frozenset(words("run start launch execute"))
-CHECKING = re.compile(r"\s*(?:please\s+)?(?:check|verify|confirm|ensure|make\s+sure)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+")
 WIDE = 3.0  # how far below the best a tool may rank and still be taken when only it can take the task's values
 CANDIDATES = 3
@@ -112,22 +110,13 @@ class OfflinePlanner:
             planned = self._by_rules(index, catalog, mentions)
         except PlannerUnavailable as refusal:
             planned = self._when_confident(index, catalog, mentions, refusal)
-        return self._as_check(_not_stopping(planned, task, catalog), task, catalog)
-
-    def _as_check(self, planned: Plan, task: TaskInput, catalog: Catalog) -> Plan:
-        """A task that asks to check something ("verify in the examples folder that notes.txt exists") is never
-        planned to a tool that declares it changes things (`readOnlyHint: false`), but a test runner's: a review
-        found it creating a folder."""
         tool = catalog.get(f"{planned.backend}__{planned.tool}")
         runners = self._offered.runners if self._offered else frozenset()
-        if tool is None or not CHECKING.match(task.query) or planned.backend in runners:
-            return planned
-        if tool.tool.annotations is None or tool.tool.annotations.read_only_hint is not False:
-            return planned  # only a tool that says it changes things is no answer to a check
-        raise NoPlan(
-            f"the task asks to check something, and the closest tool, {_label(tool)}, may change it: the offline "
-            f"planner (no model is configured) plans a check only with a tool that reads. {CONFIGURE}"
-        )
+        if tool is not None and (why := contrary(tool, task.query, runners)) is not None:
+            raise NoPlan(
+                f"{why}: the offline planner (no model is configured) plans only what the words ask. {CONFIGURE}"
+            )
+        return planned
 
     def _when_confident(
         self, index: ToolIndex, catalog: Catalog, mentions: Mentions, refusal: PlannerUnavailable
@@ -212,18 +201,6 @@ class OfflinePlanner:
                 asked if isinstance(asked, Ask) else None,
             )
         return _plan(chosen, filling.arguments, why, catalog)
-
-
-def _not_stopping(planned: Plan, task: TaskInput, catalog: Catalog) -> Plan:
-    """A task that asks to stop something ("stop the login tests", "pause the smoke run") is never planned to a
-    tool named for starting it: a review found both running the tests."""
-    tool = catalog.get(f"{planned.backend}__{planned.tool}")
-    if tool is None or not (STOPPING & set(words(task.query)) and STARTING & set(words(tool.tool.name))):
-        return planned
-    raise NoPlan(
-        f"the task asks to stop something, and the closest tool, {_label(tool)}, starts it: the offline planner (no "
-        f"model is configured) has no tool that stops it. {CONFIGURE}"
-    )
 
 
 def _said(mentions: Mentions) -> set[str]:
