@@ -21,7 +21,8 @@
    the task writes that another tool chooses among ("run the settings tests except settings-language"), and a
    plan that does not leave out what the task excludes (`honour`): "run all the tests except checkout" is the
    scenario runner with every other id, since the tool for all cannot leave one out. A task that opens by saying
-   what not to do ("don't delete notes.txt") is never planned.
+   what not to do ("don't delete notes.txt") is never planned, nor a plan that would do the opposite of the task
+   (`contrary`: a check with a tool that changes things, a stop with a tool that starts).
 3. Required arguments are filled from the query and the context (see `extract`), never
    guessed: an argument it cannot fill, or a mentioned value it cannot place, is a refusal. The
    one value taken from the context alone is the working directory, as the path of a read-only
@@ -111,8 +112,7 @@ class OfflinePlanner:
         except PlannerUnavailable as refusal:
             planned = self._when_confident(index, catalog, mentions, refusal)
         tool = catalog.get(f"{planned.backend}__{planned.tool}")
-        runners = self._offered.runners if self._offered else frozenset()
-        if tool is not None and (why := contrary(tool, task.query, runners)) is not None:
+        if tool is not None and (why := contrary(tool, task.query, self._offered.runners)) is not None:
             raise NoPlan(
                 f"{why}: the offline planner (no model is configured) plans only what the words ask. {CONFIGURE}"
             )
