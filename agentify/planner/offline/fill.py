@@ -32,7 +32,15 @@ from typing import Any
 from agentify.planner.catalog import CatalogTool, enum_values
 from agentify.planner.offline.extract import Kind, Mention, Mentions, resolve_path, without_exclusions
 from agentify.planner.offline.left_out import OTHERS, leave_out
-from agentify.planner.offline.roles import Role, named_in, reads_directories, replacement_names, role, takes_role
+from agentify.planner.offline.roles import (
+    Role,
+    named_in,
+    read_only,
+    reads_directories,
+    replacement_names,
+    role,
+    takes_role,
+)
 from agentify.planner.offline.vocabulary import PLAIN_TEXT_NAMES
 from agentify.planner.words import stem, words
 
@@ -178,7 +186,6 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
         elif value is None or (isinstance(value, list) and None in value):
             missing.append(f"`{name}` (a path the context cannot resolve: send the working directory or the open file)")
             arguments.pop(name)
-    read_only = tool.tool.annotations is not None and tool.tool.annotations.read_only_hint is True
     # "preview replacing ...", "show me the diff of ...": a dry run, or no call to a tool that says it destroys
     if PREVIEWING & set(words(mentions.user_text)):
         dry = [n for n, spec in properties.items() if role(n, spec) == "boolean" and DRY & set(words(n))]
@@ -190,11 +197,11 @@ def fill(tool: CatalogTool, mentions: Mentions) -> Filling:
     if SEARCHING & set(words(tool.tool.name)) and terms and not arguments:  # "Give me its element tree": no search
         missing.append(f"{' or '.join(f'`{n}`' for n in terms)} (what to search for: quote it)")
     absent = tuple(dict.fromkeys(n for n in required if n not in arguments))
-    # For a tool that takes no path at all, "the arbigent scenarios" (a folder named as the tool is) and "what
-    # scenarios does this project have?" (the working directory itself) say where, not what.
+    # For a tool that takes no path at all, "the arbigent scenarios" (a folder named as the tool is) says where, not
+    # what; and for a read-only one, so does the project itself ("what scenarios does this project have?").
     pathless = not takes_role(properties, "path", "paths")
     own = set(words(f"{tool.backend} {tool.tool.name}")) if pathless else set()
-    here = mentions.base if pathless and read_only and mentions.base else None
+    here = mentions.base if pathless and read_only(tool) and mentions.base else None
     unplaced = tuple(m for m in pool if not (m.bare and set(words(m.text)) <= own) and not _is_place(m, here))
     return Filling(arguments, tuple(missing), unplaced, placed, absent, tuple(chosen), tuple(left_out), tuple(others))
 

@@ -19,7 +19,7 @@ from agentify.planner.catalog import CatalogTool
 from agentify.planner.offline.extract import Exclusion, Mentions
 from agentify.planner.offline.fill import Filling
 from agentify.planner.offline.left_out import patterns
-from agentify.planner.offline.roles import named_in
+from agentify.planner.offline.roles import named_in, read_only
 from agentify.planner.words import SYNONYMS, stem, words
 
 ALL = frozenset({"all"})
@@ -56,11 +56,10 @@ def unhonoured(tool: CatalogTool, filling: Filling, mentions: Mentions, names: l
     # what is kept must be as plain: "run the login tests, not login-wrong-password" keeps the tag's, not `login`
     kept_plain = not any(set(words(str(v))) <= name for v in filling.chosen for name in names)
     everything = kept_plain and (not filling.others or for_all(tool, filling.others, names, mentions))
-    read_only = tool.tool.annotations is not None and tool.tool.annotations.read_only_hint is True
     return tuple(
         x.text.strip(" ,")
         for x in mentions.left_out
-        if not _honours(x, choices, left, own | MARKER_WORDS | FILLER, names, everything, read_only)
+        if not _honours(x, choices, left, own | MARKER_WORDS | FILLER, names, everything, read_only(tool))
     )
 
 
@@ -71,7 +70,7 @@ def _honours(
     allowed: set[str],
     names: list[frozenset[str]],
     everything: bool,
-    read_only: bool,
+    reads_only: bool,
 ) -> bool:
     """Whether the arguments leave out what `exclusion` says: it names what they leave out and nothing else (but
     the tool's own words and small ones), none of it also names another tool of the backend ("all the tests except
@@ -84,7 +83,7 @@ def _honours(
         return False
     named = [str(v) for v in named_in(choices, said)] + [p for p in patterns(exclusion) if p in left]
     if not named:  # nothing to leave out by: only a replacement or "other than that" asks nothing of the plan
-        return not exclusion.values and (bool(CONTEXT.match(text)) or read_only and bool(NEGATIVE.match(text)))
+        return not exclusion.values and (bool(CONTEXT.match(text)) or reads_only and bool(NEGATIVE.match(text)))
     spoken = {w for v in named for w in words(v)}
     return (
         all(m.text in left or any(words(m.text) == words(v) for v in named) for m in exclusion.values)

@@ -3,7 +3,7 @@ the vocabulary that `fill` puts a task's values into and that the planner weighs
 
 - `role`: a URL, a path or several, a pattern, a text or several, a number, a choice or several, an element ref, a
   key, a boolean, a goal in plain words, replacements of one text by another, or something else;
-- `choices`, `takes_value`, `takes_goal`, `reads_directories`: what a tool offers as a whole;
+- `choices`, `takes_value`, `takes_goal`, `read_only`, `reads_directories`: what a tool offers as a whole;
 - `named_in`: the choices a run of words names.
 """
 
@@ -132,13 +132,16 @@ def takes_value(tool: CatalogTool, value: str) -> bool:
     return False
 
 
+def read_only(tool: CatalogTool) -> bool:
+    """Whether `tool` declares that it changes nothing (`readOnlyHint: true`)."""
+    return tool.tool.annotations is not None and tool.tool.annotations.read_only_hint is True
+
+
 def reads_directories(tool: CatalogTool) -> bool:
     """A read-only tool whose name says it works on a folder (`list_directory`, `directory_tree`) or searches one
     (`search_files`): a task that names no path means the working directory ("list the files", "search for
     *.md")."""
-    annotations = tool.tool.annotations
-    read_only = annotations is not None and annotations.read_only_hint is True
-    return read_only and not DIRECTORY_WORDS.isdisjoint(words(tool.tool.name))
+    return read_only(tool) and not DIRECTORY_WORDS.isdisjoint(words(tool.tool.name))
 
 
 def named_in(options: list[Any], said: list[str]) -> list[Any]:
